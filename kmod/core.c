@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gpuslot lock core: FIFO slotted k-exclusion with direct handoff.
+ * See core.h for the invariant every function keeps.
+ */
+#include <linux/bitops.h>
+
+#include "core.h"
+
+u64 gpuslot_core_valid(const struct gpuslot_core *c)
+{
+	/* k == 64 must not shift by the width of the type. */
+	return c->k >= 64 ? ~0ULL : (1ULL << c->k) - 1;
+}
+
+void gpuslot_core_init(struct gpuslot_core *c, unsigned int k)
+{
+	INIT_LIST_HEAD(&c->waiters);
+	c->held = 0;
+	c->generation = 1;
+	c->k = k;
+	c->nr_waiters = 0;
+}
+
+int gpuslot_core_try_acquire(struct gpuslot_core *c, u64 allowed)
+{
+	u64 free = gpuslot_core_valid(c) & ~c->held & allowed;
+	int slot;
+
+	if (!free)
+		return -1;
+	slot = __ffs64(free);
+	c->held |= 1ULL << slot;
+	return slot;
+}
+
+void gpuslot_core_enqueue(struct gpuslot_core *c,
+			  struct gpuslot_core_waiter *w, u64 allowed)
+{
+	w->allowed = allowed;
+	w->slot = -1;
+	list_add_tail(&w->node, &c->waiters);
+	c->nr_waiters++;
+}
+
+void gpuslot_core_cancel(struct gpuslot_core *c,
+			 struct gpuslot_core_waiter *w)
+{
+	/* Leaving the queue only drops constraints: the invariant holds. */
+	list_del_init(&w->node);
+	c->nr_waiters--;
+}
+
+/*
+ * Hand the slots in @free to queued waiters, oldest first. Each waiter gets
+ * the lowest slot of @free it accepts. @free holds only slots that may have
+ * become wanted; the other free slots are unwanted by the invariant.
+ */
+static void gpuslot_core_dispatch(struct gpuslot_core *c, u64 free,
+				  struct list_head *granted)
+{
+	struct gpuslot_core_waiter *w, *tmp;
+
+	list_for_each_entry_safe(w, tmp, &c->waiters, node) {
+		u64 take;
+
+		if (!free)
+			break;
+		take = free & w->allowed;
+		if (!take)
+			continue;
+		w->slot = __ffs64(take);
+		c->held |= 1ULL << w->slot;
+		free &= ~(1ULL << w->slot);
+		list_move_tail(&w->node, granted);
+		c->nr_waiters--;
+	}
+}
+
+void gpuslot_core_release(struct gpuslot_core *c, unsigned int slot,
+			  struct list_head *granted)
+{
+	u64 bit = 1ULL << slot;
+
+	c->held &= ~bit;
+	/* A slot at or above k retires here instead of being handed on. */
+	gpuslot_core_dispatch(c, bit & gpuslot_core_valid(c), granted);
+}
+
+bool gpuslot_core_set_k(struct gpuslot_core *c, unsigned int k,
+			struct list_head *granted)
+{
+	if (k == c->k)
+		return false;
+	c->k = k;
+	c->generation++;
+	gpuslot_core_dispatch(c, gpuslot_core_valid(c) & ~c->held, granted);
+	return true;
+}

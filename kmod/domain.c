@@ -1,0 +1,541 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gpuslot domains: the lock core under a spinlock, waiting with timeouts
+ * and signals, direct handoff to the woken waiter, statistics, and the
+ * per-file holder state that crash cleanup relies on.
+ */
+#include <linux/bitops.h>
+#include <linux/hrtimer.h>
+#include <linux/ktime.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/sysfs.h>
+
+#include "domain.h"
+#include "sysfs.h"
+
+/* A thread queued in gpuslot_file_acquire(), on that thread's stack. */
+struct gpuslot_waiter {
+	struct gpuslot_core_waiter core;
+	struct gpuslot_file *file;
+	struct task_struct *task;
+	u64 start_ns;
+	pid_t pid;
+	pid_t tid;
+	char comm[TASK_COMM_LEN];
+};
+
+static struct gpuslot_domain *gpuslot_domains[GPUSLOT_MAX_DOMAINS];
+static unsigned int gpuslot_domain_count;
+
+unsigned int gpuslot_nr_domains(void)
+{
+	return gpuslot_domain_count;
+}
+
+struct gpuslot_domain *gpuslot_domain_get(unsigned int id)
+{
+	return id < gpuslot_domain_count ? gpuslot_domains[id] : NULL;
+}
+
+void gpuslot_domain_free(struct kobject *kobj)
+{
+	kfree(container_of(kobj, struct gpuslot_domain, kobj));
+}
+
+int gpuslot_domains_create(unsigned int nr, struct kobject *parent)
+{
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < nr; i++) {
+		struct gpuslot_domain *d = kzalloc(sizeof(*d), GFP_KERNEL);
+
+		if (!d) {
+			ret = -ENOMEM;
+			goto fail;
+		}
+		d->id = i;
+		spin_lock_init(&d->lock);
+		gpuslot_core_init(&d->core, 1);
+		d->boost_priority = GPUSLOT_DEFAULT_BOOST_PRIORITY;
+		ret = kobject_init_and_add(&d->kobj, &gpuslot_domain_ktype,
+					   parent, "gpu%u", i);
+		if (ret) {
+			kobject_put(&d->kobj);
+			goto fail;
+		}
+		gpuslot_domains[i] = d;
+		gpuslot_domain_count = i + 1;
+	}
+	return 0;
+fail:
+	gpuslot_domains_destroy();
+	return ret;
+}
+
+void gpuslot_domains_destroy(void)
+{
+	while (gpuslot_domain_count) {
+		unsigned int i = --gpuslot_domain_count;
+
+		kobject_put(&gpuslot_domains[i]->kobj);
+		gpuslot_domains[i] = NULL;
+	}
+}
+
+/* Lock the domain @f is attached to; the attachment may change meanwhile. */
+static struct gpuslot_domain *gpuslot_file_lock(struct gpuslot_file *f)
+	__acquires(&d->lock)
+{
+	struct gpuslot_domain *d;
+
+	for (;;) {
+		d = READ_ONCE(f->domain);
+		spin_lock(&d->lock);
+		if (likely(d == READ_ONCE(f->domain)))
+			return d;
+		spin_unlock(&d->lock);
+	}
+}
+
+void gpuslot_file_init(struct gpuslot_file *f)
+{
+	f->domain = gpuslot_domains[0];
+	f->state = GPUSLOT_FILE_IDLE;
+	mutex_init(&f->boost_lock);
+}
+
+int gpuslot_file_attach(struct gpuslot_file *f, unsigned int id)
+{
+	struct gpuslot_domain *to = gpuslot_domain_get(id);
+	struct gpuslot_domain *d;
+	int ret = 0;
+
+	if (!to)
+		return -EINVAL;
+	d = gpuslot_file_lock(f);
+	if (f->state != GPUSLOT_FILE_IDLE)
+		ret = -EBUSY;
+	else
+		WRITE_ONCE(f->domain, to);
+	spin_unlock(&d->lock);
+	return ret;
+}
+
+static unsigned int gpuslot_hist_bucket(u64 ns)
+{
+	unsigned int b = ns ? fls64(ns) - 1 : 0;
+
+	return min_t(unsigned int, b, GPUSLOT_HIST_BUCKETS - 1);
+}
+
+/* Make @w's file the holder of @slot. Called under d->lock. */
+static void gpuslot_grant(struct gpuslot_domain *d, struct gpuslot_waiter *w,
+			  unsigned int slot, u64 now)
+{
+	struct gpuslot_file *f = w->file;
+	struct gpuslot_counters *c = &d->counters;
+	u64 wait_ns = now - w->start_ns;
+
+	lockdep_assert_held(&d->lock);
+	f->state = GPUSLOT_FILE_HOLDING;
+	f->slot = slot;
+	f->hold_seq++;
+	f->grant_generation = d->core.generation;
+	f->hold_start_ns = now;
+	f->holder_pid = w->pid;
+	f->holder_tid = w->tid;
+	memcpy(f->holder_comm, w->comm, sizeof(f->holder_comm));
+	d->holder[slot] = f;
+
+	c->acquisitions++;
+	c->total_wait_ns += wait_ns;
+	c->max_wait_ns = max(c->max_wait_ns, wait_ns);
+	c->wait_hist[gpuslot_hist_bucket(wait_ns)]++;
+}
+
+/*
+ * Complete the grants the core made and wake their threads. The woken
+ * thread needs d->lock before it looks at its waiter, so the waiter stays
+ * valid until this returns.
+ */
+static void gpuslot_wake_granted(struct gpuslot_domain *d,
+				 struct list_head *granted)
+{
+	struct gpuslot_core_waiter *cw, *tmp;
+	u64 now = ktime_get_ns();
+
+	lockdep_assert_held(&d->lock);
+	list_for_each_entry_safe(cw, tmp, granted, node) {
+		struct gpuslot_waiter *w =
+			container_of(cw, struct gpuslot_waiter, core);
+
+		list_del_init(&cw->node);
+		gpuslot_grant(d, w, cw->slot, now);
+		wake_up_process(w->task);
+	}
+}
+
+/* Give the slot @f holds back to the domain. Called under d->lock. */
+static void gpuslot_release_locked(struct gpuslot_domain *d,
+				   struct gpuslot_file *f)
+{
+	u64 hold_ns = ktime_get_ns() - f->hold_start_ns;
+	LIST_HEAD(granted);
+
+	lockdep_assert_held(&d->lock);
+	d->counters.max_hold_ns = max(d->counters.max_hold_ns, hold_ns);
+	d->holder[f->slot] = NULL;
+	f->state = GPUSLOT_FILE_IDLE;
+	gpuslot_core_release(&d->core, f->slot, &granted);
+	gpuslot_wake_granted(d, &granted);
+}
+
+/*
+ * Boost the current thread for hold @seq of @f. A release of that hold may
+ * already have happened on another thread sharing the file; boost_lock and
+ * the sequence check keep a late boost from outliving the hold.
+ */
+static void gpuslot_file_boost(struct gpuslot_file *f,
+			       struct gpuslot_domain *d, u64 seq)
+{
+	unsigned int prio;
+	bool holding;
+
+	mutex_lock(&f->boost_lock);
+	/* A boost of an earlier hold whose release has not restored it yet. */
+	if (f->boost.task && f->boost_seq != seq)
+		gpuslot_boost_restore(&f->boost);
+	spin_lock(&d->lock);
+	holding = f->state == GPUSLOT_FILE_HOLDING && f->hold_seq == seq;
+	prio = d->boost_priority;
+	spin_unlock(&d->lock);
+	if (holding) {
+		gpuslot_boost_apply(&f->boost, current, prio);
+		f->boost_seq = seq;
+	}
+	mutex_unlock(&f->boost_lock);
+}
+
+static void gpuslot_file_unboost(struct gpuslot_file *f, u64 seq)
+{
+	mutex_lock(&f->boost_lock);
+	if (f->boost.task && f->boost_seq == seq)
+		gpuslot_boost_restore(&f->boost);
+	mutex_unlock(&f->boost_lock);
+}
+
+void gpuslot_file_cleanup(struct gpuslot_file *f)
+{
+	struct gpuslot_domain *d = gpuslot_file_lock(f);
+
+	/* No ioctl runs on a file being released: it cannot be ACQUIRING. */
+	if (f->state == GPUSLOT_FILE_HOLDING)
+		gpuslot_release_locked(d, f);
+	spin_unlock(&d->lock);
+
+	mutex_lock(&f->boost_lock);
+	gpuslot_boost_restore(&f->boost);
+	mutex_unlock(&f->boost_lock);
+	mutex_destroy(&f->boost_lock);
+}
+
+static void gpuslot_waiter_init(struct gpuslot_waiter *w,
+				struct gpuslot_file *f)
+{
+	w->file = f;
+	w->task = current;
+	w->pid = task_tgid_vnr(current);
+	w->tid = task_pid_vnr(current);
+	get_task_comm(w->comm, current);
+	w->start_ns = ktime_get_ns();
+}
+
+#define GPUSLOT_ACQUIRE_FLAGS (GPUSLOT_ACQUIRE_TRY | GPUSLOT_ACQUIRE_TIMEOUT)
+
+int gpuslot_file_acquire(struct gpuslot_file *f, struct gpuslot_acquire *a)
+{
+	bool timed = a->flags & GPUSLOT_ACQUIRE_TIMEOUT;
+	u64 allowed = a->allowed_mask ? a->allowed_mask : ~0ULL;
+	struct gpuslot_domain *d;
+	struct gpuslot_waiter w;
+	ktime_t expires = 0;
+	u64 seq;
+	int slot, ret;
+
+	if (a->__reserved || (a->flags & ~GPUSLOT_ACQUIRE_FLAGS) ||
+	    (a->flags & GPUSLOT_ACQUIRE_TRY && timed) ||
+	    (!timed && a->timeout_ns))
+		return -EINVAL;
+
+	gpuslot_waiter_init(&w, f);
+	if (timed)
+		expires = ktime_add_safe(ns_to_ktime(w.start_ns),
+					 ns_to_ktime(min_t(u64, a->timeout_ns,
+							   KTIME_MAX)));
+
+	d = gpuslot_file_lock(f);
+	if (f->state != GPUSLOT_FILE_IDLE) {
+		ret = f->state == GPUSLOT_FILE_HOLDING ? -EDEADLK : -EBUSY;
+		goto unlock;
+	}
+	if (!(allowed & gpuslot_core_valid(&d->core))) {
+		ret = -EINVAL;
+		goto unlock;
+	}
+
+	slot = gpuslot_core_try_acquire(&d->core, allowed);
+	if (slot >= 0) {
+		gpuslot_grant(d, &w, slot, w.start_ns);
+		goto granted;
+	}
+	if (a->flags & GPUSLOT_ACQUIRE_TRY) {
+		ret = -EAGAIN;
+		goto unlock;
+	}
+
+	gpuslot_core_enqueue(&d->core, &w.core, allowed);
+	f->state = GPUSLOT_FILE_ACQUIRING;
+	d->counters.contended++;
+	ret = 0;
+	for (;;) {
+		/* A grant sets core.slot under d->lock, then wakes us. */
+		set_current_state(TASK_INTERRUPTIBLE);
+		if (w.core.slot >= 0)
+			break;
+		if (signal_pending(current)) {
+			ret = -EINTR;
+			break;
+		}
+		if (timed && ktime_get() >= expires) {
+			ret = -ETIMEDOUT;
+			break;
+		}
+		spin_unlock(&d->lock);
+		if (timed)
+			schedule_hrtimeout_range(&expires,
+						 current->timer_slack_ns,
+						 HRTIMER_MODE_ABS);
+		else
+			schedule();
+		spin_lock(&d->lock);
+	}
+	__set_current_state(TASK_RUNNING);
+
+	/* A grant that raced with the signal or the timeout wins. */
+	if (w.core.slot < 0) {
+		gpuslot_core_cancel(&d->core, &w.core);
+		f->state = GPUSLOT_FILE_IDLE;
+		if (ret == -EINTR)
+			d->counters.interrupted++;
+		else
+			d->counters.timeouts++;
+		goto unlock;
+	}
+	ret = 0;
+granted:
+	a->slot = f->slot;
+	a->generation = f->grant_generation;
+	seq = f->hold_seq;
+	spin_unlock(&d->lock);
+	gpuslot_file_boost(f, d, seq);
+	return 0;
+unlock:
+	spin_unlock(&d->lock);
+	return ret;
+}
+
+int gpuslot_file_release(struct gpuslot_file *f, struct gpuslot_release *r)
+{
+	struct gpuslot_domain *d;
+	u64 seq;
+
+	if (r->flags || r->__reserved)
+		return -EINVAL;
+	d = gpuslot_file_lock(f);
+	if (f->state != GPUSLOT_FILE_HOLDING) {
+		spin_unlock(&d->lock);
+		return -EPERM;
+	}
+	r->slot = f->slot;
+	seq = f->hold_seq;
+	gpuslot_release_locked(d, f);
+	spin_unlock(&d->lock);
+	gpuslot_file_unboost(f, seq);
+	return 0;
+}
+
+int gpuslot_file_domain_info(struct gpuslot_file *f,
+			     struct gpuslot_domain_info *info)
+{
+	struct gpuslot_domain *d = gpuslot_file_lock(f);
+
+	info->domain = d->id;
+	info->k = d->core.k;
+	info->boost_priority = d->boost_priority;
+	info->nr_holders = hweight64(d->core.held);
+	info->nr_waiters = d->core.nr_waiters;
+	info->held_mask = d->core.held;
+	info->generation = d->core.generation;
+	spin_unlock(&d->lock);
+	return 0;
+}
+
+static void gpuslot_domain_counters(struct gpuslot_domain *d,
+				    struct gpuslot_counters *out)
+{
+	spin_lock(&d->lock);
+	*out = d->counters;
+	spin_unlock(&d->lock);
+}
+
+int gpuslot_file_stats(struct gpuslot_file *f, struct gpuslot_stats *s)
+{
+	struct gpuslot_counters c;
+
+	if (s->__reserved)
+		return -EINVAL;
+	gpuslot_domain_counters(READ_ONCE(f->domain), &c);
+	s->acquisitions = c.acquisitions;
+	s->contended = c.contended;
+	s->timeouts = c.timeouts;
+	s->interrupted = c.interrupted;
+	s->total_wait_ns = c.total_wait_ns;
+	s->max_wait_ns = c.max_wait_ns;
+	s->max_hold_ns = c.max_hold_ns;
+	BUILD_BUG_ON(sizeof(s->wait_hist) != sizeof(c.wait_hist));
+	memcpy(s->wait_hist, c.wait_hist, sizeof(s->wait_hist));
+	return 0;
+}
+
+int gpuslot_domain_set_k(struct gpuslot_domain *d, unsigned int k,
+			 u64 *generation)
+{
+	LIST_HEAD(granted);
+	bool changed;
+
+	if (k < 1 || k > GPUSLOT_MAX_SLOTS)
+		return -EINVAL;
+	spin_lock(&d->lock);
+	changed = gpuslot_core_set_k(&d->core, k, &granted);
+	gpuslot_wake_granted(d, &granted);
+	if (generation)
+		*generation = d->core.generation;
+	spin_unlock(&d->lock);
+
+	/* Lets a daemon poll() on k and generation instead of re-reading. */
+	if (changed) {
+		sysfs_notify(&d->kobj, NULL, "k");
+		sysfs_notify(&d->kobj, NULL, "generation");
+	}
+	return 0;
+}
+
+int gpuslot_domain_set_boost_priority(struct gpuslot_domain *d,
+				      unsigned int prio)
+{
+	if (prio > MAX_RT_PRIO - 1)
+		return -EINVAL;
+	spin_lock(&d->lock);
+	d->boost_priority = prio;
+	spin_unlock(&d->lock);
+	return 0;
+}
+
+unsigned int gpuslot_domain_k(struct gpuslot_domain *d)
+{
+	unsigned int k;
+
+	spin_lock(&d->lock);
+	k = d->core.k;
+	spin_unlock(&d->lock);
+	return k;
+}
+
+u64 gpuslot_domain_generation(struct gpuslot_domain *d)
+{
+	u64 gen;
+
+	spin_lock(&d->lock);
+	gen = d->core.generation;
+	spin_unlock(&d->lock);
+	return gen;
+}
+
+unsigned int gpuslot_domain_boost_priority(struct gpuslot_domain *d)
+{
+	return READ_ONCE(d->boost_priority);
+}
+
+/*
+ * The sysfs tables below are formatted under the spinlock. Stop a line
+ * early rather than let sysfs_emit_at() run off the page.
+ */
+#define GPUSLOT_LINE_MAX 96
+
+ssize_t gpuslot_domain_show_holders(struct gpuslot_domain *d, char *buf)
+{
+	u64 now = ktime_get_ns();
+	unsigned int slot;
+	int len = 0;
+
+	spin_lock(&d->lock);
+	for (slot = 0; slot < GPUSLOT_MAX_SLOTS; slot++) {
+		struct gpuslot_file *f = d->holder[slot];
+
+		if (!f)
+			continue;
+		len += sysfs_emit_at(buf, len, "%u %d %d %s %llu\n", slot,
+				     f->holder_pid, f->holder_tid,
+				     f->holder_comm, now - f->hold_start_ns);
+	}
+	spin_unlock(&d->lock);
+	return len;
+}
+
+ssize_t gpuslot_domain_show_waiters(struct gpuslot_domain *d, char *buf)
+{
+	struct gpuslot_core_waiter *cw;
+	u64 now = ktime_get_ns();
+	unsigned int skipped = 0;
+	int len = 0;
+
+	spin_lock(&d->lock);
+	list_for_each_entry(cw, &d->core.waiters, node) {
+		struct gpuslot_waiter *w =
+			container_of(cw, struct gpuslot_waiter, core);
+
+		if (len > PAGE_SIZE - 2 * GPUSLOT_LINE_MAX) {
+			skipped++;
+			continue;
+		}
+		len += sysfs_emit_at(buf, len, "%d %d %s %llu 0x%llx\n",
+				     w->pid, w->tid, w->comm,
+				     now - w->start_ns, cw->allowed);
+	}
+	spin_unlock(&d->lock);
+	if (skipped)
+		len += sysfs_emit_at(buf, len, "... %u more\n", skipped);
+	return len;
+}
+
+ssize_t gpuslot_domain_show_stats(struct gpuslot_domain *d, char *buf)
+{
+	struct gpuslot_counters c;
+	unsigned int i;
+	int len;
+
+	gpuslot_domain_counters(d, &c);
+	len = sysfs_emit(buf,
+			 "acquisitions %llu\ncontended %llu\ntimeouts %llu\n"
+			 "interrupted %llu\ntotal_wait_ns %llu\nmax_wait_ns %llu\n"
+			 "max_hold_ns %llu\nwait_hist_log2_ns",
+			 c.acquisitions, c.contended, c.timeouts,
+			 c.interrupted, c.total_wait_ns, c.max_wait_ns,
+			 c.max_hold_ns);
+	for (i = 0; i < GPUSLOT_HIST_BUCKETS; i++)
+		len += sysfs_emit_at(buf, len, " %llu", c.wait_hist[i]);
+	len += sysfs_emit_at(buf, len, "\n");
+	return len;
+}

@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * A gpuslot domain (one per GPU) and the per-open-file client state.
+ */
+#ifndef GPUSLOT_DOMAIN_H
+#define GPUSLOT_DOMAIN_H
+
+#include <linux/kobject.h>
+#include <linux/mutex.h>
+#include <linux/sched.h>
+#include <linux/spinlock.h>
+#include <uapi/linux/gpuslot.h>
+
+#include "boost.h"
+#include "core.h"
+
+#define GPUSLOT_DEFAULT_BOOST_PRIORITY	50
+
+struct gpuslot_file;
+
+/* Counters reported by sysfs "stats" and GPUSLOT_IOC_GET_STATS. */
+struct gpuslot_counters {
+	u64 acquisitions;
+	u64 contended;
+	u64 timeouts;
+	u64 interrupted;
+	u64 total_wait_ns;
+	u64 max_wait_ns;
+	u64 max_hold_ns;
+	u64 wait_hist[GPUSLOT_HIST_BUCKETS];
+};
+
+struct gpuslot_domain {
+	struct kobject kobj;		/* /sys/kernel/gpuslot/gpu<id> */
+	unsigned int id;
+
+	/*
+	 * Protects everything below and the lock state of every file attached
+	 * here. Held only for short, non-sleeping sections; boosting and
+	 * copying to userspace happen after it is dropped.
+	 */
+	spinlock_t lock;
+	struct gpuslot_core core;
+	struct gpuslot_file *holder[GPUSLOT_MAX_SLOTS];
+	unsigned int boost_priority;	/* 0: no boost */
+	struct gpuslot_counters counters;
+};
+
+enum gpuslot_file_state {
+	GPUSLOT_FILE_IDLE,
+	GPUSLOT_FILE_ACQUIRING,
+	GPUSLOT_FILE_HOLDING,
+};
+
+/* One per open file of /dev/gpuslot: the slot is owned by the file. */
+struct gpuslot_file {
+	/* Changes only while IDLE, under the old domain's lock. */
+	struct gpuslot_domain *domain;
+
+	/* Under domain->lock. */
+	enum gpuslot_file_state state;
+	unsigned int slot;
+	u64 hold_seq;		/* bumped on every grant */
+	u64 grant_generation;
+	u64 hold_start_ns;
+	pid_t holder_pid;
+	pid_t holder_tid;
+	char holder_comm[TASK_COMM_LEN];
+
+	/* Serialises boost and restore, which sleep, against each other. */
+	struct mutex boost_lock;
+	struct gpuslot_boost boost;
+	u64 boost_seq;		/* the hold @boost belongs to */
+};
+
+int gpuslot_domains_create(unsigned int nr, struct kobject *parent);
+void gpuslot_domains_destroy(void);
+unsigned int gpuslot_nr_domains(void);
+struct gpuslot_domain *gpuslot_domain_get(unsigned int id);
+
+void gpuslot_file_init(struct gpuslot_file *f);
+/* Drop whatever the file holds: the last close of the file. */
+void gpuslot_file_cleanup(struct gpuslot_file *f);
+
+int gpuslot_file_attach(struct gpuslot_file *f, unsigned int id);
+int gpuslot_file_acquire(struct gpuslot_file *f, struct gpuslot_acquire *a);
+int gpuslot_file_release(struct gpuslot_file *f, struct gpuslot_release *r);
+int gpuslot_file_domain_info(struct gpuslot_file *f,
+			     struct gpuslot_domain_info *info);
+int gpuslot_file_stats(struct gpuslot_file *f, struct gpuslot_stats *s);
+
+int gpuslot_domain_set_k(struct gpuslot_domain *d, unsigned int k,
+			 u64 *generation);
+int gpuslot_domain_set_boost_priority(struct gpuslot_domain *d,
+				      unsigned int prio);
+unsigned int gpuslot_domain_k(struct gpuslot_domain *d);
+u64 gpuslot_domain_generation(struct gpuslot_domain *d);
+unsigned int gpuslot_domain_boost_priority(struct gpuslot_domain *d);
+
+/* The kobject release of a domain. */
+void gpuslot_domain_free(struct kobject *kobj);
+
+/* Text of the sysfs tables; documented in README.md. */
+ssize_t gpuslot_domain_show_holders(struct gpuslot_domain *d, char *buf);
+ssize_t gpuslot_domain_show_waiters(struct gpuslot_domain *d, char *buf);
+ssize_t gpuslot_domain_show_stats(struct gpuslot_domain *d, char *buf);
+
+#endif /* GPUSLOT_DOMAIN_H */

@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gpuslot: GPU admission control for real-time hosts.
+ *
+ * The misc device /dev/gpuslot, its ioctl dispatcher and the module's
+ * setup. The lock itself lives in core.c (state machine) and domain.c
+ * (waiting, handoff, boost); the ioctl ABI in uapi/linux/gpuslot.h.
+ */
+#include <linux/fs.h>
+#include <linux/miscdevice.h>
+#include <linux/module.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#include "domain.h"
+#include "sysfs.h"
+
+static unsigned int domains = 1;
+module_param(domains, uint, 0444);
+MODULE_PARM_DESC(domains, "Number of lock domains, one per GPU (1-16, default 1)");
+
+static struct kobject *gpuslot_sysfs_root;
+
+static int gpuslot_ioc_version(struct gpuslot_file *f, void *arg)
+{
+	struct gpuslot_version *v = arg;
+
+	if (v->__reserved)
+		return -EINVAL;
+	v->api_version = GPUSLOT_API_VERSION;
+	v->nr_domains = gpuslot_nr_domains();
+	v->features = GPUSLOT_FEATURE_LOCK;
+	return 0;
+}
+
+static int gpuslot_ioc_attach(struct gpuslot_file *f, void *arg)
+{
+	struct gpuslot_attach *a = arg;
+
+	return gpuslot_file_attach(f, a->domain);
+}
+
+static int gpuslot_ioc_acquire(struct gpuslot_file *f, void *arg)
+{
+	return gpuslot_file_acquire(f, arg);
+}
+
+/* Undo a grant whose result could not be copied out to the caller. */
+static void gpuslot_ioc_acquire_undo(struct gpuslot_file *f)
+{
+	struct gpuslot_release r = {};
+
+	gpuslot_file_release(f, &r);
+}
+
+static int gpuslot_ioc_release(struct gpuslot_file *f, void *arg)
+{
+	return gpuslot_file_release(f, arg);
+}
+
+static int gpuslot_ioc_set_k(struct gpuslot_file *f, void *arg)
+{
+	struct gpuslot_set_k *s = arg;
+
+	if (!capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	return gpuslot_domain_set_k(READ_ONCE(f->domain), s->k,
+				    &s->generation);
+}
+
+static int gpuslot_ioc_domain_info(struct gpuslot_file *f, void *arg)
+{
+	return gpuslot_file_domain_info(f, arg);
+}
+
+static int gpuslot_ioc_get_stats(struct gpuslot_file *f, void *arg)
+{
+	return gpuslot_file_stats(f, arg);
+}
+
+union gpuslot_ioctl_buf {
+	struct gpuslot_version version;
+	struct gpuslot_attach attach;
+	struct gpuslot_acquire acquire;
+	struct gpuslot_release release;
+	struct gpuslot_set_k set_k;
+	struct gpuslot_domain_info domain_info;
+	struct gpuslot_stats stats;
+};
+
+struct gpuslot_ioctl_op {
+	unsigned int size;	/* the struct as this module knows it */
+	unsigned int min_size;	/* the first version of the struct */
+	int (*execute)(struct gpuslot_file *f, void *arg);
+	void (*undo)(struct gpuslot_file *f);
+};
+
+#define GPUSLOT_OP(_cmd, _fn, _undo, _type, _size_ver0)			\
+	[_IOC_NR(_cmd)] = {						\
+		.size = sizeof(_type),					\
+		.min_size = _size_ver0,					\
+		.execute = _fn,						\
+		.undo = _undo,						\
+	}
+
+static const struct gpuslot_ioctl_op gpuslot_ioctl_ops[] = {
+	GPUSLOT_OP(GPUSLOT_IOC_VERSION, gpuslot_ioc_version, NULL,
+		   struct gpuslot_version, GPUSLOT_VERSION_SIZE_VER0),
+	GPUSLOT_OP(GPUSLOT_IOC_ATTACH, gpuslot_ioc_attach, NULL,
+		   struct gpuslot_attach, GPUSLOT_ATTACH_SIZE_VER0),
+	GPUSLOT_OP(GPUSLOT_IOC_ACQUIRE, gpuslot_ioc_acquire,
+		   gpuslot_ioc_acquire_undo, struct gpuslot_acquire,
+		   GPUSLOT_ACQUIRE_SIZE_VER0),
+	GPUSLOT_OP(GPUSLOT_IOC_RELEASE, gpuslot_ioc_release, NULL,
+		   struct gpuslot_release, GPUSLOT_RELEASE_SIZE_VER0),
+	GPUSLOT_OP(GPUSLOT_IOC_SET_K, gpuslot_ioc_set_k, NULL,
+		   struct gpuslot_set_k, GPUSLOT_SET_K_SIZE_VER0),
+	GPUSLOT_OP(GPUSLOT_IOC_DOMAIN_INFO, gpuslot_ioc_domain_info, NULL,
+		   struct gpuslot_domain_info, GPUSLOT_DOMAIN_INFO_SIZE_VER0),
+	GPUSLOT_OP(GPUSLOT_IOC_GET_STATS, gpuslot_ioc_get_stats, NULL,
+		   struct gpuslot_stats, GPUSLOT_STATS_SIZE_VER0),
+};
+
+/* The VER0 sizes are ABI: a struct may grow, never shrink below them. */
+static_assert(sizeof(struct gpuslot_version) >= GPUSLOT_VERSION_SIZE_VER0);
+static_assert(sizeof(struct gpuslot_attach) >= GPUSLOT_ATTACH_SIZE_VER0);
+static_assert(sizeof(struct gpuslot_acquire) >= GPUSLOT_ACQUIRE_SIZE_VER0);
+static_assert(sizeof(struct gpuslot_release) >= GPUSLOT_RELEASE_SIZE_VER0);
+static_assert(sizeof(struct gpuslot_set_k) >= GPUSLOT_SET_K_SIZE_VER0);
+static_assert(sizeof(struct gpuslot_domain_info) >=
+	      GPUSLOT_DOMAIN_INFO_SIZE_VER0);
+static_assert(sizeof(struct gpuslot_stats) >= GPUSLOT_STATS_SIZE_VER0);
+
+/*
+ * Every command is _IO(GPUSLOT_IOC_MAGIC, nr) and its struct starts with
+ * __u32 size; copy_struct_from_user() gives old and new userspace the
+ * semantics described in the uapi header.
+ */
+static long gpuslot_ioctl(struct file *file, unsigned int cmd,
+			  unsigned long arg)
+{
+	struct gpuslot_file *f = file->private_data;
+	void __user *uarg = (void __user *)arg;
+	const struct gpuslot_ioctl_op *op;
+	union gpuslot_ioctl_buf buf;
+	unsigned int nr = _IOC_NR(cmd);
+	u32 usize;
+	int ret;
+
+	if (cmd != _IO(GPUSLOT_IOC_MAGIC, nr) ||
+	    nr >= ARRAY_SIZE(gpuslot_ioctl_ops) ||
+	    !gpuslot_ioctl_ops[nr].execute)
+		return -ENOTTY;
+	op = &gpuslot_ioctl_ops[nr];
+
+	if (get_user(usize, (u32 __user *)uarg))
+		return -EFAULT;
+	if (usize < op->min_size)
+		return -EINVAL;
+	ret = copy_struct_from_user(&buf, op->size, uarg, usize);
+	if (ret)
+		return ret;
+
+	ret = op->execute(f, &buf);
+	if (ret)
+		return ret;
+	if (copy_to_user(uarg, &buf, min_t(u32, usize, op->size))) {
+		if (op->undo)
+			op->undo(f);
+		return -EFAULT;
+	}
+	return 0;
+}
+
+static int gpuslot_open(struct inode *inode, struct file *file)
+{
+	struct gpuslot_file *f = kzalloc(sizeof(*f), GFP_KERNEL);
+
+	if (!f)
+		return -ENOMEM;
+	gpuslot_file_init(f);
+	file->private_data = f;
+	return nonseekable_open(inode, file);
+}
+
+/*
+ * The last close of the open file description: a holder that died, or
+ * closed without releasing, gives its slot to the next waiter here.
+ */
+static int gpuslot_release(struct inode *inode, struct file *file)
+{
+	struct gpuslot_file *f = file->private_data;
+
+	gpuslot_file_cleanup(f);
+	kfree(f);
+	return 0;
+}
+
+static const struct file_operations gpuslot_fops = {
+	.owner = THIS_MODULE,
+	.open = gpuslot_open,
+	.release = gpuslot_release,
+	.unlocked_ioctl = gpuslot_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+	.llseek = no_llseek,
+};
+
+static struct miscdevice gpuslot_misc = {
+	.minor = MISC_DYNAMIC_MINOR,
+	.name = "gpuslot",
+	.fops = &gpuslot_fops,
+};
+
+static int __init gpuslot_init(void)
+{
+	int ret;
+
+	if (domains < 1 || domains > GPUSLOT_MAX_DOMAINS) {
+		pr_err("gpuslot: domains=%u is out of range: use 1 to %u, one per GPU\n",
+		       domains, GPUSLOT_MAX_DOMAINS);
+		return -EINVAL;
+	}
+
+	gpuslot_sysfs_root = gpuslot_sysfs_create();
+	if (!gpuslot_sysfs_root)
+		return -ENOMEM;
+	ret = gpuslot_domains_create(domains, gpuslot_sysfs_root);
+	if (ret)
+		goto err_sysfs;
+	ret = misc_register(&gpuslot_misc);
+	if (ret)
+		goto err_domains;
+	return 0;
+
+err_domains:
+	gpuslot_domains_destroy();
+err_sysfs:
+	gpuslot_sysfs_destroy(gpuslot_sysfs_root);
+	return ret;
+}
+
+static void __exit gpuslot_exit(void)
+{
+	misc_deregister(&gpuslot_misc);
+	gpuslot_domains_destroy();
+	gpuslot_sysfs_destroy(gpuslot_sysfs_root);
+}
+
+module_init(gpuslot_init);
+module_exit(gpuslot_exit);
+
+MODULE_DESCRIPTION("gpuslot: slotted k-exclusion GPU admission control");
+MODULE_AUTHOR("gpuslot developers");
+/* GPL: sched_setattr_nocheck() is an EXPORT_SYMBOL_GPL. */
+MODULE_LICENSE("GPL");

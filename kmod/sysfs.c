@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gpuslot sysfs: /sys/kernel/gpuslot/version and, per domain, gpu<N>/ with
+ * k, boost_priority, generation, holders, waiters and stats.
+ *
+ * Writes need CAP_SYS_ADMIN on top of the 0644 file mode, and a bad value
+ * fails with EINVAL before anything changes.
+ */
+#include <linux/capability.h>
+#include <linux/kernel.h>
+#include <linux/sysfs.h>
+
+#include "domain.h"
+#include "sysfs.h"
+
+static struct gpuslot_domain *to_domain(struct kobject *kobj)
+{
+	return container_of(kobj, struct gpuslot_domain, kobj);
+}
+
+static int gpuslot_parse_admin_uint(const char *buf, unsigned int *val)
+{
+	if (!capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	return kstrtouint(buf, 10, val) ? -EINVAL : 0;
+}
+
+static ssize_t k_show(struct kobject *kobj, struct kobj_attribute *attr,
+		      char *buf)
+{
+	return sysfs_emit(buf, "%u\n", gpuslot_domain_k(to_domain(kobj)));
+}
+
+static ssize_t k_store(struct kobject *kobj, struct kobj_attribute *attr,
+		       const char *buf, size_t count)
+{
+	unsigned int k;
+	int ret = gpuslot_parse_admin_uint(buf, &k);
+
+	if (!ret)
+		ret = gpuslot_domain_set_k(to_domain(kobj), k, NULL);
+	return ret ? ret : count;
+}
+
+static ssize_t boost_priority_show(struct kobject *kobj,
+				   struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%u\n",
+			  gpuslot_domain_boost_priority(to_domain(kobj)));
+}
+
+static ssize_t boost_priority_store(struct kobject *kobj,
+				    struct kobj_attribute *attr,
+				    const char *buf, size_t count)
+{
+	unsigned int prio;
+	int ret = gpuslot_parse_admin_uint(buf, &prio);
+
+	if (!ret)
+		ret = gpuslot_domain_set_boost_priority(to_domain(kobj), prio);
+	return ret ? ret : count;
+}
+
+static ssize_t generation_show(struct kobject *kobj,
+			       struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%llu\n",
+			  gpuslot_domain_generation(to_domain(kobj)));
+}
+
+static ssize_t holders_show(struct kobject *kobj, struct kobj_attribute *attr,
+			    char *buf)
+{
+	return gpuslot_domain_show_holders(to_domain(kobj), buf);
+}
+
+static ssize_t waiters_show(struct kobject *kobj, struct kobj_attribute *attr,
+			    char *buf)
+{
+	return gpuslot_domain_show_waiters(to_domain(kobj), buf);
+}
+
+static ssize_t stats_show(struct kobject *kobj, struct kobj_attribute *attr,
+			  char *buf)
+{
+	return gpuslot_domain_show_stats(to_domain(kobj), buf);
+}
+
+static struct kobj_attribute k_attr = __ATTR_RW(k);
+static struct kobj_attribute boost_priority_attr = __ATTR_RW(boost_priority);
+static struct kobj_attribute generation_attr = __ATTR_RO(generation);
+static struct kobj_attribute holders_attr = __ATTR_RO(holders);
+static struct kobj_attribute waiters_attr = __ATTR_RO(waiters);
+static struct kobj_attribute stats_attr = __ATTR_RO(stats);
+
+static struct attribute *gpuslot_domain_attrs[] = {
+	&k_attr.attr,
+	&boost_priority_attr.attr,
+	&generation_attr.attr,
+	&holders_attr.attr,
+	&waiters_attr.attr,
+	&stats_attr.attr,
+	NULL,
+};
+ATTRIBUTE_GROUPS(gpuslot_domain);
+
+const struct kobj_type gpuslot_domain_ktype = {
+	.release = gpuslot_domain_free,
+	.sysfs_ops = &kobj_sysfs_ops,
+	.default_groups = gpuslot_domain_groups,
+};
+
+static ssize_t version_show(struct kobject *kobj, struct kobj_attribute *attr,
+			    char *buf)
+{
+	return sysfs_emit(buf, "%u\n", GPUSLOT_API_VERSION);
+}
+
+static struct kobj_attribute version_attr = __ATTR_RO(version);
+
+struct kobject *gpuslot_sysfs_create(void)
+{
+	struct kobject *root = kobject_create_and_add("gpuslot", kernel_kobj);
+
+	if (!root)
+		return NULL;
+	if (sysfs_create_file(root, &version_attr.attr)) {
+		kobject_put(root);
+		return NULL;
+	}
+	return root;
+}
+
+void gpuslot_sysfs_destroy(struct kobject *root)
+{
+	sysfs_remove_file(root, &version_attr.attr);
+	kobject_put(root);
+}

@@ -1,0 +1,48 @@
+#!/bin/bash
+# `make check-kernel-style`: checkpatch.pl --strict (from Debian's
+# linux-source) and sparse (kbuild C=2) over the kernel module and the uapi
+# header. Any finding fails.
+#
+# usage: check-kernel-style.sh KDIR BUILD_DIR
+set -euo pipefail
+kdir=$1 build=$2
+cd "$(dirname "$0")/.."
+
+src=$(ls /usr/src/linux-source-*.tar.xz | sort -V | tail -n 1)
+tools=$build/linux-source-scripts
+if [ ! -x "$tools/scripts/checkpatch.pl" ]; then
+	mkdir -p "$tools"
+	top=$(basename "$src" .tar.xz)
+	tar -xJf "$src" -C "$tools" --strip-components=1 \
+		"$top/scripts/checkpatch.pl" "$top/scripts/spelling.txt" \
+		"$top/scripts/const_structs.checkpatch"
+fi
+
+if git rev-parse --git-dir >/dev/null 2>&1; then
+	files=$(git ls-files --cached --others --exclude-standard \
+		'kmod/*.c' 'kmod/*.h' 'uapi/*.h')
+else
+	files=$(find kmod uapi -name '*.[ch]' ! -name '*.mod.c')
+fi
+
+[ -n "$files" ] || { echo "check-kernel-style: no sources found"; exit 1; }
+
+status=0
+echo "checkpatch.pl --strict: $(echo $files | wc -w) files"
+if ! perl "$tools/scripts/checkpatch.pl" --strict --no-tree --terse \
+	--quiet -f $files; then
+	status=1
+fi
+
+echo "sparse (make C=2)"
+out=$(make -s -C "$kdir" M="$PWD/kmod" C=2 modules 2>&1) || status=1
+if echo "$out" | grep -E 'warning:|error:'; then
+	status=1
+fi
+
+if [ $status -eq 0 ]; then
+	echo "check-kernel-style: no findings"
+else
+	echo "check-kernel-style: findings above"
+fi
+exit $status

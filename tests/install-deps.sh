@@ -1,0 +1,25 @@
+#!/bin/bash
+# Install what `make test` and `make demo` need on Debian 12, once: a run
+# with everything present installs nothing. Uses sudo when not root.
+set -euo pipefail
+
+packages=(
+	build-essential cmake pkg-config
+	libgtest-dev libgmock-dev libbenchmark-dev
+	linux-image-amd64 linux-headers-amd64 linux-source
+	qemu-system-x86 busybox-static cpio kmod sparse
+	libelf-dev bc flex bison
+)
+
+missing=()
+for p in "${packages[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+		missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+sudo=
+[ "$(id -u)" -eq 0 ] || sudo=sudo
+echo "install-deps: installing ${missing[*]}"
+$sudo apt-get update -q
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"

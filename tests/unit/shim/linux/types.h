@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Userspace stand-in for the kernel's <linux/types.h>, for kmod/core.c. */
+#ifndef GPUSLOT_SHIM_TYPES_H
+#define GPUSLOT_SHIM_TYPES_H
+
+#include_next <linux/types.h>
+#ifndef __cplusplus
+#include <stdbool.h>
+#endif
+#include <stdint.h>
+
+typedef uint32_t u32;
+typedef uint64_t u64;
+
+#endif

@@ -1,0 +1,47 @@
+#!/bin/bash
+# Boot Debian's kernel in QEMU (TCG) with a busybox initramfs holding
+# gpuslot.ko and the static test suite; fail on a failed test or on any
+# BUG:/WARNING:/Oops/Call Trace in the serial log.
+#
+# usage: run-vm.sh KERNEL_IMAGE MODULE SUITE_BINARY WORKDIR [gtest args...]
+set -euo pipefail
+
+kernel=$1 module=$2 suite=$3 work=$4
+shift 4
+here=$(cd "$(dirname "$0")" && pwd)
+
+rm -rf "$work/root"
+mkdir -p "$work/root"/{bin,dev,etc,lib/modules,proc,sys,tmp}
+cp /bin/busybox "$work/root/bin/busybox"
+cp "$here/init.sh" "$work/root/init"
+chmod 755 "$work/root/init"
+cp "$module" "$work/root/lib/modules/gpuslot.ko"
+cp "$suite" "$work/root/bin/gpuslot_vm_tests"
+echo "$*" >"$work/root/etc/gpuslot-test-args"
+(cd "$work/root" && find . | cpio -o -H newc --quiet | gzip -1) >"$work/initramfs.cpio.gz"
+
+log=$work/serial.log
+echo "run-vm: booting $(basename "$kernel") under TCG, -smp 4; serial log: $log"
+# KVM hangs on the hosts this runs on: TCG only.
+timeout "${GPUSLOT_VM_TIMEOUT:-1200}" qemu-system-x86_64 \
+	-accel tcg -cpu max -smp 4 -m 1024 \
+	-nographic -no-reboot -monitor none -serial stdio \
+	-kernel "$kernel" -initrd "$work/initramfs.cpio.gz" \
+	-append "console=ttyS0 panic=-1 oops=panic panic_on_warn=1 softlockup_panic=1 loglevel=4" \
+	</dev/null 2>&1 | sed -u 's/\r$//' | tee "$log" || true
+
+status=0
+if grep -nE 'BUG:|WARNING:|Oops|Call Trace|Kernel panic' "$log"; then
+	echo "run-vm: the kernel log shows a bug (lines above)"
+	status=1
+fi
+if ! grep -q '^GPUSLOT-VM-EXIT rc=0$' "$log"; then
+	echo "run-vm: the suite did not finish with rc=0"
+	status=1
+fi
+summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -n 1 || true)
+[ -n "$summary" ] || summary="0 passed, 1 failed"
+[ $status -eq 0 ] || [[ "$summary" != *" 0 failed" ]] ||
+	summary="${summary% failed}" summary="${summary%, *}, 1 failed"
+echo "$summary"
+exit $status

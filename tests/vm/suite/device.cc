@@ -1,0 +1,291 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "device.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <sys/klog.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace gpuslot::test {
+
+namespace {
+
+// struct sched_attr of sched_setattr(2); glibc 2.36 has no declaration and
+// <linux/sched/types.h> clashes with glibc's struct sched_param.
+struct SchedAttr {
+	uint32_t size;
+	uint32_t sched_policy;
+	uint64_t sched_flags;
+	int32_t sched_nice;
+	uint32_t sched_priority;
+	uint64_t sched_runtime;
+	uint64_t sched_deadline;
+	uint64_t sched_period;
+};
+
+} // namespace
+
+int ioctl_errno(int fd, unsigned long cmd, void *arg)
+{
+	return ioctl(fd, cmd, arg) ? errno : 0;
+}
+
+Dev::Dev() : fd_(open("/dev/gpuslot", O_RDWR | O_CLOEXEC))
+{
+	if (fd_ < 0)
+		throw std::runtime_error(std::string("open /dev/gpuslot: ") +
+					 strerror(errno));
+}
+
+Dev::~Dev()
+{
+	close();
+}
+
+void Dev::close()
+{
+	if (fd_ >= 0)
+		::close(fd_);
+	fd_ = -1;
+}
+
+Dev::Acquired Dev::acquire(uint32_t flags, uint64_t timeout_ns,
+			   uint64_t mask) const
+{
+	gpuslot_acquire a{};
+	a.size = sizeof(a);
+	a.flags = flags;
+	a.timeout_ns = timeout_ns;
+	a.allowed_mask = mask;
+	int err = ioctl_errno(fd_, GPUSLOT_IOC_ACQUIRE, &a);
+	return {err, a.slot, a.generation};
+}
+
+int Dev::release(unsigned int *slot) const
+{
+	gpuslot_release r{};
+	r.size = sizeof(r);
+	int err = ioctl_errno(fd_, GPUSLOT_IOC_RELEASE, &r);
+	if (slot)
+		*slot = r.slot;
+	return err;
+}
+
+int Dev::attach(unsigned int domain) const
+{
+	gpuslot_attach a{};
+	a.size = sizeof(a);
+	a.domain = domain;
+	return ioctl_errno(fd_, GPUSLOT_IOC_ATTACH, &a);
+}
+
+int Dev::set_k(unsigned int k, uint64_t *generation) const
+{
+	gpuslot_set_k s{};
+	s.size = sizeof(s);
+	s.k = k;
+	int err = ioctl_errno(fd_, GPUSLOT_IOC_SET_K, &s);
+	if (generation)
+		*generation = s.generation;
+	return err;
+}
+
+gpuslot_domain_info Dev::info() const
+{
+	gpuslot_domain_info i{};
+	i.size = sizeof(i);
+	if (ioctl_errno(fd_, GPUSLOT_IOC_DOMAIN_INFO, &i))
+		throw std::runtime_error("GPUSLOT_IOC_DOMAIN_INFO failed");
+	return i;
+}
+
+gpuslot_stats Dev::stats() const
+{
+	gpuslot_stats s{};
+	s.size = sizeof(s);
+	if (ioctl_errno(fd_, GPUSLOT_IOC_GET_STATS, &s))
+		throw std::runtime_error("GPUSLOT_IOC_GET_STATS failed");
+	return s;
+}
+
+std::string sysfs_path(unsigned int domain, const std::string &attr)
+{
+	return "/sys/kernel/gpuslot/gpu" + std::to_string(domain) + "/" + attr;
+}
+
+std::string read_file(const std::string &path)
+{
+	std::ifstream in(path);
+	std::stringstream ss;
+	ss << in.rdbuf();
+	return ss.str();
+}
+
+int write_file(const std::string &path, const std::string &text)
+{
+	int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno;
+	ssize_t n = write(fd, text.data(), text.size());
+	int err = n < 0 ? errno : 0;
+	::close(fd);
+	return err;
+}
+
+std::vector<std::string> split_lines(const std::string &text)
+{
+	std::vector<std::string> out;
+	std::stringstream ss(text);
+	for (std::string line; std::getline(ss, line);)
+		if (!line.empty())
+			out.push_back(line);
+	return out;
+}
+
+std::vector<std::string> split_words(const std::string &line)
+{
+	std::vector<std::string> out;
+	std::stringstream ss(line);
+	for (std::string w; ss >> w;)
+		out.push_back(w);
+	return out;
+}
+
+bool wait_until(const std::function<bool()> &pred, int timeout_ms)
+{
+	for (int i = 0; i < timeout_ms; i++) {
+		if (pred())
+			return true;
+		usleep(1000);
+	}
+	return pred();
+}
+
+bool wait_waiters(unsigned int n, unsigned int domain)
+{
+	return wait_until([&] {
+		return split_lines(read_file(sysfs_path(domain, "waiters")))
+			       .size() == n;
+	});
+}
+
+pid_t spawn(const std::function<int()> &fn)
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		throw std::runtime_error("fork failed");
+	if (pid == 0) {
+		int rc = 99;
+		try {
+			rc = fn();
+		} catch (...) {
+		}
+		_exit(rc);
+	}
+	return pid;
+}
+
+int wait_child(pid_t pid)
+{
+	int status;
+	if (waitpid(pid, &status, 0) != pid)
+		return -1;
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return WEXITSTATUS(status);
+}
+
+Pipe::Pipe()
+{
+	if (pipe2(fd_, O_CLOEXEC))
+		throw std::runtime_error("pipe failed");
+}
+
+Pipe::~Pipe()
+{
+	::close(fd_[0]);
+	::close(fd_[1]);
+}
+
+void Pipe::put(int value) const
+{
+	if (write(fd_[1], &value, sizeof(value)) != sizeof(value))
+		abort();
+}
+
+int Pipe::get(int timeout_ms) const
+{
+	pollfd p{fd_[0], POLLIN, 0};
+	int value;
+	if (poll(&p, 1, timeout_ms) != 1 ||
+	    read(fd_[0], &value, sizeof(value)) != sizeof(value))
+		return -1;
+	return value;
+}
+
+void *shared_alloc(size_t size)
+{
+	void *p = mmap(nullptr, size, PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		throw std::runtime_error("mmap failed");
+	return p;
+}
+
+std::vector<std::string> kernel_log_problems()
+{
+	int len = klogctl(10 /* SYSLOG_ACTION_SIZE_BUFFER */, nullptr, 0);
+	std::string buf(len > 0 ? len : 1 << 20, '\0');
+	len = klogctl(3 /* SYSLOG_ACTION_READ_ALL */, buf.data(), buf.size());
+	buf.resize(len > 0 ? len : 0);
+	std::vector<std::string> bad;
+	for (auto &line : split_lines(buf))
+		for (const char *word : {"BUG:", "WARNING:", "Oops", "Call Trace"})
+			if (line.find(word) != std::string::npos)
+				bad.push_back(line);
+	return bad;
+}
+
+Sched get_sched(pid_t tid)
+{
+	SchedAttr a{};
+	if (syscall(SYS_sched_getattr, tid, &a, sizeof(a), 0))
+		throw std::runtime_error("sched_getattr failed");
+	return {a.sched_policy, a.sched_priority, a.sched_nice, a.sched_flags};
+}
+
+int set_sched(uint32_t policy, uint32_t priority, int32_t nice)
+{
+	SchedAttr a{};
+	a.size = sizeof(a);
+	a.sched_policy = policy;
+	a.sched_priority = priority;
+	a.sched_nice = nice;
+	return syscall(SYS_sched_setattr, 0, &a, 0) ? errno : 0;
+}
+
+int *child_failed_line()
+{
+	static int *line = static_cast<int *>(shared_alloc(sizeof(int)));
+	return line;
+}
+
+void reset_domain(unsigned int domain)
+{
+	if (write_file(sysfs_path(domain, "k"), "1") ||
+	    write_file(sysfs_path(domain, "boost_priority"), "50"))
+		throw std::runtime_error("cannot reset the domain");
+}
+
+} // namespace gpuslot::test

@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: GPL-2.0
+// Helpers for the VM suite: /dev/gpuslot, sysfs, processes, kernel log.
+#pragma once
+
+#include <linux/gpuslot.h>
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace gpuslot::test {
+
+// One open file of /dev/gpuslot; every call returns 0 or an errno.
+class Dev {
+public:
+	Dev();
+	Dev(const Dev &) = delete;
+	Dev &operator=(const Dev &) = delete;
+	~Dev();
+
+	int fd() const { return fd_; }
+	void close();
+
+	struct Acquired {
+		int err;
+		unsigned int slot;
+		uint64_t generation;
+	};
+	Acquired acquire(uint32_t flags = 0, uint64_t timeout_ns = 0,
+			 uint64_t mask = 0) const;
+	Acquired try_acquire(uint64_t mask = 0) const
+	{
+		return acquire(GPUSLOT_ACQUIRE_TRY, 0, mask);
+	}
+	int release(unsigned int *slot = nullptr) const;
+	int attach(unsigned int domain) const;
+	int set_k(unsigned int k, uint64_t *generation = nullptr) const;
+	gpuslot_domain_info info() const;
+	gpuslot_stats stats() const;
+
+private:
+	int fd_;
+};
+
+// Raw ioctl on @fd: 0 or errno.
+int ioctl_errno(int fd, unsigned long cmd, void *arg);
+
+// /sys/kernel/gpuslot/gpu<domain>/<attr>
+std::string sysfs_path(unsigned int domain, const std::string &attr);
+std::string read_file(const std::string &path);
+// 0 or the errno of the open() or write().
+int write_file(const std::string &path, const std::string &text);
+std::vector<std::string> split_lines(const std::string &text);
+std::vector<std::string> split_words(const std::string &line);
+
+// Poll @pred every millisecond for up to @timeout_ms.
+bool wait_until(const std::function<bool()> &pred, int timeout_ms = 10000);
+bool wait_waiters(unsigned int n, unsigned int domain = 0);
+
+// fork() and run @fn in the child, which exits with its return value.
+pid_t spawn(const std::function<int()> &fn);
+// The child's exit status, or 128 + the signal that killed it.
+int wait_child(pid_t pid);
+
+// A pipe for small integers between processes; reads time out.
+class Pipe {
+public:
+	Pipe();
+	~Pipe();
+	void put(int value) const;
+	// The next value, or -1 after @timeout_ms.
+	int get(int timeout_ms = 10000) const;
+
+private:
+	int fd_[2];
+};
+
+// Memory shared with forked children.
+void *shared_alloc(size_t size);
+template <class T> T *shared_new()
+{
+	return new (shared_alloc(sizeof(T))) T();
+}
+
+// Lines of the kernel log that name a bug: BUG:, WARNING:, Oops, Call Trace.
+std::vector<std::string> kernel_log_problems();
+
+struct Sched {
+	uint32_t policy;
+	uint32_t priority;
+	int32_t nice;
+	uint64_t flags;
+};
+Sched get_sched(pid_t tid = 0);
+int set_sched(uint32_t policy, uint32_t priority, int32_t nice);
+
+// A forked child reports the source line of its first failed check here.
+int *child_failed_line();
+#define CHILD_REQUIRE(cond)						\
+	do {								\
+		if (!(cond)) {						\
+			*gpuslot::test::child_failed_line() = __LINE__;	\
+			return 1;					\
+		}							\
+	} while (0)
+
+// Reset domain @domain to k = 1 and the default boost priority.
+void reset_domain(unsigned int domain = 0);
+
+} // namespace gpuslot::test

@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/*
+ * gpuslot: GPU admission control for real-time hosts.
+ *
+ * /dev/gpuslot offers one slotted k-exclusion lock per GPU "domain". An
+ * open file attaches to one domain and holds at most one slot at a time.
+ *
+ * Every ioctl takes a pointer to a struct whose first member is __u32 size,
+ * which userspace sets to sizeof() the struct it was built against. The
+ * kernel accepts shorter (older) structs and zero-fills the missing tail; a
+ * longer (newer) struct is accepted only if the bytes the kernel does not
+ * know are zero, otherwise the call fails with E2BIG. Output fields are
+ * copied back only up to the size userspace passed. Reserved and padding
+ * members must be zero (EINVAL otherwise), and so must unknown flag bits.
+ *
+ * The command numbers carry no size: the size lives in the struct, as in
+ * iommufd. The magic 0xC6 is unassigned in
+ * Documentation/userspace-api/ioctl/ioctl-number.rst (Linux 6.1).
+ */
+#ifndef _UAPI_LINUX_GPUSLOT_H
+#define _UAPI_LINUX_GPUSLOT_H
+
+#include <linux/const.h>
+#include <linux/ioctl.h>
+#include <linux/types.h>
+
+#define GPUSLOT_API_VERSION	1
+
+/* Upper bound on k: a slot set is one __u64. */
+#define GPUSLOT_MAX_SLOTS	64
+/* Upper bound on the "domains" module parameter. */
+#define GPUSLOT_MAX_DOMAINS	16
+/* Buckets of the log2 wait-time histogram in struct gpuslot_stats. */
+#define GPUSLOT_HIST_BUCKETS	32
+
+#define GPUSLOT_IOC_MAGIC	0xC6
+
+/*
+ * GPUSLOT_IOC_VERSION - what this kernel module speaks.
+ * @api_version: out, GPUSLOT_API_VERSION of the module.
+ * @nr_domains:  out, number of lock domains (module parameter "domains").
+ * @features:    out, GPUSLOT_FEATURE_* bits the module implements.
+ */
+#define GPUSLOT_FEATURE_LOCK	_BITULL(0)	/* ACQUIRE/RELEASE/SET_K/STATS */
+
+struct gpuslot_version {
+	__u32 size;
+	__u32 api_version;
+	__u32 nr_domains;
+	__u32 __reserved;
+	__u64 features;
+};
+
+/*
+ * GPUSLOT_IOC_ATTACH - bind this open file to a domain (default: 0).
+ * @domain: in, 0 .. nr_domains - 1.
+ * Fails with EBUSY while the file holds or waits for a slot.
+ */
+struct gpuslot_attach {
+	__u32 size;
+	__u32 domain;
+};
+
+/*
+ * GPUSLOT_IOC_ACQUIRE - take a slot of the attached domain.
+ *
+ * Waiters are served in strict FIFO order with direct handoff: a freed slot
+ * goes to the first queued waiter whose @allowed_mask contains it, and a new
+ * caller never takes a slot that a queued waiter could take.
+ *
+ * @flags:        in, at most one of
+ *                GPUSLOT_ACQUIRE_TRY      fail with EAGAIN instead of waiting;
+ *                GPUSLOT_ACQUIRE_TIMEOUT  wait at most @timeout_ns, then
+ *                                         fail with ETIMEDOUT.
+ *                Neither: wait until granted or interrupted.
+ * @timeout_ns:   in, relative timeout; must be 0 unless ACQUIRE_TIMEOUT.
+ * @allowed_mask: in, bit i set = slot i acceptable; 0 = any slot. It must
+ *                allow at least one slot below the current k (EINVAL).
+ * @slot:         out, the slot granted, 0 .. k - 1.
+ * @generation:   out, the domain's layout generation at the grant; it
+ *                increases on every change of k.
+ *
+ * Errors: EDEADLK this file already holds a slot; EBUSY another thread is
+ * already acquiring on this file; EAGAIN (TRY) no slot free now;
+ * ETIMEDOUT; EINTR a signal arrived before a slot was granted (the waiter
+ * left the queue; if the grant and the signal race, the grant wins and the
+ * call succeeds).
+ */
+#define GPUSLOT_ACQUIRE_TRY	_BITUL(0)
+#define GPUSLOT_ACQUIRE_TIMEOUT	_BITUL(1)
+
+struct gpuslot_acquire {
+	__u32 size;
+	__u32 flags;
+	__u64 timeout_ns;
+	__u64 allowed_mask;
+	__u32 slot;
+	__u32 __reserved;
+	__u64 generation;
+};
+
+/*
+ * GPUSLOT_IOC_RELEASE - give back the slot this open file holds; it goes
+ * straight to the next eligible waiter. Fails with EPERM if the file holds
+ * no slot. The holding thread's scheduling attributes are restored.
+ * @flags: in, must be 0.
+ * @slot:  out, the slot released.
+ */
+struct gpuslot_release {
+	__u32 size;
+	__u32 flags;
+	__u32 slot;
+	__u32 __reserved;
+};
+
+/*
+ * GPUSLOT_IOC_SET_K - set the number of slots of the attached domain.
+ * Needs CAP_SYS_ADMIN (EPERM). @k: in, 1 .. GPUSLOT_MAX_SLOTS (EINVAL).
+ * Growing admits waiters at once; shrinking retires slots >= k as their
+ * holders release them. Every change increments the generation.
+ * @generation: out, the generation after the change.
+ */
+struct gpuslot_set_k {
+	__u32 size;
+	__u32 k;
+	__u64 generation;
+};
+
+/*
+ * GPUSLOT_IOC_DOMAIN_INFO - state of the attached domain (all out).
+ * @held_mask: slots currently held (slots >= k are retiring).
+ */
+struct gpuslot_domain_info {
+	__u32 size;
+	__u32 domain;
+	__u32 k;
+	__u32 boost_priority;
+	__u32 nr_holders;
+	__u32 nr_waiters;
+	__u64 held_mask;
+	__u64 generation;
+};
+
+/*
+ * GPUSLOT_IOC_GET_STATS - counters of the attached domain (all out), the
+ * same numbers as /sys/kernel/gpuslot/gpu<N>/stats.
+ * @wait_hist[i] counts granted waits of [2^i, 2^(i+1)) ns, with 0 ns in
+ * bucket 0 and everything of 2^31 ns or more in the last bucket.
+ */
+struct gpuslot_stats {
+	__u32 size;
+	__u32 __reserved;
+	__u64 acquisitions;
+	__u64 contended;
+	__u64 timeouts;
+	__u64 interrupted;
+	__u64 total_wait_ns;
+	__u64 max_wait_ns;
+	__u64 max_hold_ns;
+	__u64 wait_hist[GPUSLOT_HIST_BUCKETS];
+};
+
+/*
+ * Size of the first published version of each struct: the smallest size a
+ * caller may pass. Later versions only append members.
+ */
+#define GPUSLOT_VERSION_SIZE_VER0	24
+#define GPUSLOT_ATTACH_SIZE_VER0	8
+#define GPUSLOT_ACQUIRE_SIZE_VER0	40
+#define GPUSLOT_RELEASE_SIZE_VER0	16
+#define GPUSLOT_SET_K_SIZE_VER0		16
+#define GPUSLOT_DOMAIN_INFO_SIZE_VER0	40
+#define GPUSLOT_STATS_SIZE_VER0		320
+
+#define GPUSLOT_IOC_VERSION	_IO(GPUSLOT_IOC_MAGIC, 0x00)
+#define GPUSLOT_IOC_ATTACH	_IO(GPUSLOT_IOC_MAGIC, 0x01)
+#define GPUSLOT_IOC_ACQUIRE	_IO(GPUSLOT_IOC_MAGIC, 0x02)
+#define GPUSLOT_IOC_RELEASE	_IO(GPUSLOT_IOC_MAGIC, 0x03)
+#define GPUSLOT_IOC_SET_K	_IO(GPUSLOT_IOC_MAGIC, 0x04)
+#define GPUSLOT_IOC_DOMAIN_INFO	_IO(GPUSLOT_IOC_MAGIC, 0x05)
+#define GPUSLOT_IOC_GET_STATS	_IO(GPUSLOT_IOC_MAGIC, 0x06)
+
+#endif /* _UAPI_LINUX_GPUSLOT_H */
