@@ -17,6 +17,7 @@
 /* A thread queued in gpuslot_file_acquire(), on that thread's stack. */
 struct gpuslot_waiter {
 	struct gpuslot_core_waiter core;
+	bool granted;
 	struct gpuslot_file *file;
 	struct task_struct *task;
 	u64 start_ns;
@@ -58,6 +59,8 @@ int gpuslot_domains_create(unsigned int nr, struct kobject *parent)
 		d->id = i;
 		spin_lock_init(&d->lock);
 		gpuslot_core_init(&d->core, 1);
+		gpuslot_budget_init(&d->budget, GPUSLOT_DEFAULT_HQD_LIMIT);
+		INIT_LIST_HEAD(&d->hqd_files);
 		d->boost_priority = GPUSLOT_DEFAULT_BOOST_PRIORITY;
 		ret = kobject_init_and_add(&d->kobj, &gpuslot_domain_ktype,
 					   parent, "gpu%u", i);
@@ -84,8 +87,7 @@ void gpuslot_domains_destroy(void)
 	}
 }
 
-/* Lock the domain @f is attached to; the attachment may change meanwhile. */
-static struct gpuslot_domain *gpuslot_file_lock(struct gpuslot_file *f)
+struct gpuslot_domain *gpuslot_file_lock(struct gpuslot_file *f)
 	__acquires(&d->lock)
 {
 	struct gpuslot_domain *d;
@@ -103,6 +105,7 @@ void gpuslot_file_init(struct gpuslot_file *f)
 {
 	f->domain = gpuslot_domains[0];
 	f->state = GPUSLOT_FILE_IDLE;
+	INIT_LIST_HEAD(&f->hqd_node);
 	mutex_init(&f->boost_lock);
 }
 
@@ -115,12 +118,53 @@ int gpuslot_file_attach(struct gpuslot_file *f, unsigned int id)
 	if (!to)
 		return -EINVAL;
 	d = gpuslot_file_lock(f);
-	if (f->state != GPUSLOT_FILE_IDLE)
+	/* Lock state and queue reservations belong to the old domain. */
+	if (f->state != GPUSLOT_FILE_IDLE || f->hqd_reserved || f->hqd_waiting)
 		ret = -EBUSY;
 	else
 		WRITE_ONCE(f->domain, to);
 	spin_unlock(&d->lock);
 	return ret;
+}
+
+ktime_t gpuslot_deadline(u64 start_ns, u64 timeout_ns)
+{
+	return ktime_add_safe(ns_to_ktime(start_ns),
+			      ns_to_ktime(min_t(u64, timeout_ns, KTIME_MAX)));
+}
+
+int gpuslot_domain_wait(struct gpuslot_domain *d, const bool *granted,
+			ktime_t *expires)
+	__must_hold(&d->lock)
+{
+	int ret = 0;
+
+	lockdep_assert_held(&d->lock);
+	for (;;) {
+		/* A grant sets *granted under d->lock, then wakes us. */
+		set_current_state(TASK_INTERRUPTIBLE);
+		if (*granted)
+			break;
+		if (signal_pending(current)) {
+			ret = -EINTR;
+			break;
+		}
+		if (expires && ktime_get() >= *expires) {
+			ret = -ETIMEDOUT;
+			break;
+		}
+		spin_unlock(&d->lock);
+		if (expires)
+			schedule_hrtimeout_range(expires,
+						 current->timer_slack_ns,
+						 HRTIMER_MODE_ABS);
+		else
+			schedule();
+		spin_lock(&d->lock);
+	}
+	__set_current_state(TASK_RUNNING);
+	/* A grant that raced with the signal or the timeout wins. */
+	return *granted ? 0 : ret;
 }
 
 static unsigned int gpuslot_hist_bucket(u64 ns)
@@ -173,6 +217,7 @@ static void gpuslot_wake_granted(struct gpuslot_domain *d,
 
 		list_del_init(&cw->node);
 		gpuslot_grant(d, w, cw->slot, now);
+		w->granted = true;
 		wake_up_process(w->task);
 	}
 }
@@ -233,6 +278,7 @@ void gpuslot_file_cleanup(struct gpuslot_file *f)
 	/* No ioctl runs on a file being released: it cannot be ACQUIRING. */
 	if (f->state == GPUSLOT_FILE_HOLDING)
 		gpuslot_release_locked(d, f);
+	gpuslot_hqd_cleanup_locked(d, f);
 	spin_unlock(&d->lock);
 
 	mutex_lock(&f->boost_lock);
@@ -244,6 +290,7 @@ void gpuslot_file_cleanup(struct gpuslot_file *f)
 static void gpuslot_waiter_init(struct gpuslot_waiter *w,
 				struct gpuslot_file *f)
 {
+	w->granted = false;
 	w->file = f;
 	w->task = current;
 	w->pid = task_tgid_vnr(current);
@@ -271,9 +318,7 @@ int gpuslot_file_acquire(struct gpuslot_file *f, struct gpuslot_acquire *a)
 
 	gpuslot_waiter_init(&w, f);
 	if (timed)
-		expires = ktime_add_safe(ns_to_ktime(w.start_ns),
-					 ns_to_ktime(min_t(u64, a->timeout_ns,
-							   KTIME_MAX)));
+		expires = gpuslot_deadline(w.start_ns, a->timeout_ns);
 
 	d = gpuslot_file_lock(f);
 	if (f->state != GPUSLOT_FILE_IDLE) {
@@ -298,33 +343,8 @@ int gpuslot_file_acquire(struct gpuslot_file *f, struct gpuslot_acquire *a)
 	gpuslot_core_enqueue(&d->core, &w.core, allowed);
 	f->state = GPUSLOT_FILE_ACQUIRING;
 	d->counters.contended++;
-	ret = 0;
-	for (;;) {
-		/* A grant sets core.slot under d->lock, then wakes us. */
-		set_current_state(TASK_INTERRUPTIBLE);
-		if (w.core.slot >= 0)
-			break;
-		if (signal_pending(current)) {
-			ret = -EINTR;
-			break;
-		}
-		if (timed && ktime_get() >= expires) {
-			ret = -ETIMEDOUT;
-			break;
-		}
-		spin_unlock(&d->lock);
-		if (timed)
-			schedule_hrtimeout_range(&expires,
-						 current->timer_slack_ns,
-						 HRTIMER_MODE_ABS);
-		else
-			schedule();
-		spin_lock(&d->lock);
-	}
-	__set_current_state(TASK_RUNNING);
-
-	/* A grant that raced with the signal or the timeout wins. */
-	if (w.core.slot < 0) {
+	ret = gpuslot_domain_wait(d, &w.granted, timed ? &expires : NULL);
+	if (ret) {
 		gpuslot_core_cancel(&d->core, &w.core);
 		f->state = GPUSLOT_FILE_IDLE;
 		if (ret == -EINTR)
@@ -333,7 +353,6 @@ int gpuslot_file_acquire(struct gpuslot_file *f, struct gpuslot_acquire *a)
 			d->counters.timeouts++;
 		goto unlock;
 	}
-	ret = 0;
 granted:
 	a->slot = f->slot;
 	a->generation = f->grant_generation;
@@ -378,6 +397,8 @@ int gpuslot_file_domain_info(struct gpuslot_file *f,
 	info->nr_waiters = d->core.nr_waiters;
 	info->held_mask = d->core.held;
 	info->generation = d->core.generation;
+	info->hqd_limit = d->budget.limit;
+	info->hqd_used = d->budget.used;
 	spin_unlock(&d->lock);
 	return 0;
 }

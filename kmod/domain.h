@@ -12,6 +12,7 @@
 #include <uapi/linux/gpuslot.h>
 
 #include "boost.h"
+#include "budget.h"
 #include "core.h"
 
 #define GPUSLOT_DEFAULT_BOOST_PRIORITY	50
@@ -42,6 +43,8 @@ struct gpuslot_domain {
 	spinlock_t lock;
 	struct gpuslot_core core;
 	struct gpuslot_file *holder[GPUSLOT_MAX_SLOTS];
+	struct gpuslot_budget budget;	/* hardware queues, see hqd.c */
+	struct list_head hqd_files;	/* files with queues reserved */
 	unsigned int boost_priority;	/* 0: no boost */
 	struct gpuslot_counters counters;
 };
@@ -67,6 +70,13 @@ struct gpuslot_file {
 	pid_t holder_tid;
 	char holder_comm[TASK_COMM_LEN];
 
+	/* Hardware queues reserved here, under domain->lock; see hqd.c. */
+	unsigned int hqd_reserved;
+	unsigned int hqd_waiting;	/* threads waiting in RESERVE */
+	struct list_head hqd_node;	/* in domain->hqd_files while reserved */
+	pid_t hqd_pid;
+	char hqd_comm[TASK_COMM_LEN];
+
 	/* Serialises boost and restore, which sleep, against each other. */
 	struct mutex boost_lock;
 	struct gpuslot_boost boost;
@@ -79,6 +89,9 @@ unsigned int gpuslot_nr_domains(void);
 struct gpuslot_domain *gpuslot_domain_get(unsigned int id);
 
 void gpuslot_file_init(struct gpuslot_file *f);
+/* Lock the domain @f is attached to; the attachment may change meanwhile. */
+struct gpuslot_domain *gpuslot_file_lock(struct gpuslot_file *f)
+	__acquires(&d->lock);
 /* Drop whatever the file holds: the last close of the file. */
 void gpuslot_file_cleanup(struct gpuslot_file *f);
 
@@ -88,6 +101,31 @@ int gpuslot_file_release(struct gpuslot_file *f, struct gpuslot_release *r);
 int gpuslot_file_domain_info(struct gpuslot_file *f,
 			     struct gpuslot_domain_info *info);
 int gpuslot_file_stats(struct gpuslot_file *f, struct gpuslot_stats *s);
+
+/* The absolute end of a relative timeout that starts at @start_ns. */
+ktime_t gpuslot_deadline(u64 start_ns, u64 timeout_ns);
+/*
+ * Sleep with d->lock held (dropped while asleep) until a waker sets
+ * *granted under d->lock, a signal arrives (-EINTR) or *expires passes
+ * (-ETIMEDOUT; NULL waits without a deadline). A grant wins every race.
+ */
+int gpuslot_domain_wait(struct gpuslot_domain *d, const bool *granted,
+			ktime_t *expires)
+	__must_hold(&d->lock);
+
+/* Hardware-queue budget, hqd.c. */
+int gpuslot_file_reserve_queues(struct gpuslot_file *f,
+				struct gpuslot_reserve_queues *r);
+int gpuslot_file_unreserve_queues(struct gpuslot_file *f,
+				  struct gpuslot_unreserve_queues *u);
+void gpuslot_hqd_cleanup_locked(struct gpuslot_domain *d,
+				struct gpuslot_file *f);
+int gpuslot_domain_set_hqd_limit(struct gpuslot_domain *d,
+				 unsigned int limit);
+unsigned int gpuslot_domain_hqd_limit(struct gpuslot_domain *d);
+unsigned int gpuslot_domain_hqd_used(struct gpuslot_domain *d);
+unsigned int gpuslot_domain_hqd_waiters(struct gpuslot_domain *d);
+ssize_t gpuslot_domain_show_queues(struct gpuslot_domain *d, char *buf);
 
 int gpuslot_domain_set_k(struct gpuslot_domain *d, unsigned int k,
 			 u64 *generation);

@@ -29,7 +29,7 @@ static int gpuslot_ioc_version(struct gpuslot_file *f, void *arg)
 		return -EINVAL;
 	v->api_version = GPUSLOT_API_VERSION;
 	v->nr_domains = gpuslot_nr_domains();
-	v->features = GPUSLOT_FEATURE_LOCK;
+	v->features = GPUSLOT_FEATURE_LOCK | GPUSLOT_FEATURE_HQD;
 	return 0;
 }
 
@@ -46,7 +46,7 @@ static int gpuslot_ioc_acquire(struct gpuslot_file *f, void *arg)
 }
 
 /* Undo a grant whose result could not be copied out to the caller. */
-static void gpuslot_ioc_acquire_undo(struct gpuslot_file *f)
+static void gpuslot_ioc_acquire_undo(struct gpuslot_file *f, void *arg)
 {
 	struct gpuslot_release r = {};
 
@@ -78,6 +78,26 @@ static int gpuslot_ioc_get_stats(struct gpuslot_file *f, void *arg)
 	return gpuslot_file_stats(f, arg);
 }
 
+static int gpuslot_ioc_reserve_queues(struct gpuslot_file *f, void *arg)
+{
+	return gpuslot_file_reserve_queues(f, arg);
+}
+
+/* Undo a reservation whose result could not be copied out. */
+static void gpuslot_ioc_reserve_queues_undo(struct gpuslot_file *f,
+					    void *arg)
+{
+	struct gpuslot_reserve_queues *r = arg;
+	struct gpuslot_unreserve_queues u = { .count = r->count };
+
+	gpuslot_file_unreserve_queues(f, &u);
+}
+
+static int gpuslot_ioc_unreserve_queues(struct gpuslot_file *f, void *arg)
+{
+	return gpuslot_file_unreserve_queues(f, arg);
+}
+
 union gpuslot_ioctl_buf {
 	struct gpuslot_version version;
 	struct gpuslot_attach attach;
@@ -86,13 +106,15 @@ union gpuslot_ioctl_buf {
 	struct gpuslot_set_k set_k;
 	struct gpuslot_domain_info domain_info;
 	struct gpuslot_stats stats;
+	struct gpuslot_reserve_queues reserve_queues;
+	struct gpuslot_unreserve_queues unreserve_queues;
 };
 
 struct gpuslot_ioctl_op {
 	unsigned int size;	/* the struct as this module knows it */
 	unsigned int min_size;	/* the first version of the struct */
 	int (*execute)(struct gpuslot_file *f, void *arg);
-	void (*undo)(struct gpuslot_file *f);
+	void (*undo)(struct gpuslot_file *f, void *arg);
 };
 
 #define GPUSLOT_OP(_cmd, _fn, _undo, _type, _size_ver0)			\
@@ -119,6 +141,13 @@ static const struct gpuslot_ioctl_op gpuslot_ioctl_ops[] = {
 		   struct gpuslot_domain_info, GPUSLOT_DOMAIN_INFO_SIZE_VER0),
 	GPUSLOT_OP(GPUSLOT_IOC_GET_STATS, gpuslot_ioc_get_stats, NULL,
 		   struct gpuslot_stats, GPUSLOT_STATS_SIZE_VER0),
+	GPUSLOT_OP(GPUSLOT_IOC_RESERVE_QUEUES, gpuslot_ioc_reserve_queues,
+		   gpuslot_ioc_reserve_queues_undo,
+		   struct gpuslot_reserve_queues,
+		   GPUSLOT_RESERVE_QUEUES_SIZE_VER0),
+	GPUSLOT_OP(GPUSLOT_IOC_UNRESERVE_QUEUES, gpuslot_ioc_unreserve_queues,
+		   NULL, struct gpuslot_unreserve_queues,
+		   GPUSLOT_UNRESERVE_QUEUES_SIZE_VER0),
 };
 
 /* The VER0 sizes are ABI: a struct may grow, never shrink below them. */
@@ -130,6 +159,10 @@ static_assert(sizeof(struct gpuslot_set_k) >= GPUSLOT_SET_K_SIZE_VER0);
 static_assert(sizeof(struct gpuslot_domain_info) >=
 	      GPUSLOT_DOMAIN_INFO_SIZE_VER0);
 static_assert(sizeof(struct gpuslot_stats) >= GPUSLOT_STATS_SIZE_VER0);
+static_assert(sizeof(struct gpuslot_reserve_queues) >=
+	      GPUSLOT_RESERVE_QUEUES_SIZE_VER0);
+static_assert(sizeof(struct gpuslot_unreserve_queues) >=
+	      GPUSLOT_UNRESERVE_QUEUES_SIZE_VER0);
 
 /*
  * Every command is _IO(GPUSLOT_IOC_MAGIC, nr) and its struct starts with
@@ -166,7 +199,7 @@ static long gpuslot_ioctl(struct file *file, unsigned int cmd,
 		return ret;
 	if (copy_to_user(uarg, &buf, min_t(u32, usize, op->size))) {
 		if (op->undo)
-			op->undo(f);
+			op->undo(f, &buf);
 		return -EFAULT;
 	}
 	return 0;

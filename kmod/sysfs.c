@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * gpuslot sysfs: /sys/kernel/gpuslot/version and, per domain, gpu<N>/ with
- * k, boost_priority, generation, holders, waiters and stats.
+ * k, boost_priority, generation, holders, waiters, stats, and the
+ * hardware-queue budget: hqd_limit, hqd_used, hqd_waiters and queues.
  *
  * Writes need CAP_SYS_ADMIN on top of the 0644 file mode, and a bad value
  * fails with EINVAL before anything changes.
@@ -61,6 +62,43 @@ static ssize_t boost_priority_store(struct kobject *kobj,
 	return ret ? ret : count;
 }
 
+static ssize_t hqd_limit_show(struct kobject *kobj,
+			      struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", gpuslot_domain_hqd_limit(to_domain(kobj)));
+}
+
+static ssize_t hqd_limit_store(struct kobject *kobj,
+			       struct kobj_attribute *attr,
+			       const char *buf, size_t count)
+{
+	unsigned int limit;
+	int ret = gpuslot_parse_admin_uint(buf, &limit);
+
+	if (!ret)
+		ret = gpuslot_domain_set_hqd_limit(to_domain(kobj), limit);
+	return ret ? ret : count;
+}
+
+static ssize_t hqd_used_show(struct kobject *kobj,
+			     struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", gpuslot_domain_hqd_used(to_domain(kobj)));
+}
+
+static ssize_t hqd_waiters_show(struct kobject *kobj,
+				struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%u\n",
+			  gpuslot_domain_hqd_waiters(to_domain(kobj)));
+}
+
+static ssize_t queues_show(struct kobject *kobj, struct kobj_attribute *attr,
+			   char *buf)
+{
+	return gpuslot_domain_show_queues(to_domain(kobj), buf);
+}
+
 static ssize_t generation_show(struct kobject *kobj,
 			       struct kobj_attribute *attr, char *buf)
 {
@@ -92,6 +130,10 @@ static struct kobj_attribute generation_attr = __ATTR_RO(generation);
 static struct kobj_attribute holders_attr = __ATTR_RO(holders);
 static struct kobj_attribute waiters_attr = __ATTR_RO(waiters);
 static struct kobj_attribute stats_attr = __ATTR_RO(stats);
+static struct kobj_attribute hqd_limit_attr = __ATTR_RW(hqd_limit);
+static struct kobj_attribute hqd_used_attr = __ATTR_RO(hqd_used);
+static struct kobj_attribute hqd_waiters_attr = __ATTR_RO(hqd_waiters);
+static struct kobj_attribute queues_attr = __ATTR_RO(queues);
 
 static struct attribute *gpuslot_domain_attrs[] = {
 	&k_attr.attr,
@@ -100,6 +142,10 @@ static struct attribute *gpuslot_domain_attrs[] = {
 	&holders_attr.attr,
 	&waiters_attr.attr,
 	&stats_attr.attr,
+	&hqd_limit_attr.attr,
+	&hqd_used_attr.attr,
+	&hqd_waiters_attr.attr,
+	&queues_attr.attr,
 	NULL,
 };
 ATTRIBUTE_GROUPS(gpuslot_domain);

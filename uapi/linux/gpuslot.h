@@ -30,6 +30,10 @@
 #define GPUSLOT_MAX_SLOTS	64
 /* Upper bound on the "domains" module parameter. */
 #define GPUSLOT_MAX_DOMAINS	16
+/* Upper bound on a domain's hardware-queue budget (hqd_limit). */
+#define GPUSLOT_MAX_HQD		1024
+/* Default hqd_limit: the HQDs amdgpu leaves to user queues on gfx9/MI. */
+#define GPUSLOT_DEFAULT_HQD_LIMIT	24
 /* Buckets of the log2 wait-time histogram in struct gpuslot_stats. */
 #define GPUSLOT_HIST_BUCKETS	32
 
@@ -42,6 +46,7 @@
  * @features:    out, GPUSLOT_FEATURE_* bits the module implements.
  */
 #define GPUSLOT_FEATURE_LOCK	_BITULL(0)	/* ACQUIRE/RELEASE/SET_K/STATS */
+#define GPUSLOT_FEATURE_HQD	_BITULL(1)	/* RESERVE/UNRESERVE_QUEUES */
 
 struct gpuslot_version {
 	__u32 size;
@@ -129,6 +134,7 @@ struct gpuslot_set_k {
 /*
  * GPUSLOT_IOC_DOMAIN_INFO - state of the attached domain (all out).
  * @held_mask: slots currently held (slots >= k are retiring).
+ * @hqd_limit, @hqd_used: the hardware-queue budget (since API 1, size 48).
  */
 struct gpuslot_domain_info {
 	__u32 size;
@@ -139,6 +145,8 @@ struct gpuslot_domain_info {
 	__u32 nr_waiters;
 	__u64 held_mask;
 	__u64 generation;
+	__u32 hqd_limit;
+	__u32 hqd_used;
 };
 
 /*
@@ -161,6 +169,58 @@ struct gpuslot_stats {
 };
 
 /*
+ * GPUSLOT_IOC_RESERVE_QUEUES - reserve hardware queues of the attached
+ * domain for this open file.
+ *
+ * An AMD GPU has 32 hardware queue descriptors (HQDs); amdgpu keeps 8, so
+ * 24 are left for user compute queues on gfx9/MI-series (8 on RX 6000/7000:
+ * KFD topology num_cp_queues). Past that the firmware time-slices queues
+ * and every task slows down. Every HIP stream with a CU mask is a queue of
+ * its own; a client reserves what it will create before creating it.
+ *
+ * @flags:      in, at most one of
+ *              GPUSLOT_RESERVE_WAIT     wait until the budget holds @count;
+ *              GPUSLOT_RESERVE_TIMEOUT  wait at most @timeout_ns, then
+ *                                       fail with ETIMEDOUT.
+ *              Neither: fail with ENOSPC at once. Waiters are served in
+ *              strict FIFO order, and a request that does not wait never
+ *              overtakes a waiting one.
+ * @timeout_ns: in, relative; must be 0 unless RESERVE_TIMEOUT.
+ * @count:      in, queues to add, 1 .. GPUSLOT_MAX_HQD.
+ * @reserved:   out, this file's reservation after the call.
+ * @hqd_used:   out, the domain's reserved total after the call.
+ * @hqd_limit:  out, the domain's limit.
+ *
+ * Errors: ENOSPC the budget cannot hold @count now (the library turns it
+ * into a message naming who holds the budget); ETIMEDOUT; EINTR.
+ * Everything a file reserved returns when its last descriptor closes.
+ */
+#define GPUSLOT_RESERVE_WAIT	_BITUL(0)
+#define GPUSLOT_RESERVE_TIMEOUT	_BITUL(1)
+
+struct gpuslot_reserve_queues {
+	__u32 size;
+	__u32 flags;
+	__u64 timeout_ns;
+	__u32 count;
+	__u32 reserved;
+	__u32 hqd_used;
+	__u32 hqd_limit;
+};
+
+/*
+ * GPUSLOT_IOC_UNRESERVE_QUEUES - return @count of this file's queues.
+ * @count:    in, 1 .. this file's reservation (EINVAL otherwise).
+ * @reserved: out, this file's reservation after the call.
+ */
+struct gpuslot_unreserve_queues {
+	__u32 size;
+	__u32 count;
+	__u32 reserved;
+	__u32 __reserved;
+};
+
+/*
  * Size of the first published version of each struct: the smallest size a
  * caller may pass. Later versions only append members.
  */
@@ -171,6 +231,8 @@ struct gpuslot_stats {
 #define GPUSLOT_SET_K_SIZE_VER0		16
 #define GPUSLOT_DOMAIN_INFO_SIZE_VER0	40
 #define GPUSLOT_STATS_SIZE_VER0		320
+#define GPUSLOT_RESERVE_QUEUES_SIZE_VER0	32
+#define GPUSLOT_UNRESERVE_QUEUES_SIZE_VER0	16
 
 #define GPUSLOT_IOC_VERSION	_IO(GPUSLOT_IOC_MAGIC, 0x00)
 #define GPUSLOT_IOC_ATTACH	_IO(GPUSLOT_IOC_MAGIC, 0x01)
@@ -179,5 +241,7 @@ struct gpuslot_stats {
 #define GPUSLOT_IOC_SET_K	_IO(GPUSLOT_IOC_MAGIC, 0x04)
 #define GPUSLOT_IOC_DOMAIN_INFO	_IO(GPUSLOT_IOC_MAGIC, 0x05)
 #define GPUSLOT_IOC_GET_STATS	_IO(GPUSLOT_IOC_MAGIC, 0x06)
+#define GPUSLOT_IOC_RESERVE_QUEUES	_IO(GPUSLOT_IOC_MAGIC, 0x07)
+#define GPUSLOT_IOC_UNRESERVE_QUEUES	_IO(GPUSLOT_IOC_MAGIC, 0x08)
 
 #endif /* _UAPI_LINUX_GPUSLOT_H */

@@ -82,6 +82,26 @@ int Dev::release(unsigned int *slot) const
 	return err;
 }
 
+Dev::Reserved Dev::reserve(unsigned int count, uint32_t flags,
+			   uint64_t timeout_ns) const
+{
+	gpuslot_reserve_queues r{};
+	r.size = sizeof(r);
+	r.flags = flags;
+	r.timeout_ns = timeout_ns;
+	r.count = count;
+	int err = ioctl_errno(fd_, GPUSLOT_IOC_RESERVE_QUEUES, &r);
+	return {err, r.reserved, r.hqd_used, r.hqd_limit};
+}
+
+int Dev::unreserve(unsigned int count) const
+{
+	gpuslot_unreserve_queues u{};
+	u.size = sizeof(u);
+	u.count = count;
+	return ioctl_errno(fd_, GPUSLOT_IOC_UNRESERVE_QUEUES, &u);
+}
+
 int Dev::attach(unsigned int domain) const
 {
 	gpuslot_attach a{};
@@ -284,7 +304,9 @@ int *child_failed_line()
 void reset_domain(unsigned int domain)
 {
 	if (write_file(sysfs_path(domain, "k"), "1") ||
-	    write_file(sysfs_path(domain, "boost_priority"), "50"))
+	    write_file(sysfs_path(domain, "boost_priority"), "50") ||
+	    write_file(sysfs_path(domain, "hqd_limit"),
+		       std::to_string(GPUSLOT_DEFAULT_HQD_LIMIT)))
 		throw std::runtime_error("cannot reset the domain");
 }
 

@@ -35,6 +35,16 @@ public:
 		return acquire(GPUSLOT_ACQUIRE_TRY, 0, mask);
 	}
 	int release(unsigned int *slot = nullptr) const;
+
+	struct Reserved {
+		int err;
+		unsigned int reserved; // this file's total
+		unsigned int used;     // the domain's total
+		unsigned int limit;
+	};
+	Reserved reserve(unsigned int count, uint32_t flags = 0,
+			 uint64_t timeout_ns = 0) const;
+	int unreserve(unsigned int count) const;
 	int attach(unsigned int domain) const;
 	int set_k(unsigned int k, uint64_t *generation = nullptr) const;
 	gpuslot_domain_info info() const;
@@ -106,7 +116,7 @@ int *child_failed_line();
 		}							\
 	} while (0)
 
-// Reset domain @domain to k = 1 and the default boost priority.
+// Reset domain @domain to k = 1, the default boost priority and hqd_limit.
 void reset_domain(unsigned int domain = 0);
 
 } // namespace gpuslot::test

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The hardware-queue (HQD) budget of one gpuslot domain.
+ *
+ * A counting reservation against a limit, with waiters served strictly in
+ * FIFO order: the head waiter is served first even when a later, smaller
+ * request would fit, so a large request is never starved. Pure logic, like
+ * core.c: the caller serialises every call and wakes what @granted holds.
+ */
+#ifndef GPUSLOT_BUDGET_H
+#define GPUSLOT_BUDGET_H
+
+#include <linux/list.h>
+#include <linux/types.h>
+
+struct gpuslot_budget_waiter {
+	struct list_head node;	/* in gpuslot_budget.waiters, then @granted */
+	unsigned int count;	/* queues asked for */
+	bool granted;
+};
+
+struct gpuslot_budget {
+	struct list_head waiters;	/* FIFO: oldest first */
+	unsigned int limit;
+	unsigned int used;		/* may exceed a lowered limit */
+	unsigned int nr_waiters;
+};
+
+void gpuslot_budget_init(struct gpuslot_budget *b, unsigned int limit);
+
+/* Reserve @count at once: only when nobody waits and it fits. */
+bool gpuslot_budget_try_reserve(struct gpuslot_budget *b, unsigned int count);
+
+/* Queue @w for @count at the tail. Call only after try_reserve failed. */
+void gpuslot_budget_enqueue(struct gpuslot_budget *b,
+			    struct gpuslot_budget_waiter *w,
+			    unsigned int count);
+
+/* A waiter gives up; the ones behind it may fit now. */
+void gpuslot_budget_cancel(struct gpuslot_budget *b,
+			   struct gpuslot_budget_waiter *w,
+			   struct list_head *granted);
+
+/* Return @count queues (at most what was reserved); serve waiters. */
+void gpuslot_budget_unreserve(struct gpuslot_budget *b, unsigned int count,
+			      struct list_head *granted);
+
+/*
+ * Change the limit. Lowering it below use revokes nothing: new requests
+ * wait or fail until use falls below it. Raising it serves waiters.
+ */
+void gpuslot_budget_set_limit(struct gpuslot_budget *b, unsigned int limit,
+			      struct list_head *granted);
+
+#endif /* GPUSLOT_BUDGET_H */

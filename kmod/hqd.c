@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gpuslot hardware-queue admission.
+ *
+ * An AMD GPU's command processor has 32 hardware queue descriptors; amdgpu
+ * keeps 8 for its kernel rings, leaving 24 to user compute queues on gfx9
+ * and MI-series GPUs (8 on RX 6000/7000; KFD reports it as num_cp_queues).
+ * Past that the firmware time-slices queues and every task on the GPU slows
+ * down without an error. Clients reserve the queues they will create; the
+ * budget (budget.c) turns the silent collapse into ENOSPC or a FIFO wait.
+ */
+#include <linux/ktime.h>
+#include <linux/sched.h>
+#include <linux/sysfs.h>
+
+#include "domain.h"
+
+/* A thread waiting in RESERVE_QUEUES, on that thread's stack. */
+struct gpuslot_hqd_waiter {
+	struct gpuslot_budget_waiter budget;
+	struct gpuslot_file *file;
+	struct task_struct *task;
+	pid_t pid;
+	char comm[TASK_COMM_LEN];
+};
+
+/* Add @count to what @f holds. Called under d->lock. */
+static void gpuslot_hqd_credit(struct gpuslot_domain *d,
+			       struct gpuslot_hqd_waiter *w,
+			       unsigned int count)
+{
+	struct gpuslot_file *f = w->file;
+
+	lockdep_assert_held(&d->lock);
+	if (!f->hqd_reserved) {
+		list_add_tail(&f->hqd_node, &d->hqd_files);
+		f->hqd_pid = w->pid;
+		memcpy(f->hqd_comm, w->comm, sizeof(f->hqd_comm));
+	}
+	f->hqd_reserved += count;
+}
+
+static void gpuslot_hqd_wake_granted(struct gpuslot_domain *d,
+				     struct list_head *granted)
+{
+	struct gpuslot_budget_waiter *bw, *tmp;
+
+	lockdep_assert_held(&d->lock);
+	list_for_each_entry_safe(bw, tmp, granted, node) {
+		struct gpuslot_hqd_waiter *w =
+			container_of(bw, struct gpuslot_hqd_waiter, budget);
+
+		list_del_init(&bw->node);
+		gpuslot_hqd_credit(d, w, bw->count);
+		wake_up_process(w->task);
+	}
+}
+
+/* Give back @count of what @f holds. Called under d->lock. */
+static void gpuslot_hqd_debit(struct gpuslot_domain *d,
+			      struct gpuslot_file *f, unsigned int count)
+{
+	LIST_HEAD(granted);
+
+	lockdep_assert_held(&d->lock);
+	f->hqd_reserved -= count;
+	if (!f->hqd_reserved)
+		list_del_init(&f->hqd_node);
+	gpuslot_budget_unreserve(&d->budget, count, &granted);
+	gpuslot_hqd_wake_granted(d, &granted);
+}
+
+void gpuslot_hqd_cleanup_locked(struct gpuslot_domain *d,
+				struct gpuslot_file *f)
+{
+	if (f->hqd_reserved)
+		gpuslot_hqd_debit(d, f, f->hqd_reserved);
+}
+
+#define GPUSLOT_RESERVE_FLAGS (GPUSLOT_RESERVE_WAIT | GPUSLOT_RESERVE_TIMEOUT)
+
+int gpuslot_file_reserve_queues(struct gpuslot_file *f,
+				struct gpuslot_reserve_queues *r)
+{
+	bool timed = r->flags & GPUSLOT_RESERVE_TIMEOUT;
+	struct gpuslot_hqd_waiter w = {
+		.file = f,
+		.task = current,
+		.pid = task_tgid_vnr(current),
+	};
+	struct gpuslot_domain *d;
+	ktime_t expires = 0;
+	int ret = 0;
+
+	if ((r->flags & ~GPUSLOT_RESERVE_FLAGS) ||
+	    (r->flags & GPUSLOT_RESERVE_WAIT && timed) ||
+	    (!timed && r->timeout_ns) ||
+	    r->count < 1 || r->count > GPUSLOT_MAX_HQD)
+		return -EINVAL;
+	get_task_comm(w.comm, current);
+	if (timed)
+		expires = gpuslot_deadline(ktime_get_ns(), r->timeout_ns);
+
+	d = gpuslot_file_lock(f);
+	if (gpuslot_budget_try_reserve(&d->budget, r->count)) {
+		gpuslot_hqd_credit(d, &w, r->count);
+		goto done;
+	}
+	if (!(r->flags & GPUSLOT_RESERVE_FLAGS)) {
+		ret = -ENOSPC;
+		goto unlock;
+	}
+
+	gpuslot_budget_enqueue(&d->budget, &w.budget, r->count);
+	f->hqd_waiting++;
+	ret = gpuslot_domain_wait(d, &w.budget.granted,
+				  timed ? &expires : NULL);
+	f->hqd_waiting--;
+	if (ret) {
+		LIST_HEAD(granted);
+
+		/* The waiters behind this one may fit now. */
+		gpuslot_budget_cancel(&d->budget, &w.budget, &granted);
+		gpuslot_hqd_wake_granted(d, &granted);
+		goto unlock;
+	}
+done:
+	r->reserved = f->hqd_reserved;
+	r->hqd_used = d->budget.used;
+	r->hqd_limit = d->budget.limit;
+unlock:
+	spin_unlock(&d->lock);
+	return ret;
+}
+
+int gpuslot_file_unreserve_queues(struct gpuslot_file *f,
+				  struct gpuslot_unreserve_queues *u)
+{
+	struct gpuslot_domain *d;
+	int ret = 0;
+
+	if (u->__reserved)
+		return -EINVAL;
+	d = gpuslot_file_lock(f);
+	if (u->count < 1 || u->count > f->hqd_reserved) {
+		ret = -EINVAL;
+	} else {
+		gpuslot_hqd_debit(d, f, u->count);
+		u->reserved = f->hqd_reserved;
+	}
+	spin_unlock(&d->lock);
+	return ret;
+}
+
+int gpuslot_domain_set_hqd_limit(struct gpuslot_domain *d,
+				 unsigned int limit)
+{
+	LIST_HEAD(granted);
+	bool changed;
+
+	if (limit < 1 || limit > GPUSLOT_MAX_HQD)
+		return -EINVAL;
+	spin_lock(&d->lock);
+	changed = d->budget.limit != limit;
+	gpuslot_budget_set_limit(&d->budget, limit, &granted);
+	gpuslot_hqd_wake_granted(d, &granted);
+	spin_unlock(&d->lock);
+	if (changed)
+		sysfs_notify(&d->kobj, NULL, "hqd_limit");
+	return 0;
+}
+
+unsigned int gpuslot_domain_hqd_limit(struct gpuslot_domain *d)
+{
+	return READ_ONCE(d->budget.limit);
+}
+
+unsigned int gpuslot_domain_hqd_used(struct gpuslot_domain *d)
+{
+	return READ_ONCE(d->budget.used);
+}
+
+unsigned int gpuslot_domain_hqd_waiters(struct gpuslot_domain *d)
+{
+	return READ_ONCE(d->budget.nr_waiters);
+}
+
+ssize_t gpuslot_domain_show_queues(struct gpuslot_domain *d, char *buf)
+{
+	struct gpuslot_file *f;
+	unsigned int skipped = 0;
+	int len = 0;
+
+	spin_lock(&d->lock);
+	list_for_each_entry(f, &d->hqd_files, hqd_node) {
+		if (len > PAGE_SIZE - 128) {
+			skipped++;
+			continue;
+		}
+		len += sysfs_emit_at(buf, len, "%d %s %u\n", f->hqd_pid,
+				     f->hqd_comm, f->hqd_reserved);
+	}
+	spin_unlock(&d->lock);
+	if (skipped)
+		len += sysfs_emit_at(buf, len, "... %u more\n", skipped);
+	return len;
+}
