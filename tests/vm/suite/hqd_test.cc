@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "device.h"
+#include "gpuslot.h"
 
 namespace gpuslot::test {
 namespace {
@@ -106,9 +107,23 @@ TEST_F(Hqd, ReservationsAddUpAndTheTwentyFifthQueueIsRefused)
 	EXPECT_NE(domain_file("queues").find("planner"), std::string::npos);
 
 	Dev d;
-	auto r = d.reserve(1);
+	auto r = d.reserve(1); // the 25th queue
+	EXPECT_EQ(r.err, ENOSPC);
+	EXPECT_EQ(hqd_used(), 24u);
+	r = d.reserve(5);
 	EXPECT_EQ(r.err, ENOSPC);
 	EXPECT_EQ(hqd_used(), 24u); // nothing changed
+
+	// libgpuslot turns the ENOSPC into words a person can act on.
+	char msg[512];
+	int n = gpuslot_hqd_explain(0, 5, msg, sizeof(msg));
+	ASSERT_GT(n, 0) << msg;
+	std::string text(msg);
+	EXPECT_NE(text.find("GPU 0: hardware queue budget exhausted: 24 of 24 "
+			    "reserved (pid " + std::to_string(kids[0]) +
+			    " ds_infer: 8, pid " + std::to_string(kids[1]) +
+			    " planner: 8"), std::string::npos) << text;
+	EXPECT_NE(text.find("this process needs 5."), std::string::npos) << text;
 	EXPECT_EQ(queues_by_pid().size(), 3u);
 	EXPECT_EQ(d.info().hqd_used, 24u);
 	EXPECT_EQ(d.info().hqd_limit, 24u);
