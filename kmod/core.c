@@ -15,11 +15,48 @@ u64 gpuslot_core_valid(const struct gpuslot_core *c)
 
 void gpuslot_core_init(struct gpuslot_core *c, unsigned int k)
 {
+	unsigned int s;
+
 	INIT_LIST_HEAD(&c->waiters);
 	c->held = 0;
 	c->generation = 1;
 	c->k = k;
 	c->nr_waiters = 0;
+	c->nr_any = 0;
+	for (s = 0; s < GPUSLOT_CORE_SLOTS; s++)
+		c->nr_wanting[s] = 0;
+}
+
+/* Count a waiter that accepts @allowed in, or out. */
+static void gpuslot_core_count(struct gpuslot_core *c, u64 allowed, bool in)
+{
+	if (allowed == ~0ULL) {
+		c->nr_any += in ? 1 : -1;
+		return;
+	}
+	while (allowed) {
+		unsigned int s = __ffs64(allowed);
+
+		c->nr_wanting[s] += in ? 1 : -1;
+		allowed &= allowed - 1;
+	}
+}
+
+/* The slots of @free that some queued waiter accepts. */
+static u64 gpuslot_core_wanted(const struct gpuslot_core *c, u64 free)
+{
+	u64 wanted = 0;
+
+	if (c->nr_any)
+		return free;
+	while (free) {
+		unsigned int s = __ffs64(free);
+
+		if (c->nr_wanting[s])
+			wanted |= 1ULL << s;
+		free &= free - 1;
+	}
+	return wanted;
 }
 
 int gpuslot_core_try_acquire(struct gpuslot_core *c, u64 allowed)
@@ -41,6 +78,7 @@ void gpuslot_core_enqueue(struct gpuslot_core *c,
 	w->slot = -1;
 	list_add_tail(&w->node, &c->waiters);
 	c->nr_waiters++;
+	gpuslot_core_count(c, allowed, true);
 }
 
 void gpuslot_core_cancel(struct gpuslot_core *c,
@@ -49,6 +87,7 @@ void gpuslot_core_cancel(struct gpuslot_core *c,
 	/* Leaving the queue only drops constraints: the invariant holds. */
 	list_del_init(&w->node);
 	c->nr_waiters--;
+	gpuslot_core_count(c, w->allowed, false);
 }
 
 /*
@@ -61,6 +100,7 @@ static void gpuslot_core_dispatch(struct gpuslot_core *c, u64 free,
 {
 	struct gpuslot_core_waiter *w, *tmp;
 
+	free = gpuslot_core_wanted(c, free);
 	list_for_each_entry_safe(w, tmp, &c->waiters, node) {
 		u64 take;
 
@@ -74,6 +114,7 @@ static void gpuslot_core_dispatch(struct gpuslot_core *c, u64 free,
 		free &= ~(1ULL << w->slot);
 		list_move_tail(&w->node, granted);
 		c->nr_waiters--;
+		gpuslot_core_count(c, w->allowed, false);
 	}
 }
 

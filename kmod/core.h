@@ -24,12 +24,21 @@ struct gpuslot_core_waiter {
 	int slot;		/* granted slot, or -1 while queued */
 };
 
+#define GPUSLOT_CORE_SLOTS 64
+
 struct gpuslot_core {
 	struct list_head waiters;	/* FIFO: oldest first */
 	u64 held;			/* slots with a holder, >= k retiring */
 	u64 generation;			/* bumped on every change of k */
-	unsigned int k;			/* 1 .. GPUSLOT_MAX_SLOTS */
+	unsigned int k;			/* 1 .. GPUSLOT_CORE_SLOTS */
 	unsigned int nr_waiters;
+	/*
+	 * Queued waiters that accept any slot, and per slot those that
+	 * accept it with a narrower mask. A release of a slot that no
+	 * waiter accepts then costs O(1) however long the queue is.
+	 */
+	unsigned int nr_any;
+	unsigned int nr_wanting[GPUSLOT_CORE_SLOTS];
 };
 
 void gpuslot_core_init(struct gpuslot_core *c, unsigned int k);

@@ -245,9 +245,19 @@ void check_invariants(const Lock &l)
 	ASSERT_EQ(held, c.held);
 	ASSERT_EQ(l.queued(), c.nr_waiters);
 	uint64_t free_valid = gpuslot_core_valid(&c) & ~c.held;
-	for (auto &q : l.queue())
+	unsigned int any = 0, wanting[64] = {};
+	for (auto &q : l.queue()) {
 		ASSERT_EQ(q.w->allowed & free_valid, 0u)
 			<< "waiter " << q.id << " skipped while a slot it allows is free";
+		if (q.w->allowed == ~0ULL)
+			any++;
+		else
+			for (unsigned int s = 0; s < 64; s++)
+				wanting[s] += q.w->allowed >> s & 1;
+	}
+	ASSERT_EQ(c.nr_any, any);
+	for (unsigned int s = 0; s < 64; s++)
+		ASSERT_EQ(c.nr_wanting[s], wanting[s]) << "slot " << s;
 }
 
 TEST(Core, RandomizedOperationsKeepInvariants)
