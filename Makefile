@@ -2,33 +2,58 @@
 #
 #   make test                 unit tests + the VM suite on Debian's kernel
 #   make test-unit            userspace unit tests (ASan/UBSan)
-#   make test-vm              the VM suite alone
+#   make test-vm              the VM suite alone; KERNEL=stock (default), rt or debug
+#   make fuzz                 libFuzzer on the lock core for FUZZ_SECONDS (60)
 #   make check-kernel-style   checkpatch.pl --strict and sparse on kmod/ and uapi/
 #   make modules              gpuslot.ko for $(KVER)
 #   make demo                 not written yet: it comes with libgpuslot
 #
 # Every entry point installs its Debian packages first (tests/install-deps.sh).
 
-# The kernel the module is built for and the VM boots: Debian's
-# linux-image-amd64, not the running kernel (this is the CI host's).
-KVER ?= $(shell dpkg-query -W -f='$${Depends}' linux-image-amd64 2>/dev/null | \
-	  sed -n 's/^linux-image-\([^ ,]*\).*/\1/p')
-KDIR ?= /lib/modules/$(KVER)/build
-KIMAGE ?= /boot/vmlinuz-$(KVER)
 BUILD ?= $(CURDIR)/build
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps modules userspace test test-unit test-vm check-kernel-style \
-	demo clean
+# The kernel the module is built for and the VM boots, never the running
+# kernel (that is the CI host's):
+#   stock  Debian 12's linux-image-amd64
+#   rt     Debian 12's linux-image-rt-amd64 (PREEMPT_RT)
+#   debug  6.1 from Debian's linux-source with lockdep, KASAN, kmemleak and
+#          friends, built by tests/debug-kernel/build.sh and cached in
+#          DEBUG_KERNEL_CACHE
+KERNEL ?= stock
+DEBUG_KERNEL_CACHE ?= $(HOME)/.cache/gpuslot
+ifeq ($(KERNEL),stock)
+KPKG := linux-image-amd64
+else ifeq ($(KERNEL),rt)
+KPKG := linux-image-rt-amd64
+else ifeq ($(KERNEL),debug)
+KDIR ?= $(shell bash tests/debug-kernel/build.sh --print-dir $(DEBUG_KERNEL_CACHE))
+KIMAGE ?= $(KDIR)/arch/x86/boot/bzImage
+else
+$(error KERNEL=$(KERNEL): use stock, rt or debug)
+endif
+ifdef KPKG
+KVER ?= $(shell dpkg-query -W -f='$${Depends}' $(KPKG) 2>/dev/null | \
+	  sed -n 's/^linux-image-\([^ ,]*\).*/\1/p')
+KDIR ?= /lib/modules/$(KVER)/build
+KIMAGE ?= /boot/vmlinuz-$(KVER)
+endif
+
+.PHONY: all deps modules debug-kernel userspace test test-unit test-vm fuzz \
+	check-kernel-style demo clean
 
 all: modules userspace
 
 deps:
 	@bash tests/install-deps.sh
 
-modules: deps
-	@test -n "$(KVER)" || { echo "no linux-image-amd64 kernel found"; exit 1; }
+modules: deps $(if $(filter debug,$(KERNEL)),debug-kernel)
+	@test -d "$(KDIR)" || { echo "no kernel build tree for KERNEL=$(KERNEL) at '$(KDIR)'"; exit 1; }
+	$(MAKE) -C kmod KDIR=$(KDIR) clean >/dev/null
 	$(MAKE) -C kmod KDIR=$(KDIR)
+
+debug-kernel: deps
+	bash tests/debug-kernel/build.sh --build $(DEBUG_KERNEL_CACHE)
 
 userspace: deps
 	cmake -S tests -B $(BUILD)/tests -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
@@ -41,7 +66,12 @@ test-unit: userspace
 test-vm: modules userspace
 	@mkdir -p $(BUILD)/vm
 	bash tests/vm/run-vm.sh $(KIMAGE) kmod/gpuslot.ko \
-		$(BUILD)/tests/gpuslot_vm_tests $(BUILD)/vm --gtest_color=no $(GTEST_ARGS)
+		$(BUILD)/tests/gpuslot_vm_tests $(BUILD)/vm-$(KERNEL) \
+		--gtest_color=no $(GTEST_ARGS)
+
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	bash tests/fuzz/run-fuzz.sh $(BUILD) $(FUZZ_SECONDS)
 
 test: deps
 	@bash tests/run-tests.sh

@@ -39,6 +39,12 @@ struct gpuslot_domain {
 	 * Protects everything below and the lock state of every file attached
 	 * here. Held only for short, non-sleeping sections; boosting and
 	 * copying to userspace happen after it is dropped.
+	 *
+	 * A spinlock_t, not a raw_spinlock_t: every user runs in process
+	 * context (ioctl, sysfs, release), never in hard interrupt context,
+	 * so on PREEMPT_RT it may become a sleeping, priority-inheriting
+	 * lock, and should, so that the wait queue scans it protects do not
+	 * add to the latency of higher-priority tasks.
 	 */
 	spinlock_t lock;
 	struct gpuslot_core core;

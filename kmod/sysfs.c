@@ -19,11 +19,26 @@ static struct gpuslot_domain *to_domain(struct kobject *kobj)
 	return container_of(kobj, struct gpuslot_domain, kobj);
 }
 
-static int gpuslot_parse_admin_uint(const char *buf, unsigned int *val)
+/* Parse an unsigned decimal from root and hand it to @set. */
+static ssize_t gpuslot_store_uint(struct kobject *kobj, const char *buf,
+				  size_t count,
+				  int (*set)(struct gpuslot_domain *d,
+					     unsigned int val))
 {
+	unsigned int val;
+	int ret;
+
 	if (!capable(CAP_SYS_ADMIN))
 		return -EPERM;
-	return kstrtouint(buf, 10, val) ? -EINVAL : 0;
+	if (kstrtouint(buf, 10, &val))
+		return -EINVAL;
+	ret = set(to_domain(kobj), val);
+	return ret ? ret : count;
+}
+
+static int gpuslot_set_k(struct gpuslot_domain *d, unsigned int k)
+{
+	return gpuslot_domain_set_k(d, k, NULL);
 }
 
 static ssize_t k_show(struct kobject *kobj, struct kobj_attribute *attr,
@@ -35,12 +50,7 @@ static ssize_t k_show(struct kobject *kobj, struct kobj_attribute *attr,
 static ssize_t k_store(struct kobject *kobj, struct kobj_attribute *attr,
 		       const char *buf, size_t count)
 {
-	unsigned int k;
-	int ret = gpuslot_parse_admin_uint(buf, &k);
-
-	if (!ret)
-		ret = gpuslot_domain_set_k(to_domain(kobj), k, NULL);
-	return ret ? ret : count;
+	return gpuslot_store_uint(kobj, buf, count, gpuslot_set_k);
 }
 
 static ssize_t boost_priority_show(struct kobject *kobj,
@@ -54,12 +64,8 @@ static ssize_t boost_priority_store(struct kobject *kobj,
 				    struct kobj_attribute *attr,
 				    const char *buf, size_t count)
 {
-	unsigned int prio;
-	int ret = gpuslot_parse_admin_uint(buf, &prio);
-
-	if (!ret)
-		ret = gpuslot_domain_set_boost_priority(to_domain(kobj), prio);
-	return ret ? ret : count;
+	return gpuslot_store_uint(kobj, buf, count,
+				  gpuslot_domain_set_boost_priority);
 }
 
 static ssize_t hqd_limit_show(struct kobject *kobj,
@@ -72,12 +78,8 @@ static ssize_t hqd_limit_store(struct kobject *kobj,
 			       struct kobj_attribute *attr,
 			       const char *buf, size_t count)
 {
-	unsigned int limit;
-	int ret = gpuslot_parse_admin_uint(buf, &limit);
-
-	if (!ret)
-		ret = gpuslot_domain_set_hqd_limit(to_domain(kobj), limit);
-	return ret ? ret : count;
+	return gpuslot_store_uint(kobj, buf, count,
+				  gpuslot_domain_set_hqd_limit);
 }
 
 static ssize_t hqd_used_show(struct kobject *kobj,

@@ -7,6 +7,8 @@ packages=(
 	build-essential cmake pkg-config
 	libgtest-dev libgmock-dev libbenchmark-dev
 	linux-image-amd64 linux-headers-amd64 linux-source
+	linux-image-rt-amd64 linux-headers-rt-amd64
+	clang libclang-rt-14-dev
 	qemu-system-x86 busybox-static cpio kmod sparse
 	libelf-dev bc flex bison
 )

@@ -1,30 +1,50 @@
 #!/bin/bash
-# `make test`: the unit tests and the VM suite, then one closing line
-# "N passed, N failed" over both.
+# `make test`: run the test steps, then one closing line
+# "N passed, N failed" over all of them.
+#
+# Steps (GPUSLOT_TEST_STEPS, default "unit vm-stock vm-rt"):
+#   unit       userspace unit tests (ctest)
+#   vm-stock   the VM suite on Debian's linux-image-amd64
+#   vm-rt      the VM suite on Debian's linux-image-rt-amd64 (PREEMPT_RT)
+#   vm-debug   the VM suite on the lockdep/KASAN/kmemleak debug kernel
+#   fuzz       the lock core's fuzzer for FUZZ_SECONDS; counts as one test
 set -uo pipefail
 cd "$(dirname "$0")/.."
 logs=${BUILD:-$PWD/build}/logs
 mkdir -p "$logs"
+steps=${GPUSLOT_TEST_STEPS:-unit vm-stock vm-rt}
 
-make --no-print-directory test-unit 2>&1 | tee "$logs/unit.log"
-unit_rc=${PIPESTATUS[0]}
-make --no-print-directory test-vm 2>&1 | tee "$logs/vm.log"
-vm_rc=${PIPESTATUS[0]}
+total_passed=0 total_failed=0 report=""
+for step in $steps; do
+	log=$logs/$step.log
+	start=$SECONDS
+	case $step in
+	unit) make --no-print-directory test-unit 2>&1 | tee "$log" ;;
+	vm-*) make --no-print-directory test-vm KERNEL="${step#vm-}" 2>&1 | tee "$log" ;;
+	fuzz) make --no-print-directory fuzz 2>&1 | tee "$log" ;;
+	*) echo "run-tests: unknown step $step" | tee "$log"; false ;;
+	esac
+	rc=${PIPESTATUS[0]}
 
-# ctest: "100% tests passed, 0 tests failed out of 9"
-read -r unit_failed unit_total < <(sed -n \
-	's/.*tests passed, \([0-9]*\) tests failed out of \([0-9]*\).*/\1 \2/p' \
-	"$logs/unit.log" | tail -n 1)
-unit_failed=${unit_failed:-1} unit_total=${unit_total:-1}
-read -r vm_passed vm_failed < <(sed -n \
-	's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$logs/vm.log" | tail -n 1)
-vm_passed=${vm_passed:-0} vm_failed=${vm_failed:-1}
-# A step that failed without a failed test (a build, a boot) still counts.
-[ "$unit_rc" -eq 0 ] || [ "$unit_failed" -gt 0 ] || unit_failed=1
-[ "$vm_rc" -eq 0 ] || [ "$vm_failed" -gt 0 ] || vm_failed=1
+	passed=0 failed=0
+	case $step in
+	unit)	# ctest: "100% tests passed, 0 tests failed out of 9"
+		read -r failed total < <(sed -n \
+			's/.*tests passed, \([0-9]*\) tests failed out of \([0-9]*\).*/\1 \2/p' \
+			"$log" | tail -n 1)
+		failed=${failed:-0} passed=$((${total:-0} - failed)) ;;
+	vm-*)	read -r passed failed < <(sed -n \
+			's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$log" | tail -n 1)
+		passed=${passed:-0} failed=${failed:-0} ;;
+	fuzz)	[ "$rc" -eq 0 ] && passed=1 ;;
+	esac
+	# A step that failed without a failed test (a build, a boot) counts.
+	[ "$rc" -eq 0 ] || [ "$failed" -gt 0 ] || failed=1
+	total_passed=$((total_passed + passed))
+	total_failed=$((total_failed + failed))
+	report+="$step: $passed passed, $failed failed ($((SECONDS - start)) s)"$'\n'
+done
 
-passed=$((unit_total - unit_failed + vm_passed))
-failed=$((unit_failed + vm_failed))
-echo "unit: $((unit_total - unit_failed)) passed, $unit_failed failed; vm: $vm_passed passed, $vm_failed failed"
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+printf '%s' "$report"
+echo "$total_passed passed, $total_failed failed"
+[ "$total_failed" -eq 0 ]

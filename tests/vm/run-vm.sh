@@ -8,6 +8,7 @@ set -euo pipefail
 
 kernel=$1 module=$2 suite=$3 work=$4
 shift 4
+GPUSLOT_VM_APPEND=${GPUSLOT_VM_APPEND:-}
 here=$(cd "$(dirname "$0")" && pwd)
 
 rm -rf "$work/root"
@@ -27,12 +28,19 @@ timeout "${GPUSLOT_VM_TIMEOUT:-1200}" qemu-system-x86_64 \
 	-accel tcg -cpu max -smp 4 -m 1024 \
 	-nographic -no-reboot -monitor none -serial stdio \
 	-kernel "$kernel" -initrd "$work/initramfs.cpio.gz" \
-	-append "console=ttyS0 panic=-1 oops=panic panic_on_warn=1 softlockup_panic=1 loglevel=4" \
+	-append "console=ttyS0 panic=-1 oops=panic panic_on_warn=1 softlockup_panic=1 loglevel=4 $GPUSLOT_VM_APPEND" \
 	</dev/null 2>&1 | sed -u 's/\r$//' | tee "$log" || true
 
 status=0
-if grep -nE 'BUG:|WARNING:|Oops|Call Trace|Kernel panic' "$log"; then
+# BUG: covers KASAN and might-sleep reports, WARNING: lockdep splats;
+# kmemleak and debugobjects have their own words.
+if grep -nE 'BUG:|WARNING:|Oops|Call Trace|Kernel panic|unreferenced object|ODEBUG' "$log"; then
 	echo "run-vm: the kernel log shows a bug (lines above)"
+	status=1
+fi
+# The contention tests need the CPUs QEMU was given.
+if ! grep -qE 'gpuslot-vm: kernel .*, 4 CPUs$' "$log"; then
+	echo "run-vm: the guest did not bring up 4 CPUs"
 	status=1
 fi
 if ! grep -q '^GPUSLOT-VM-EXIT rc=0$' "$log"; then
