@@ -4,6 +4,8 @@
 #   make test-unit            userspace unit tests (ASan/UBSan)
 #   make test-vm              the VM suite alone; KERNEL=stock (default), rt or debug
 #   make fuzz                 libFuzzer on the lock core for FUZZ_SECONDS (60)
+#   make bench                lock benchmarks in the VM, against the alternatives
+#   make bench-host           the same on this host's running kernel (root)
 #   make check-kernel-style   checkpatch.pl --strict and sparse on kmod/ and uapi/
 #   make modules              gpuslot.ko for $(KVER)
 #   make demo                 not written yet: it comes with libgpuslot
@@ -40,7 +42,7 @@ KIMAGE ?= /boot/vmlinuz-$(KVER)
 endif
 
 .PHONY: all deps modules debug-kernel userspace test test-unit test-vm fuzz \
-	check-kernel-style demo clean
+	bench bench-host check-kernel-style demo clean
 
 all: modules userspace
 
@@ -68,6 +70,25 @@ test-vm: modules userspace
 	bash tests/vm/run-vm.sh $(KIMAGE) kmod/gpuslot.ko \
 		$(BUILD)/tests/gpuslot_vm_tests $(BUILD)/vm-$(KERNEL) \
 		--gtest_color=no $(GTEST_ARGS)
+
+# BENCH_ARGS passes Google Benchmark flags, e.g. --benchmark_filter=handoff
+bench: modules userspace
+	@mkdir -p $(BUILD)/bench
+	RUN_VM_SUMMARY=0 bash tests/vm/run-vm.sh $(KIMAGE) kmod/gpuslot.ko \
+		$(BUILD)/tests/gpuslot_bench $(BUILD)/bench --benchmark_color=false \
+		--benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+		$(BENCH_ARGS)
+	@sed -n '/^| measurement/,/^what the alternatives/p' $(BUILD)/bench/serial.log \
+		>$(BUILD)/bench/table.md
+	@echo "bench: the table is in $(BUILD)/bench/table.md"
+
+# On a real host: the module built for the running kernel, loaded for the
+# run and unloaded afterwards. Needs root and a kernel without gpuslot loaded.
+bench-host: userspace
+	$(MAKE) -C kmod KDIR=/lib/modules/$$(uname -r)/build clean >/dev/null
+	$(MAKE) -C kmod KDIR=/lib/modules/$$(uname -r)/build
+	insmod kmod/gpuslot.ko
+	$(BUILD)/tests/gpuslot_bench $(BENCH_ARGS); rc=$$?; rmmod gpuslot; exit $$rc
 
 FUZZ_SECONDS ?= 60
 fuzz: deps

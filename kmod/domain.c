@@ -245,16 +245,22 @@ static void gpuslot_release_locked(struct gpuslot_domain *d,
 static void gpuslot_file_boost(struct gpuslot_file *f,
 			       struct gpuslot_domain *d, u64 seq)
 {
-	unsigned int prio;
+	unsigned int prio = READ_ONCE(d->boost_priority);
 	bool holding;
 
+	/*
+	 * No boost, nothing to order against a release. A boost left from an
+	 * earlier hold is restored by that hold's release, which checks the
+	 * sequence under boost_lock.
+	 */
+	if (!prio)
+		return;
 	mutex_lock(&f->boost_lock);
 	/* A boost of an earlier hold whose release has not restored it yet. */
 	if (f->boost.task && f->boost_seq != seq)
 		gpuslot_boost_restore(&f->boost);
 	spin_lock(&d->lock);
 	holding = f->state == GPUSLOT_FILE_HOLDING && f->hold_seq == seq;
-	prio = d->boost_priority;
 	spin_unlock(&d->lock);
 	if (holding) {
 		gpuslot_boost_apply(&f->boost, current, prio);
@@ -295,7 +301,12 @@ static void gpuslot_waiter_init(struct gpuslot_waiter *w,
 	w->task = current;
 	w->pid = task_tgid_vnr(current);
 	w->tid = task_pid_vnr(current);
-	get_task_comm(w->comm, current);
+	/*
+	 * Our own name, for sysfs only: no task_lock() on the acquire path.
+	 * set_task_comm() keeps the last byte NUL, so a racing rename can at
+	 * worst mix two names.
+	 */
+	memcpy(w->comm, current->comm, sizeof(w->comm));
 	w->start_ns = ktime_get_ns();
 }
 

@@ -1,0 +1,399 @@
+// SPDX-License-Identifier: GPL-2.0
+// gpuslot's lock against what users would use instead, measured in the
+// same run (tests/bench, `make bench`). Ends with a table of every
+// measurement per lock and the ratio gpuslot / alternative.
+#include <benchmark/benchmark.h>
+
+#include <pthread.h>
+#include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/sem.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "locks.hpp"
+
+namespace gpuslot::bench {
+namespace {
+
+uint64_t now_ns()
+{
+	timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return uint64_t(ts.tv_sec) * 1'000'000'000ULL + ts.tv_nsec;
+}
+
+template <class Lock> void setup_k1(const benchmark::State &)
+{
+	Lock::setup(1, true);
+}
+
+template <class Lock> void setup_k_from_arg(const benchmark::State &state)
+{
+	Lock::setup(unsigned(state.range(0)), true);
+}
+
+void setup_gpuslot_noboost(const benchmark::State &)
+{
+	GpuslotLock::setup(1, false);
+}
+
+// 1. One acquire + release pair, nobody else around.
+template <class Lock> void uncontended(benchmark::State &state)
+{
+	typename Lock::Client c;
+	for (auto _ : state) {
+		benchmark::DoNotOptimize(c.acquire());
+		c.release();
+	}
+}
+
+// 2. k = 1: a holder releases while a second thread waits in acquire; the
+// time from the release call to the waiter's return. The waiter is given
+// 300 us to block in the kernel first, the same for every lock.
+template <class Lock> void handoff(benchmark::State &state)
+{
+	std::atomic<int> phase{0};
+	std::atomic<uint64_t> woke{0};
+	std::atomic<bool> stop{false};
+	std::thread waiter([&] {
+		typename Lock::Client c;
+		for (;;) {
+			while (phase.load() != 1 && !stop.load())
+				sched_yield();
+			if (stop.load())
+				return;
+			phase = 2;
+			c.acquire();
+			woke = now_ns();
+			c.release();
+			phase = 3;
+		}
+	});
+
+	typename Lock::Client c;
+	std::vector<double> samples;
+	for (auto _ : state) {
+		c.acquire();
+		phase = 1;
+		while (phase.load() != 2)
+			sched_yield();
+		usleep(300);
+		uint64_t released = now_ns();
+		c.release();
+		while (phase.load() != 3)
+			sched_yield();
+		double ns = double(woke.load() - released);
+		samples.push_back(ns);
+		state.SetIterationTime(ns / 1e9);
+	}
+	stop = true;
+	waiter.join();
+
+	std::sort(samples.begin(), samples.end());
+	auto pct = [&](double p) {
+		return samples[std::min(samples.size() - 1,
+					size_t(p * double(samples.size())))] / 1e3;
+	};
+	state.counters["p50_us"] = pct(0.50);
+	state.counters["p99_us"] = pct(0.99);
+}
+
+// 3. Threads contend for k slots (the benchmark's argument).
+template <class Lock> void throughput(benchmark::State &state)
+{
+	typename Lock::Client c;
+	for (auto _ : state) {
+		benchmark::DoNotOptimize(c.acquire());
+		c.release();
+	}
+	state.SetItemsProcessed(state.iterations());
+}
+
+// 4. Acquire + release of slot 0 while N waiters queue for slot 1, which
+// another client holds: the cost must not grow with N.
+void start_thread(std::vector<pthread_t> &threads, void *(*fn)(void *),
+		  void *arg)
+{
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 128 * 1024);
+	pthread_t t;
+	if (pthread_create(&t, &attr, fn, arg))
+		std::abort();
+	pthread_attr_destroy(&attr);
+	threads.push_back(t);
+}
+
+void *gpuslot_slot1_waiter(void *)
+{
+	GpuslotLock::Client c;
+	c.acquire(1ULL << 1);
+	c.release();
+	return nullptr;
+}
+
+void waiters_gpuslot(benchmark::State &state)
+{
+	GpuslotLock::setup(2, true);
+	auto holder = std::make_unique<GpuslotLock::Client>();
+	holder->acquire(1ULL << 1);
+	std::vector<pthread_t> threads;
+	for (int i = 0; i < state.range(0); i++)
+		start_thread(threads, gpuslot_slot1_waiter, nullptr);
+	GpuslotLock::Client c;
+	for (;;) {
+		gpuslot_domain_info info{};
+		info.size = sizeof(info);
+		ioctl(c.fd(), GPUSLOT_IOC_DOMAIN_INFO, &info);
+		if (info.nr_waiters == state.range(0))
+			break;
+		usleep(1000);
+	}
+	for (auto _ : state) {
+		benchmark::DoNotOptimize(c.acquire(1ULL << 0));
+		c.release();
+	}
+	holder->release(); // the waiters pass slot 1 down the queue
+	for (pthread_t t : threads)
+		pthread_join(t, nullptr);
+}
+
+void *sysv_sem1_waiter(void *)
+{
+	sembuf op{1, -1, 0};
+	while (semop(SysvSemLock::semid(), &op, 1) && errno == EINTR)
+		;
+	return nullptr;
+}
+
+void waiters_sysv(benchmark::State &state)
+{
+	SysvSemLock::setup(1, true);
+	std::vector<pthread_t> threads;
+	for (int i = 0; i < state.range(0); i++)
+		start_thread(threads, sysv_sem1_waiter, nullptr);
+	while (semctl(SysvSemLock::semid(), 1, GETNCNT) != state.range(0))
+		usleep(1000);
+	SysvSemLock::Client c;
+	for (auto _ : state) {
+		benchmark::DoNotOptimize(c.acquire());
+		c.release();
+	}
+	semctl(SysvSemLock::semid(), 1, SETVAL, int(state.range(0)));
+	for (pthread_t t : threads)
+		pthread_join(t, nullptr);
+}
+
+template <class Lock> void register_lock()
+{
+	std::string n = Lock::name;
+	benchmark::RegisterBenchmark(("uncontended." + n).c_str(),
+				     uncontended<Lock>)
+		->Setup(setup_k1<Lock>)->MinTime(0.3);
+	benchmark::RegisterBenchmark(("handoff." + n).c_str(), handoff<Lock>)
+		->Setup(setup_k1<Lock>)->UseManualTime()->Iterations(1000);
+	auto *b = benchmark::RegisterBenchmark(("throughput." + n).c_str(),
+					       throughput<Lock>);
+	// Every k with every thread count: the runs are their cross product.
+	b->Setup(setup_k_from_arg<Lock>)->MinTime(0.2)->UseRealTime();
+	b->Arg(1)->Arg(2)->Arg(4);
+	b->Threads(2)->Threads(4)->Threads(16)->Threads(64);
+}
+
+// The closing table: per measurement, every lock's figure and gpuslot's
+// ratio to it. Every figure is a time per operation: lower is better, and
+// a ratio below 1 means gpuslot is faster.
+class TableReporter : public benchmark::ConsoleReporter {
+public:
+	// A reporter of our own does not see --benchmark_color: no colour,
+	// the output goes to a serial log.
+	TableReporter() : ConsoleReporter(OO_Tabular) {}
+
+	void ReportRuns(const std::vector<Run> &runs) override
+	{
+		ConsoleReporter::ReportRuns(runs);
+		for (const Run &r : runs) {
+			// With repetitions, the median of them; else the run.
+			bool median = r.run_type == Run::RT_Aggregate &&
+				      r.aggregate_name == "median";
+			bool single = r.run_type == Run::RT_Iteration &&
+				      r.repetitions <= 1;
+			if (r.error_occurred || !(median || single))
+				continue;
+			// "<what>.<lock>[/<arg>][/min_time:..][/real_time][/threads:N]"
+			std::vector<std::string> parts;
+			std::string name = r.run_name.str();
+			for (size_t at = 0; at <= name.size();) {
+				size_t slash = std::min(name.find('/', at), name.size());
+				parts.push_back(name.substr(at, slash - at));
+				at = slash + 1;
+			}
+			std::string what = parts[0].substr(0, parts[0].find('.'));
+			std::string lock = parts[0].substr(parts[0].find('.') + 1);
+			std::string arg;
+			for (size_t i = 1; i < parts.size(); i++)
+				if (!parts[i].empty() &&
+				    parts[i].find_first_not_of("0123456789") ==
+					    std::string::npos)
+					arg = parts[i];
+			if (what == "throughput") {
+				// Time per operation of the whole system.
+				put("throughput, k=" + arg + ", " +
+					    std::to_string(r.threads) +
+					    " threads (ns/op)",
+				    lock, 1e9 / r.counters.at("items_per_second"));
+			} else if (what == "handoff") {
+				put("handoff median (us)", lock,
+				    r.counters.at("p50_us"));
+				put("handoff p99 (us)", lock, r.counters.at("p99_us"));
+			} else if (what == "waiters") {
+				put("acquire+release, " + arg + " waiters queued (ns)",
+				    lock, r.GetAdjustedRealTime());
+			} else {
+				put("uncontended acquire+release (ns)", lock,
+				    r.GetAdjustedRealTime());
+			}
+		}
+	}
+
+	void Finalize() override
+	{
+		ConsoleReporter::Finalize();
+		const char *alts[] = {"sem_t", "sysv-sem", "flock", "pi-mutex"};
+		std::printf("\n| measurement | gpuslot |");
+		for (const char *a : alts)
+			std::printf(" %s | ratio |", a);
+		std::printf("\n|---|---|");
+		for (size_t i = 0; i < std::size(alts); i++)
+			std::printf("---|---|");
+		std::printf("\n");
+		for (auto &row : order_) {
+			auto &cells = rows_[row];
+			std::printf("| %s | %.3g |", row.c_str(), cells["gpuslot"]);
+			for (const char *a : alts) {
+				if (cells.count(a))
+					std::printf(" %.3g | %.2f |", cells[a],
+						    cells["gpuslot"] / cells[a]);
+				else
+					std::printf(" - | - |");
+			}
+			std::printf("\n");
+		}
+		print_targets();
+		std::fflush(stdout);
+	}
+
+private:
+	// gpuslot-noboost figures get rows of their own ("..., boost off"),
+	// next to the alternatives' figures of the same measurement.
+	void put(const std::string &row, const std::string &lock, double value)
+	{
+		if (lock == "gpuslot-noboost") {
+			put_cell(row + ", gpuslot boost off", "gpuslot", value);
+			return;
+		}
+		put_cell(row, lock, value);
+		if (rows_.count(row + ", gpuslot boost off"))
+			put_cell(row + ", gpuslot boost off", lock, value);
+	}
+
+	void put_cell(const std::string &row, const std::string &lock,
+		      double value)
+	{
+		if (!rows_.count(row))
+			order_.push_back(row);
+		rows_[row][lock] = value;
+	}
+
+	double get(const std::string &row, const std::string &lock)
+	{
+		return rows_.count(row) && rows_[row].count(lock) ?
+			       rows_[row][lock] : NAN;
+	}
+
+	void print_targets()
+	{
+		const std::string un = "uncontended acquire+release (ns)";
+		const std::string off = ", gpuslot boost off";
+		const std::string hm = "handoff median (us)";
+		double boost = get(un, "gpuslot") / get(un, "sysv-sem");
+		double noboost = get(un + off, "gpuslot") / get(un, "sysv-sem");
+		double hand = get(hm, "gpuslot") / get(hm, "sem_t");
+		double hand_off = get(hm + off, "gpuslot") / get(hm, "sem_t");
+		double flat = get("acquire+release, 1024 waiters queued (ns)",
+				  "gpuslot") /
+			      get("acquire+release, 0 waiters queued (ns)",
+				  "gpuslot");
+		auto verdict = [](bool ok) { return ok ? "met" : "MISSED"; };
+		std::printf("\ntargets:\n");
+		std::printf("  uncontended pair vs sysv-sem, boost off: %.3fx "
+			    "(target <= 1.5x): %s\n", noboost,
+			    verdict(noboost <= 1.5));
+		std::printf("  uncontended pair vs sysv-sem, boost on:  %.3fx "
+			    "(the boost's two sched_setattr calls included)\n",
+			    boost);
+		std::printf("  handoff median vs sem_t, boost off: %.3fx (target <= 1x): %s\n",
+			    hand_off, verdict(hand_off <= 1.0));
+		std::printf("  handoff median vs sem_t, boost on:  %.3fx (target <= 1x): %s\n",
+			    hand, verdict(hand <= 1.0));
+		std::printf("  1024 vs 0 queued waiters: %.3fx (target <= 1.2x): %s\n",
+			    flat, verdict(flat <= 1.2));
+		std::printf("\nwhat the alternatives lack: sem_t: slot identity, "
+			    "FIFO order, cleanup on death, boost; sysv-sem: slot "
+			    "identity, FIFO across slots, boost; flock: FIFO order "
+			    "(blocking waits on one file), boost; pi-mutex: waiting "
+			    "for any of k (a waiter blocks on one mutex), FIFO "
+			    "(priority order), boost of SCHED_OTHER holders\n");
+	}
+
+	std::vector<std::string> order_;
+	std::map<std::string, std::map<std::string, double>> rows_;
+};
+
+} // namespace
+} // namespace gpuslot::bench
+
+int main(int argc, char **argv)
+{
+	using namespace gpuslot::bench;
+	// 1024 waiting clients, each with its own file.
+	rlimit nofile{8192, 8192};
+	setrlimit(RLIMIT_NOFILE, &nofile);
+
+	register_lock<GpuslotLock>();
+	benchmark::RegisterBenchmark("uncontended.gpuslot-noboost",
+				     uncontended<GpuslotLock>)
+		->Setup(setup_gpuslot_noboost)->MinTime(0.3);
+	benchmark::RegisterBenchmark("handoff.gpuslot-noboost",
+				     handoff<GpuslotLock>)
+		->Setup(setup_gpuslot_noboost)->UseManualTime()->Iterations(1000);
+	register_lock<PosixSemLock>();
+	register_lock<SysvSemLock>();
+	register_lock<FlockLock>();
+	register_lock<PiMutexLock>();
+	using Fn = void (*)(benchmark::State &);
+	for (auto [name, fn] : {std::pair<const char *, Fn>{"waiters.gpuslot",
+							    waiters_gpuslot},
+				std::pair<const char *, Fn>{"waiters.sysv-sem",
+							    waiters_sysv}})
+		benchmark::RegisterBenchmark(name, fn)
+			->Arg(0)->Arg(16)->Arg(256)->Arg(1024)->MinTime(0.3);
+
+	benchmark::Initialize(&argc, argv);
+	TableReporter reporter;
+	benchmark::RunSpecifiedBenchmarks(&reporter);
+	benchmark::Shutdown();
+	return 0;
+}
