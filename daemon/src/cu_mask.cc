@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "cu_mask.hpp"
+
+#include <cstdio>
+
+namespace gpuslot {
+
+bool algorithm_for_kernel(const std::string &release, MaskAlgorithm *out)
+{
+	unsigned int major = 0, minor = 0;
+	if (std::sscanf(release.c_str(), "%u.%u", &major, &minor) != 2)
+		return false;
+	if (major < 5 || (major == 5 && minor <= 14))
+		*out = MaskAlgorithm::A;
+	else if (major == 5)
+		*out = MaskAlgorithm::B;
+	else if (major == 6 && minor <= 5)
+		*out = MaskAlgorithm::C;
+	else
+		*out = MaskAlgorithm::D;
+	return true;
+}
+
+const char *algorithm_name(MaskAlgorithm a)
+{
+	switch (a) {
+	case MaskAlgorithm::A: return "A (Linux <= 5.14)";
+	case MaskAlgorithm::B: return "B (Linux 5.15-5.19)";
+	case MaskAlgorithm::C: return "C (Linux 6.0-6.5)";
+	case MaskAlgorithm::D: return "D (Linux >= 6.6)";
+	}
+	return "?";
+}
+
+unsigned int CuShape::total() const
+{
+	unsigned int n = 0;
+	for (unsigned int c : cus)
+		n += c;
+	return n;
+}
+
+CuShape uniform_shape(const GpuNode &gpu)
+{
+	CuShape s;
+	s.xccs = gpu.num_xcc;
+	s.se_per_xcc = gpu.se_per_xcc();
+	s.sh_per_se = gpu.sh_per_se();
+	s.wgp = gpu.wgp_mode();
+	unsigned int arrays = s.xccs * s.se_per_xcc * s.sh_per_se;
+	unsigned int per = gpu.active_cus() / arrays;
+	unsigned int extra = gpu.active_cus() % arrays;
+	s.cus.assign(arrays, per);
+	// The remainder goes one CU each to SE 0, 1, ... of every XCC in
+	// turn, keeping XCCs and SEs within one CU of each other.
+	for (unsigned int se = 0; extra && se < s.se_per_xcc; se++)
+		for (unsigned int sh = 0; extra && sh < s.sh_per_se; sh++)
+			for (unsigned int x = 0; extra && x < s.xccs; x++, extra--)
+				s.at(x, se, sh)++;
+	return s;
+}
+
+namespace {
+
+// amdkfd refuses shapes beyond its se_mask array (KFD_MAX_NUM_SE 8,
+// KFD_MAX_NUM_SH_PER_SE 2): the queue then gets no CUs.
+bool kernel_handles(const CuShape &s)
+{
+	return s.se_per_xcc <= 8 && s.sh_per_se <= 2;
+}
+
+// Version A: SE round robin, one register column per step, SH unaware.
+void walk_a(const CuShape &s, unsigned int count, std::vector<CuSlot> *slots)
+{
+	const unsigned int nse = s.se_per_xcc;
+	std::vector<unsigned int> per_se(nse, 0);
+	for (unsigned int se = 0; se < nse; se++)
+		for (unsigned int sh = 0; sh < s.sh_per_se; sh++)
+			per_se[se] += s.at(0, se, sh);
+	unsigned int se = 0, cu = 0;
+	for (unsigned int i = 0; i < count; i++) {
+		if (cu >= 32)
+			break;
+		(*slots)[i] = {0, se, cu / 16, cu % 16};
+		do {
+			if (++se == nse) {
+				se = 0;
+				cu++;
+			}
+		} while (cu >= per_se[se] && cu < 32);
+	}
+}
+
+// Versions B, C and D: CU column, then SH, then SE; D interleaves XCCs.
+void walk_bcd(const CuShape &s, MaskAlgorithm a, unsigned int count,
+	      std::vector<CuSlot> *slots)
+{
+	const bool wgp = a != MaskAlgorithm::B && s.wgp;
+	const unsigned int step = wgp ? 2 : 1;
+	const unsigned int nx = a == MaskAlgorithm::D ? s.xccs : 1;
+	for (unsigned int x = 0; x < nx; x++) {
+		unsigned int i = x;
+		for (unsigned int cu = 0; cu < 16; cu += step)
+			for (unsigned int sh = 0; sh < s.sh_per_se; sh++)
+				for (unsigned int se = 0; se < s.se_per_xcc; se++) {
+					if (s.at(x, se, sh) <= cu)
+						continue;
+					if (i >= count)
+						goto next_xcc;
+					(*slots)[i] = {x, se, sh, cu};
+					if (wgp && i + 1 < count)
+						(*slots)[i + 1] = {x, se, sh, cu};
+					i += step * nx;
+				}
+next_xcc:;
+	}
+}
+
+} // namespace
+
+std::vector<CuSlot> mask_bit_slots(const CuShape &shape, MaskAlgorithm a)
+{
+	const unsigned int count = shape.total();
+	// A slot the walk never reaches stays at this sentinel.
+	const CuSlot none{~0u, ~0u, ~0u, ~0u};
+	std::vector<CuSlot> slots(count, none);
+	if (!kernel_handles(shape))
+		return {};
+	if (a == MaskAlgorithm::A)
+		walk_a(shape, count, &slots);
+	else
+		walk_bcd(shape, a, count, &slots);
+	while (!slots.empty() && slots.back() == none)
+		slots.pop_back();
+	return slots;
+}
+
+std::vector<uint32_t> se_registers(const CuShape &shape, MaskAlgorithm a,
+				   const std::vector<uint32_t> &mask,
+				   unsigned int xcc)
+{
+	std::vector<uint32_t> regs(shape.se_per_xcc, 0);
+	auto slots = mask_bit_slots(shape, a);
+	const bool wgp = a != MaskAlgorithm::B && a != MaskAlgorithm::A &&
+			 shape.wgp;
+	const size_t bits = std::min<size_t>(mask.size() * 32, slots.size());
+	for (size_t i = 0; i < bits; i++) {
+		if (!(mask[i / 32] >> (i % 32) & 1) || slots[i].xcc != xcc)
+			continue;
+		const CuSlot &s = slots[i];
+		regs[s.se] |= (wgp ? 3u : 1u) << (s.cu + 16 * s.sh);
+	}
+	return regs;
+}
+
+} // namespace gpuslot
