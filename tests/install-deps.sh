@@ -10,7 +10,7 @@ packages=(
 	linux-image-rt-amd64 linux-headers-rt-amd64
 	clang libclang-rt-14-dev
 	qemu-system-x86 busybox-static cpio kmod sparse
-	libelf-dev bc flex bison
+	libelf-dev libssl-dev bc flex bison xz-utils
 )
 
 missing=()
