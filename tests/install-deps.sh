@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
 	build-essential cmake pkg-config
-	libgtest-dev libgmock-dev libbenchmark-dev
+	libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
 	linux-image-amd64 linux-headers-amd64 linux-source
 	linux-image-rt-amd64 linux-headers-rt-amd64
 	clang libclang-rt-14-dev
