@@ -76,6 +76,7 @@ void gpuslot_core_enqueue(struct gpuslot_core *c,
 {
 	w->allowed = allowed;
 	w->slot = -1;
+	w->granted = false;
 	list_add_tail(&w->node, &c->waiters);
 	c->nr_waiters++;
 	gpuslot_core_count(c, allowed, true);
@@ -110,6 +111,7 @@ static void gpuslot_core_dispatch(struct gpuslot_core *c, u64 free,
 		if (!take)
 			continue;
 		w->slot = __ffs64(take);
+		w->granted = true;
 		c->held |= 1ULL << w->slot;
 		free &= ~(1ULL << w->slot);
 		list_move_tail(&w->node, granted);

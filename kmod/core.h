@@ -22,6 +22,7 @@ struct gpuslot_core_waiter {
 	struct list_head node;	/* in gpuslot_core.waiters, then @granted */
 	u64 allowed;		/* slots this waiter accepts, never 0 */
 	int slot;		/* granted slot, or -1 while queued */
+	bool granted;		/* set with @slot when the slot is handed over */
 };
 
 #define GPUSLOT_CORE_SLOTS 64

@@ -17,7 +17,6 @@
 /* A thread queued in gpuslot_file_acquire(), on that thread's stack. */
 struct gpuslot_waiter {
 	struct gpuslot_core_waiter core;
-	bool granted;
 	struct gpuslot_file *file;
 	struct task_struct *task;
 	u64 start_ns;
@@ -217,7 +216,6 @@ static void gpuslot_wake_granted(struct gpuslot_domain *d,
 
 		list_del_init(&cw->node);
 		gpuslot_grant(d, w, cw->slot, now);
-		w->granted = true;
 		wake_up_process(w->task);
 	}
 }
@@ -296,7 +294,6 @@ void gpuslot_file_cleanup(struct gpuslot_file *f)
 static void gpuslot_waiter_init(struct gpuslot_waiter *w,
 				struct gpuslot_file *f)
 {
-	w->granted = false;
 	w->file = f;
 	w->task = current;
 	w->pid = task_tgid_vnr(current);
@@ -354,7 +351,7 @@ int gpuslot_file_acquire(struct gpuslot_file *f, struct gpuslot_acquire *a)
 	gpuslot_core_enqueue(&d->core, &w.core, allowed);
 	f->state = GPUSLOT_FILE_ACQUIRING;
 	d->counters.contended++;
-	ret = gpuslot_domain_wait(d, &w.granted, timed ? &expires : NULL);
+	ret = gpuslot_domain_wait(d, &w.core.granted, timed ? &expires : NULL);
 	if (ret) {
 		gpuslot_core_cancel(&d->core, &w.core);
 		f->state = GPUSLOT_FILE_IDLE;

@@ -209,6 +209,7 @@ private:
 			Client &c = clients_[expected[i].first];
 			CHECK(c.w.get() == w);
 			CHECK(w->slot == int(expected[i].second));
+			CHECK(w->granted);
 			c.slot = w->slot;
 			c.w.reset();
 			i++;

@@ -106,6 +106,7 @@ private:
 					       });
 			EXPECT_NE(it, queue_.end());
 			EXPECT_GE(cw->slot, 0);
+			EXPECT_TRUE(cw->granted);
 			EXPECT_EQ(holder_.count(cw->slot), 0u)
 				<< "slot " << cw->slot << " granted twice";
 			holder_[cw->slot] = it->id;
