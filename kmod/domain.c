@@ -291,6 +291,11 @@ void gpuslot_file_cleanup(struct gpuslot_file *f)
 	mutex_destroy(&f->boost_lock);
 }
 
+void gpuslot_current_comm(char comm[TASK_COMM_LEN])
+{
+	memcpy(comm, current->comm, TASK_COMM_LEN);
+}
+
 static void gpuslot_waiter_init(struct gpuslot_waiter *w,
 				struct gpuslot_file *f)
 {
@@ -298,12 +303,7 @@ static void gpuslot_waiter_init(struct gpuslot_waiter *w,
 	w->task = current;
 	w->pid = task_tgid_vnr(current);
 	w->tid = task_pid_vnr(current);
-	/*
-	 * Our own name, for sysfs only: no task_lock() on the acquire path.
-	 * set_task_comm() keeps the last byte NUL, so a racing rename can at
-	 * worst mix two names.
-	 */
-	memcpy(w->comm, current->comm, sizeof(w->comm));
+	gpuslot_current_comm(w->comm);
 	w->start_ns = ktime_get_ns();
 }
 
@@ -497,11 +497,12 @@ unsigned int gpuslot_domain_boost_priority(struct gpuslot_domain *d)
 	return READ_ONCE(d->boost_priority);
 }
 
-/*
- * The sysfs tables below are formatted under the spinlock. Stop a line
- * early rather than let sysfs_emit_at() run off the page.
- */
-#define GPUSLOT_LINE_MAX 96
+int gpuslot_table_end(char *buf, int len, unsigned int skipped)
+{
+	if (skipped)
+		len += sysfs_emit_at(buf, len, "... %u more\n", skipped);
+	return len;
+}
 
 ssize_t gpuslot_domain_show_holders(struct gpuslot_domain *d, char *buf)
 {
@@ -535,7 +536,7 @@ ssize_t gpuslot_domain_show_waiters(struct gpuslot_domain *d, char *buf)
 		struct gpuslot_waiter *w =
 			container_of(cw, struct gpuslot_waiter, core);
 
-		if (len > PAGE_SIZE - 2 * GPUSLOT_LINE_MAX) {
+		if (gpuslot_table_full(len)) {
 			skipped++;
 			continue;
 		}
@@ -544,9 +545,7 @@ ssize_t gpuslot_domain_show_waiters(struct gpuslot_domain *d, char *buf)
 				     now - w->start_ns, cw->allowed);
 	}
 	spin_unlock(&d->lock);
-	if (skipped)
-		len += sysfs_emit_at(buf, len, "... %u more\n", skipped);
-	return len;
+	return gpuslot_table_end(buf, len, skipped);
 }
 
 ssize_t gpuslot_domain_show_stats(struct gpuslot_domain *d, char *buf)

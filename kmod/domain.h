@@ -144,6 +144,26 @@ unsigned int gpuslot_domain_boost_priority(struct gpuslot_domain *d);
 /* The kobject release of a domain. */
 void gpuslot_domain_free(struct kobject *kobj);
 
+/*
+ * The current task's name, for sysfs only, copied without task_lock():
+ * set_task_comm() keeps the last byte NUL, so a racing rename can at worst
+ * mix two names.
+ */
+void gpuslot_current_comm(char comm[TASK_COMM_LEN]);
+
+/*
+ * The sysfs tables are formatted under a spinlock, one line per entry. A
+ * table stops while its longest line and the "... N more" summary that
+ * gpuslot_table_end() adds still fit in the page.
+ */
+#define GPUSLOT_TABLE_LINE_MAX 96
+static inline bool gpuslot_table_full(int len)
+{
+	return len > PAGE_SIZE - 2 * GPUSLOT_TABLE_LINE_MAX;
+}
+
+int gpuslot_table_end(char *buf, int len, unsigned int skipped);
+
 /* Text of the sysfs tables; documented in README.md. */
 ssize_t gpuslot_domain_show_holders(struct gpuslot_domain *d, char *buf);
 ssize_t gpuslot_domain_show_waiters(struct gpuslot_domain *d, char *buf);

@@ -97,7 +97,7 @@ int gpuslot_file_reserve_queues(struct gpuslot_file *f,
 	    (!timed && r->timeout_ns) ||
 	    r->count < 1 || r->count > GPUSLOT_MAX_HQD)
 		return -EINVAL;
-	get_task_comm(w.comm, current);
+	gpuslot_current_comm(w.comm);
 	if (timed)
 		expires = gpuslot_deadline(ktime_get_ns(), r->timeout_ns);
 
@@ -193,7 +193,7 @@ ssize_t gpuslot_domain_show_queues(struct gpuslot_domain *d, char *buf)
 
 	spin_lock(&d->lock);
 	list_for_each_entry(f, &d->hqd_files, hqd_node) {
-		if (len > PAGE_SIZE - 128) {
+		if (gpuslot_table_full(len)) {
 			skipped++;
 			continue;
 		}
@@ -201,7 +201,5 @@ ssize_t gpuslot_domain_show_queues(struct gpuslot_domain *d, char *buf)
 				     f->hqd_comm, f->hqd_reserved);
 	}
 	spin_unlock(&d->lock);
-	if (skipped)
-		len += sysfs_emit_at(buf, len, "... %u more\n", skipped);
-	return len;
+	return gpuslot_table_end(buf, len, skipped);
 }
