@@ -147,18 +147,17 @@ std::vector<unsigned int> place(const Units &u,
 	}
 
 	// SE-distributed: over as many SEs as possible.
-	const std::vector<unsigned int> &order = candidates;
 	for (unsigned int m = std::min(n, ncand); m >= 1; m--) {
 		if (!safe_split(n, m))
 			continue;
 		unsigned int c = n / m, r = n % m;
 		bool fits = true;
 		for (unsigned int i = 0; i < m && fits; i++)
-			fits = u.free_per_se[order[i]] >= c + (i < r ? 1 : 0);
+			fits = u.free_per_se[candidates[i]] >= c + (i < r ? 1 : 0);
 		if (!fits)
 			continue;
 		for (unsigned int i = 0; i < m; i++)
-			take[order[i]] = c + (i < r ? 1 : 0);
+			take[candidates[i]] = c + (i < r ? 1 : 0);
 		return take;
 	}
 	return {};
