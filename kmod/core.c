@@ -140,3 +140,8 @@ bool gpuslot_core_set_k(struct gpuslot_core *c, unsigned int k,
 	gpuslot_core_dispatch(c, gpuslot_core_valid(c) & ~c->held, granted);
 	return true;
 }
+
+void gpuslot_core_new_generation(struct gpuslot_core *c)
+{
+	c->generation++;
+}

@@ -30,7 +30,7 @@ struct gpuslot_core_waiter {
 struct gpuslot_core {
 	struct list_head waiters;	/* FIFO: oldest first */
 	u64 held;			/* slots with a holder, >= k retiring */
-	u64 generation;			/* bumped on every change of k */
+	u64 generation;			/* bumped on every layout change */
 	unsigned int k;			/* 1 .. GPUSLOT_CORE_SLOTS */
 	unsigned int nr_waiters;
 	/*
@@ -69,5 +69,8 @@ void gpuslot_core_release(struct gpuslot_core *c, unsigned int slot,
  */
 bool gpuslot_core_set_k(struct gpuslot_core *c, unsigned int k,
 			struct list_head *granted);
+
+/* Start a new generation: the slots' partitions changed, k did not. */
+void gpuslot_core_new_generation(struct gpuslot_core *c);
 
 #endif /* GPUSLOT_CORE_H */

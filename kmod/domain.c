@@ -9,6 +9,7 @@
 #include <linux/ktime.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
+#include <linux/string.h>
 #include <linux/sysfs.h>
 
 #include "domain.h"
@@ -438,6 +439,14 @@ int gpuslot_file_stats(struct gpuslot_file *f, struct gpuslot_stats *s)
 	return 0;
 }
 
+void gpuslot_domain_notify_layout(struct gpuslot_domain *d)
+{
+	/* Lets gpuslotd and clients poll() instead of re-reading. */
+	sysfs_notify(&d->kobj, NULL, "k");
+	sysfs_notify(&d->kobj, NULL, "generation");
+	sysfs_notify(&d->kobj, NULL, "partitions");
+}
+
 int gpuslot_domain_set_k(struct gpuslot_domain *d, unsigned int k,
 			 u64 *generation)
 {
@@ -448,17 +457,51 @@ int gpuslot_domain_set_k(struct gpuslot_domain *d, unsigned int k,
 		return -EINVAL;
 	spin_lock(&d->lock);
 	changed = gpuslot_core_set_k(&d->core, k, &granted);
+	/* Partitions planned for the old k are the daemon's to redo. */
+	if (gpuslot_partitions_reset(&d->parts) && !changed) {
+		gpuslot_core_new_generation(&d->core);
+		changed = true;
+	}
 	gpuslot_wake_granted(d, &granted);
 	if (generation)
 		*generation = d->core.generation;
 	spin_unlock(&d->lock);
 
-	/* Lets a daemon poll() on k and generation instead of re-reading. */
-	if (changed) {
-		sysfs_notify(&d->kobj, NULL, "k");
-		sysfs_notify(&d->kobj, NULL, "generation");
-	}
+	if (changed)
+		gpuslot_domain_notify_layout(d);
 	return 0;
+}
+
+void gpuslot_domain_set_layout(struct gpuslot_domain *d, unsigned int k,
+			       const struct gpuslot_partitions *parts,
+			       unsigned int hqd_limit, u64 *generation)
+{
+	LIST_HEAD(granted);
+	bool hqd_changed = false;
+	bool changed;
+
+	spin_lock(&d->lock);
+	/*
+	 * The same layout again is no new generation: clients rebuild their
+	 * GPU streams on a new one, which preempts every queue on the GPU.
+	 */
+	changed = memcmp(&d->parts, parts, sizeof(*parts));
+	if (changed)
+		d->parts = *parts;
+	if (gpuslot_core_set_k(&d->core, k, &granted))
+		changed = true;
+	else if (changed)
+		gpuslot_core_new_generation(&d->core);
+	gpuslot_wake_granted(d, &granted);
+	if (hqd_limit)
+		hqd_changed = gpuslot_hqd_set_limit_locked(d, hqd_limit);
+	*generation = d->core.generation;
+	spin_unlock(&d->lock);
+
+	if (changed)
+		gpuslot_domain_notify_layout(d);
+	if (hqd_changed)
+		sysfs_notify(&d->kobj, NULL, "hqd_limit");
 }
 
 int gpuslot_domain_set_boost_priority(struct gpuslot_domain *d,

@@ -14,6 +14,7 @@
 #include "boost.h"
 #include "budget.h"
 #include "core.h"
+#include "partition.h"
 
 #define GPUSLOT_DEFAULT_BOOST_PRIORITY	50
 
@@ -53,6 +54,7 @@ struct gpuslot_domain {
 	struct list_head hqd_files;	/* files with queues reserved */
 	unsigned int boost_priority;	/* 0: no boost */
 	struct gpuslot_counters counters;
+	struct gpuslot_partitions parts;	/* see layout.c */
 };
 
 enum gpuslot_file_state {
@@ -128,13 +130,25 @@ void gpuslot_hqd_cleanup_locked(struct gpuslot_domain *d,
 				struct gpuslot_file *f);
 int gpuslot_domain_set_hqd_limit(struct gpuslot_domain *d,
 				 unsigned int limit);
+bool gpuslot_hqd_set_limit_locked(struct gpuslot_domain *d,
+				  unsigned int limit);
 unsigned int gpuslot_domain_hqd_limit(struct gpuslot_domain *d);
 unsigned int gpuslot_domain_hqd_used(struct gpuslot_domain *d);
 unsigned int gpuslot_domain_hqd_waiters(struct gpuslot_domain *d);
 ssize_t gpuslot_domain_show_queues(struct gpuslot_domain *d, char *buf);
 
+/* Set k and make every partition the whole GPU; see GPUSLOT_IOC_SET_K. */
 int gpuslot_domain_set_k(struct gpuslot_domain *d, unsigned int k,
 			 u64 *generation);
+/*
+ * Set k, the partitions (already checked against k) and, unless 0, the
+ * hardware-queue limit, as one change of generation.
+ */
+void gpuslot_domain_set_layout(struct gpuslot_domain *d, unsigned int k,
+			       const struct gpuslot_partitions *parts,
+			       unsigned int hqd_limit, u64 *generation);
+/* Tell pollers of sysfs that the layout changed. */
+void gpuslot_domain_notify_layout(struct gpuslot_domain *d);
 int gpuslot_domain_set_boost_priority(struct gpuslot_domain *d,
 				      unsigned int prio);
 unsigned int gpuslot_domain_k(struct gpuslot_domain *d);

@@ -152,18 +152,26 @@ int gpuslot_file_unreserve_queues(struct gpuslot_file *f,
 	return ret;
 }
 
+bool gpuslot_hqd_set_limit_locked(struct gpuslot_domain *d, unsigned int limit)
+{
+	LIST_HEAD(granted);
+	bool changed = d->budget.limit != limit;
+
+	lockdep_assert_held(&d->lock);
+	gpuslot_budget_set_limit(&d->budget, limit, &granted);
+	gpuslot_hqd_wake_granted(d, &granted);
+	return changed;
+}
+
 int gpuslot_domain_set_hqd_limit(struct gpuslot_domain *d,
 				 unsigned int limit)
 {
-	LIST_HEAD(granted);
 	bool changed;
 
 	if (limit < 1 || limit > GPUSLOT_MAX_HQD)
 		return -EINVAL;
 	spin_lock(&d->lock);
-	changed = d->budget.limit != limit;
-	gpuslot_budget_set_limit(&d->budget, limit, &granted);
-	gpuslot_hqd_wake_granted(d, &granted);
+	changed = gpuslot_hqd_set_limit_locked(d, limit);
 	spin_unlock(&d->lock);
 	if (changed)
 		sysfs_notify(&d->kobj, NULL, "hqd_limit");

@@ -13,6 +13,7 @@
 #include <linux/uaccess.h>
 
 #include "domain.h"
+#include "layout.h"
 #include "sysfs.h"
 
 static unsigned int domains = 1;
@@ -29,7 +30,8 @@ static int gpuslot_ioc_version(struct gpuslot_file *f, void *arg)
 		return -EINVAL;
 	v->api_version = GPUSLOT_API_VERSION;
 	v->nr_domains = gpuslot_nr_domains();
-	v->features = GPUSLOT_FEATURE_LOCK | GPUSLOT_FEATURE_HQD;
+	v->features = GPUSLOT_FEATURE_LOCK | GPUSLOT_FEATURE_HQD |
+		      GPUSLOT_FEATURE_LAYOUT;
 	return 0;
 }
 
@@ -98,6 +100,18 @@ static int gpuslot_ioc_unreserve_queues(struct gpuslot_file *f, void *arg)
 	return gpuslot_file_unreserve_queues(f, arg);
 }
 
+static int gpuslot_ioc_set_layout(struct gpuslot_file *f, void *arg)
+{
+	if (!capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	return gpuslot_file_set_layout(f, arg);
+}
+
+static int gpuslot_ioc_get_layout(struct gpuslot_file *f, void *arg)
+{
+	return gpuslot_file_get_layout(f, arg);
+}
+
 union gpuslot_ioctl_buf {
 	struct gpuslot_version version;
 	struct gpuslot_attach attach;
@@ -108,6 +122,7 @@ union gpuslot_ioctl_buf {
 	struct gpuslot_stats stats;
 	struct gpuslot_reserve_queues reserve_queues;
 	struct gpuslot_unreserve_queues unreserve_queues;
+	struct gpuslot_layout layout;
 };
 
 struct gpuslot_ioctl_op {
@@ -148,6 +163,10 @@ static const struct gpuslot_ioctl_op gpuslot_ioctl_ops[] = {
 	GPUSLOT_OP(GPUSLOT_IOC_UNRESERVE_QUEUES, gpuslot_ioc_unreserve_queues,
 		   NULL, struct gpuslot_unreserve_queues,
 		   GPUSLOT_UNRESERVE_QUEUES_SIZE_VER0),
+	GPUSLOT_OP(GPUSLOT_IOC_SET_LAYOUT, gpuslot_ioc_set_layout, NULL,
+		   struct gpuslot_layout, GPUSLOT_LAYOUT_SIZE_VER0),
+	GPUSLOT_OP(GPUSLOT_IOC_GET_LAYOUT, gpuslot_ioc_get_layout, NULL,
+		   struct gpuslot_layout, GPUSLOT_LAYOUT_SIZE_VER0),
 };
 
 /* The VER0 sizes are ABI: a struct may grow, never shrink below them. */
@@ -163,6 +182,7 @@ static_assert(sizeof(struct gpuslot_reserve_queues) >=
 	      GPUSLOT_RESERVE_QUEUES_SIZE_VER0);
 static_assert(sizeof(struct gpuslot_unreserve_queues) >=
 	      GPUSLOT_UNRESERVE_QUEUES_SIZE_VER0);
+static_assert(sizeof(struct gpuslot_layout) >= GPUSLOT_LAYOUT_SIZE_VER0);
 
 /*
  * Every command is _IO(GPUSLOT_IOC_MAGIC, nr) and its struct starts with

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * gpuslot sysfs: /sys/kernel/gpuslot/version and, per domain, gpu<N>/ with
- * k, boost_priority, generation, holders, waiters, stats, and the
- * hardware-queue budget: hqd_limit, hqd_used, hqd_waiters and queues.
+ * k, boost_priority, generation, holders, waiters, stats, the layout's
+ * units and partitions, and the hardware-queue budget: hqd_limit,
+ * hqd_used, hqd_waiters and queues.
  *
  * Writes need CAP_SYS_ADMIN on top of the 0644 file mode, and a bad value
  * fails with EINVAL before anything changes.
@@ -12,6 +13,7 @@
 #include <linux/sysfs.h>
 
 #include "domain.h"
+#include "layout.h"
 #include "sysfs.h"
 
 static struct gpuslot_domain *to_domain(struct kobject *kobj)
@@ -126,7 +128,28 @@ static ssize_t stats_show(struct kobject *kobj, struct kobj_attribute *attr,
 	return gpuslot_domain_show_stats(to_domain(kobj), buf);
 }
 
+static ssize_t units_show(struct kobject *kobj, struct kobj_attribute *attr,
+			  char *buf)
+{
+	return gpuslot_domain_show_units(to_domain(kobj), buf);
+}
+
+static ssize_t partitions_show(struct kobject *kobj,
+			       struct kobj_attribute *attr, char *buf)
+{
+	return gpuslot_domain_show_partitions(to_domain(kobj), buf);
+}
+
+static ssize_t partitions_store(struct kobject *kobj,
+				struct kobj_attribute *attr, const char *buf,
+				size_t count)
+{
+	return gpuslot_domain_store_partitions(to_domain(kobj), buf, count);
+}
+
 static struct kobj_attribute k_attr = __ATTR_RW(k);
+static struct kobj_attribute units_attr = __ATTR_RO(units);
+static struct kobj_attribute partitions_attr = __ATTR_RW(partitions);
 static struct kobj_attribute boost_priority_attr = __ATTR_RW(boost_priority);
 static struct kobj_attribute generation_attr = __ATTR_RO(generation);
 static struct kobj_attribute holders_attr = __ATTR_RO(holders);
@@ -148,6 +171,8 @@ static struct attribute *gpuslot_domain_attrs[] = {
 	&hqd_used_attr.attr,
 	&hqd_waiters_attr.attr,
 	&queues_attr.attr,
+	&units_attr.attr,
+	&partitions_attr.attr,
 	NULL,
 };
 ATTRIBUTE_GROUPS(gpuslot_domain);

@@ -47,6 +47,7 @@
  */
 #define GPUSLOT_FEATURE_LOCK	_BITULL(0)	/* ACQUIRE/RELEASE/SET_K/STATS */
 #define GPUSLOT_FEATURE_HQD	_BITULL(1)	/* RESERVE/UNRESERVE_QUEUES */
+#define GPUSLOT_FEATURE_LAYOUT	_BITULL(2)	/* SET_LAYOUT/GET_LAYOUT */
 
 struct gpuslot_version {
 	__u32 size;
@@ -83,7 +84,7 @@ struct gpuslot_attach {
  *                allow at least one slot below the current k (EINVAL).
  * @slot:         out, the slot granted, 0 .. k - 1.
  * @generation:   out, the domain's layout generation at the grant; it
- *                increases on every change of k.
+ *                increases on every change of k or of the partitions.
  *
  * Errors: EDEADLK this file already holds a slot; EBUSY another thread is
  * already acquiring on this file; EAGAIN (TRY) no slot free now;
@@ -122,7 +123,9 @@ struct gpuslot_release {
  * GPUSLOT_IOC_SET_K - set the number of slots of the attached domain.
  * Needs CAP_SYS_ADMIN (EPERM). @k: in, 1 .. GPUSLOT_MAX_SLOTS (EINVAL).
  * Growing admits waiters at once; shrinking retires slots >= k as their
- * holders release them. Every change increments the generation.
+ * holders release them. Setting k also resets every partition to the whole
+ * GPU (the unit kind stays) until gpuslotd plans new ones, and increments
+ * the generation if k or a partition changed.
  * @generation: out, the generation after the change.
  */
 struct gpuslot_set_k {
@@ -221,6 +224,73 @@ struct gpuslot_unreserve_queues {
 };
 
 /*
+ * Partitions: what part of the GPU each slot's work may use.
+ *
+ * A partition is a bitmap of units; the layout says what a unit is:
+ *   GPUSLOT_UNIT_NONE         no partitions; every slot uses the whole GPU.
+ *   GPUSLOT_UNIT_AMD_CU       bit i is bit i of a HIP CU mask, in amdkfd's
+ *                             flat order (not a physical CU number);
+ *                             unit_size is 1.
+ *   GPUSLOT_UNIT_NV_SM_GROUP  bit i is group i of a deterministic split of
+ *                             the SMs into groups of unit_size SMs.
+ * A partition whose bitmap is all zero stands for the whole GPU.
+ */
+#define GPUSLOT_MAX_UNITS	1024
+#define GPUSLOT_UNIT_WORDS	(GPUSLOT_MAX_UNITS / 64)
+
+#define GPUSLOT_UNIT_NONE		0
+#define GPUSLOT_UNIT_AMD_CU		1
+#define GPUSLOT_UNIT_NV_SM_GROUP	2
+
+struct gpuslot_partition {
+	__u64 units[GPUSLOT_UNIT_WORDS];
+};
+
+/*
+ * GPUSLOT_IOC_SET_LAYOUT - set k, the partitions and the queue budget of
+ * the attached domain in one step. Needs CAP_SYS_ADMIN (EPERM). Waiters and
+ * holders see one change: the generation increments once if k or a
+ * partition changed (not for the same layout again, so clients do not
+ * rebuild their GPU queues for nothing), and slots >= k retire as with
+ * SET_K.
+ * GPUSLOT_IOC_GET_LAYOUT - read them back (any user).
+ *
+ * @flags:         in, must be 0.
+ * @k:             SET in, 1 .. GPUSLOT_MAX_SLOTS; GET out.
+ * @unit_kind:     SET in, a GPUSLOT_UNIT_* value; GET out.
+ * @unit_size:     SET in, 1 for AMD_CU, the SMs of a group for
+ *                 NV_SM_GROUP, 0 for NONE; GET out.
+ * @nr_units:      SET in, the units the GPU has, 1 .. GPUSLOT_MAX_UNITS
+ *                 (0 for NONE); no partition may use a unit at or past it.
+ *                 GET out.
+ * @hqd_limit:     SET in, 0 keeps the current limit, else 1 ..
+ *                 GPUSLOT_MAX_HQD; GET out.
+ * @nr_partitions: SET in, k (or 0 with unit kind NONE). GET in, how many
+ *                 struct gpuslot_partition @partitions has room for; the
+ *                 kernel writes min(k, @nr_partitions) of them.
+ * @partitions:    in, a user pointer to an array of struct
+ *                 gpuslot_partition, one per slot from slot 0.
+ * @generation:    out, the generation after SET, or the current one.
+ *
+ * SET fails with EINVAL, changing nothing, when a field is out of range, a
+ * partition uses a unit at or past @nr_units, a partition is given with
+ * unit kind NONE, or two partitions that are not the whole GPU share a
+ * unit: partitions that overlap are not isolated from each other.
+ */
+struct gpuslot_layout {
+	__u32 size;
+	__u32 flags;
+	__u32 k;
+	__u32 unit_kind;
+	__u32 unit_size;
+	__u32 nr_units;
+	__u32 hqd_limit;
+	__u32 nr_partitions;
+	__u64 partitions;
+	__u64 generation;
+};
+
+/*
  * Size of the first published version of each struct: the smallest size a
  * caller may pass. Later versions only append members.
  */
@@ -233,6 +303,7 @@ struct gpuslot_unreserve_queues {
 #define GPUSLOT_STATS_SIZE_VER0		320
 #define GPUSLOT_RESERVE_QUEUES_SIZE_VER0	32
 #define GPUSLOT_UNRESERVE_QUEUES_SIZE_VER0	16
+#define GPUSLOT_LAYOUT_SIZE_VER0	48
 
 #define GPUSLOT_IOC_VERSION	_IO(GPUSLOT_IOC_MAGIC, 0x00)
 #define GPUSLOT_IOC_ATTACH	_IO(GPUSLOT_IOC_MAGIC, 0x01)
@@ -243,5 +314,7 @@ struct gpuslot_unreserve_queues {
 #define GPUSLOT_IOC_GET_STATS	_IO(GPUSLOT_IOC_MAGIC, 0x06)
 #define GPUSLOT_IOC_RESERVE_QUEUES	_IO(GPUSLOT_IOC_MAGIC, 0x07)
 #define GPUSLOT_IOC_UNRESERVE_QUEUES	_IO(GPUSLOT_IOC_MAGIC, 0x08)
+#define GPUSLOT_IOC_SET_LAYOUT	_IO(GPUSLOT_IOC_MAGIC, 0x09)
+#define GPUSLOT_IOC_GET_LAYOUT	_IO(GPUSLOT_IOC_MAGIC, 0x0A)
 
 #endif /* _UAPI_LINUX_GPUSLOT_H */

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -119,6 +120,67 @@ int Dev::set_k(unsigned int k, uint64_t *generation) const
 	if (generation)
 		*generation = s.generation;
 	return err;
+}
+
+Layout cu_layout(uint32_t nr_units, const std::vector<uint64_t> &masks)
+{
+	Layout l;
+	l.k = masks.size();
+	l.unit_kind = GPUSLOT_UNIT_AMD_CU;
+	l.unit_size = 1;
+	l.nr_units = nr_units;
+	for (uint64_t m : masks) {
+		gpuslot_partition p{};
+		p.units[0] = m;
+		l.partitions.push_back(p);
+	}
+	return l;
+}
+
+gpuslot_partition unit_range(unsigned int first, unsigned int count)
+{
+	gpuslot_partition p{};
+	for (unsigned int u = first; u < first + count; u++)
+		p.units[u / 64] |= 1ULL << (u % 64);
+	return p;
+}
+
+int Dev::set_layout(Layout &l) const
+{
+	gpuslot_layout a{};
+	a.size = sizeof(a);
+	a.k = l.k;
+	a.unit_kind = l.unit_kind;
+	a.unit_size = l.unit_size;
+	a.nr_units = l.nr_units;
+	a.hqd_limit = l.hqd_limit;
+	a.nr_partitions = l.partitions.size();
+	a.partitions = reinterpret_cast<uintptr_t>(l.partitions.data());
+	int err = ioctl_errno(fd_, GPUSLOT_IOC_SET_LAYOUT, &a);
+	if (!err)
+		l.generation = a.generation;
+	return err;
+}
+
+int Dev::get_layout(Layout &l, unsigned int room) const
+{
+	std::vector<gpuslot_partition> parts(room);
+	gpuslot_layout a{};
+	a.size = sizeof(a);
+	a.nr_partitions = room;
+	a.partitions = reinterpret_cast<uintptr_t>(parts.data());
+	int err = ioctl_errno(fd_, GPUSLOT_IOC_GET_LAYOUT, &a);
+	if (err)
+		return err;
+	l.k = a.k;
+	l.unit_kind = a.unit_kind;
+	l.unit_size = a.unit_size;
+	l.nr_units = a.nr_units;
+	l.hqd_limit = a.hqd_limit;
+	l.generation = a.generation;
+	parts.resize(std::min(room, a.k));
+	l.partitions = parts;
+	return 0;
 }
 
 gpuslot_domain_info Dev::info() const
@@ -303,10 +365,11 @@ int *child_failed_line()
 
 void reset_domain(unsigned int domain)
 {
-	if (write_file(sysfs_path(domain, "k"), "1") ||
-	    write_file(sysfs_path(domain, "boost_priority"), "50") ||
-	    write_file(sysfs_path(domain, "hqd_limit"),
-		       std::to_string(GPUSLOT_DEFAULT_HQD_LIMIT)))
+	Dev d;
+	Layout none;
+	none.hqd_limit = GPUSLOT_DEFAULT_HQD_LIMIT;
+	if (d.attach(domain) || d.set_layout(none) ||
+	    write_file(sysfs_path(domain, "boost_priority"), "50"))
 		throw std::runtime_error("cannot reset the domain");
 }
 

@@ -12,6 +12,22 @@
 
 namespace gpuslot::test {
 
+// A domain's layout as SET_LAYOUT takes it and GET_LAYOUT returns it.
+struct Layout {
+	uint32_t k = 1;
+	uint32_t unit_kind = GPUSLOT_UNIT_NONE;
+	uint32_t unit_size = 0;
+	uint32_t nr_units = 0;
+	uint32_t hqd_limit = 0;
+	std::vector<gpuslot_partition> partitions;
+	uint64_t generation = 0; // out
+};
+
+// An AMD CU layout of @nr_units CUs; one partition per mask (0 = whole).
+Layout cu_layout(uint32_t nr_units, const std::vector<uint64_t> &masks);
+// A partition of units [first, first + count).
+gpuslot_partition unit_range(unsigned int first, unsigned int count);
+
 // One open file of /dev/gpuslot; every call returns 0 or an errno.
 class Dev {
 public:
@@ -47,6 +63,10 @@ public:
 	int unreserve(unsigned int count) const;
 	int attach(unsigned int domain) const;
 	int set_k(unsigned int k, uint64_t *generation = nullptr) const;
+	// SET_LAYOUT with nr_partitions = l.partitions.size(); sets l.generation.
+	int set_layout(Layout &l) const;
+	// GET_LAYOUT with room for @room partitions.
+	int get_layout(Layout &l, unsigned int room = GPUSLOT_MAX_SLOTS) const;
 	gpuslot_domain_info info() const;
 	gpuslot_stats stats() const;
 

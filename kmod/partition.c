@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gpuslot partitions: the rules a layout must keep. See partition.h.
+ */
+#include <linux/errno.h>
+
+#include "partition.h"
+
+int gpuslot_partitions_check_kind(u32 unit_kind, u32 unit_size, u32 nr_units)
+{
+	switch (unit_kind) {
+	case GPUSLOT_UNIT_NONE:
+		return unit_size || nr_units ? -EINVAL : 0;
+	case GPUSLOT_UNIT_AMD_CU:
+		if (unit_size != 1)
+			return -EINVAL;
+		break;
+	case GPUSLOT_UNIT_NV_SM_GROUP:
+		if (!unit_size)
+			return -EINVAL;
+		break;
+	default:
+		return -EINVAL;
+	}
+	return nr_units >= 1 && nr_units <= GPUSLOT_MAX_UNITS ? 0 : -EINVAL;
+}
+
+bool gpuslot_partition_is_whole(const u64 units[GPUSLOT_UNIT_WORDS])
+{
+	unsigned int w;
+
+	for (w = 0; w < GPUSLOT_UNIT_WORDS; w++)
+		if (units[w])
+			return false;
+	return true;
+}
+
+bool gpuslot_partition_fits(const u64 units[GPUSLOT_UNIT_WORDS],
+			    u32 nr_units)
+{
+	unsigned int w = nr_units / 64;
+
+	if (w < GPUSLOT_UNIT_WORDS &&
+	    (units[w] & ~((1ULL << (nr_units % 64)) - 1)))
+		return false;
+	for (w++; w < GPUSLOT_UNIT_WORDS; w++)
+		if (units[w])
+			return false;
+	return true;
+}
+
+int gpuslot_partitions_check(const struct gpuslot_partitions *p,
+			     unsigned int k)
+{
+	u64 taken[GPUSLOT_UNIT_WORDS] = { 0 };
+	unsigned int slot, w;
+
+	if (k < 1 || k > GPUSLOT_MAX_SLOTS ||
+	    gpuslot_partitions_check_kind(p->unit_kind, p->unit_size,
+					  p->nr_units))
+		return -EINVAL;
+	for (slot = 0; slot < GPUSLOT_MAX_SLOTS; slot++) {
+		const u64 *units = p->units[slot];
+
+		if (gpuslot_partition_is_whole(units))
+			continue;
+		if (slot >= k || p->unit_kind == GPUSLOT_UNIT_NONE ||
+		    !gpuslot_partition_fits(units, p->nr_units))
+			return -EINVAL;
+		/* One pass: a unit seen before belongs to an earlier slot. */
+		for (w = 0; w < GPUSLOT_UNIT_WORDS; w++) {
+			if (taken[w] & units[w])
+				return -EINVAL;
+			taken[w] |= units[w];
+		}
+	}
+	return 0;
+}
+
+bool gpuslot_partitions_reset(struct gpuslot_partitions *p)
+{
+	bool changed = false;
+	unsigned int slot, w;
+
+	for (slot = 0; slot < GPUSLOT_MAX_SLOTS; slot++) {
+		for (w = 0; w < GPUSLOT_UNIT_WORDS; w++) {
+			changed |= p->units[slot][w] != 0;
+			p->units[slot][w] = 0;
+		}
+	}
+	return changed;
+}

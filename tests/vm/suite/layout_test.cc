@@ -1,0 +1,299 @@
+// SPDX-License-Identifier: GPL-2.0
+// Layouts in the module: SET_LAYOUT/GET_LAYOUT and the sysfs files
+// "units" and "partitions" of a domain.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+#include "device.h"
+
+namespace gpuslot::test {
+namespace {
+
+std::string domain_file(const char *attr)
+{
+	return read_file(sysfs_path(0, attr));
+}
+
+bool same_partition(const gpuslot_partition &a, const gpuslot_partition &b)
+{
+	return memcmp(&a, &b, sizeof(a)) == 0;
+}
+
+class Layouts : public testing::Test {
+protected:
+	void SetUp() override
+	{
+		reset_domain(0);
+		*child_failed_line() = 0;
+	}
+
+	void TearDown() override
+	{
+		EXPECT_TRUE(wait_until([] {
+			return domain_file("holders").empty() &&
+			       domain_file("waiters").empty();
+		}));
+		reset_domain(0);
+		EXPECT_EQ(kernel_log_problems(), std::vector<std::string>{});
+	}
+};
+
+TEST_F(Layouts, SetAndGetRoundTripAndSysfs)
+{
+	Dev admin;
+	const uint64_t gen0 = admin.info().generation;
+	Layout l = cu_layout(60, {0x00000000000000fULL, 0x0000000000000f0ULL,
+				  0x0fffffffffff00ULL});
+	l.hqd_limit = 20;
+	ASSERT_EQ(admin.set_layout(l), 0);
+	EXPECT_EQ(l.generation, gen0 + 1);
+
+	Layout got;
+	ASSERT_EQ(admin.get_layout(got), 0);
+	EXPECT_EQ(got.k, 3u);
+	EXPECT_EQ(got.unit_kind, unsigned(GPUSLOT_UNIT_AMD_CU));
+	EXPECT_EQ(got.unit_size, 1u);
+	EXPECT_EQ(got.nr_units, 60u);
+	EXPECT_EQ(got.hqd_limit, 20u);
+	EXPECT_EQ(got.generation, l.generation);
+	ASSERT_EQ(got.partitions.size(), 3u);
+	for (unsigned int s = 0; s < 3; s++)
+		EXPECT_TRUE(same_partition(got.partitions[s], l.partitions[s]))
+			<< "slot " << s;
+
+	EXPECT_EQ(domain_file("k"), "3\n");
+	EXPECT_EQ(domain_file("hqd_limit"), "20\n");
+	EXPECT_EQ(domain_file("units"), "amd-cu 60 1\n");
+	EXPECT_EQ(domain_file("partitions"),
+		  "0 0xf\n1 0xf0\n2 0xfffffffffff00\n");
+	EXPECT_EQ(domain_file("generation"), std::to_string(l.generation) + "\n");
+
+	// A short buffer gets the first partitions only.
+	ASSERT_EQ(admin.get_layout(got, 1), 0);
+	ASSERT_EQ(got.partitions.size(), 1u);
+	EXPECT_EQ(got.k, 3u);
+
+	// The same layout again is no new generation; hqd_limit 0 keeps 20.
+	Layout again = l;
+	again.hqd_limit = 0;
+	ASSERT_EQ(admin.set_layout(again), 0);
+	EXPECT_EQ(again.generation, l.generation);
+	EXPECT_EQ(domain_file("hqd_limit"), "20\n");
+
+	// Any user reads the layout.
+	pid_t pid = spawn([] {
+		Dev user;
+		CHILD_REQUIRE(setresuid(65534, 65534, 65534) == 0);
+		Layout mine;
+		CHILD_REQUIRE(user.get_layout(mine) == 0 && mine.k == 3);
+		Layout attempt = cu_layout(60, {0x1, 0x2});
+		CHILD_REQUIRE(user.set_layout(attempt) == EPERM);
+		return 0;
+	});
+	EXPECT_EQ(wait_child(pid), 0) << *child_failed_line();
+	EXPECT_EQ(domain_file("k"), "3\n");
+}
+
+TEST_F(Layouts, PartitionsBeyondSixtyFourUnits)
+{
+	// An MI300X has 304 CUs: bitmaps span several words.
+	Dev admin;
+	Layout l;
+	l.k = 2;
+	l.unit_kind = GPUSLOT_UNIT_AMD_CU;
+	l.unit_size = 1;
+	l.nr_units = 304;
+	l.partitions = {unit_range(0, 152), unit_range(152, 152)};
+	ASSERT_EQ(admin.set_layout(l), 0);
+	auto lines = split_lines(domain_file("partitions"));
+	ASSERT_EQ(lines.size(), 2u);
+	// 152 bits: 38 hex digits of f.
+	EXPECT_EQ(lines[0], "0 0x" + std::string(38, 'f'));
+	// Units 152..303: 0xfff...f followed by 152 zero bits.
+	EXPECT_EQ(lines[1], "1 0x" + std::string(38, 'f') + std::string(38, '0'));
+	Layout got;
+	ASSERT_EQ(admin.get_layout(got), 0);
+	EXPECT_TRUE(same_partition(got.partitions[1], l.partitions[1]));
+}
+
+TEST_F(Layouts, BadLayoutsAreRefusedAndChangeNothing)
+{
+	Dev admin;
+	Layout good = cu_layout(60, {0xff, 0xff00});
+	good.hqd_limit = 12;
+	ASSERT_EQ(admin.set_layout(good), 0);
+	const std::string before = domain_file("partitions");
+
+	struct Case {
+		const char *what;
+		Layout layout;
+	};
+	std::vector<Case> cases;
+	auto add = [&](const char *what, auto edit) {
+		Layout l = cu_layout(60, {0xf, 0xf0, 0xf00});
+		edit(l);
+		cases.push_back({what, l});
+	};
+	add("overlap", [](Layout &l) { l.partitions[2].units[0] = 0x1f0; });
+	add("unit past nr_units",
+	    [](Layout &l) { l.partitions[1].units[0] = 1ULL << 60; });
+	add("unit in a high word",
+	    [](Layout &l) { l.partitions[1].units[3] = 1; });
+	add("fewer partitions than k", [](Layout &l) { l.k = 4; });
+	add("k 0", [](Layout &l) { l.k = 0; l.partitions.clear(); });
+	add("k 65", [](Layout &l) { l.k = 65; });
+	add("unknown kind", [](Layout &l) { l.unit_kind = 3; });
+	add("cu unit size 2", [](Layout &l) { l.unit_size = 2; });
+	add("sm group size 0", [](Layout &l) {
+		l.unit_kind = GPUSLOT_UNIT_NV_SM_GROUP;
+		l.unit_size = 0;
+	});
+	add("nr_units 0", [](Layout &l) { l.nr_units = 0; });
+	add("nr_units 1025", [](Layout &l) { l.nr_units = 1025; });
+	add("hqd_limit 1025", [](Layout &l) { l.hqd_limit = 1025; });
+	add("partitions with kind none", [](Layout &l) {
+		l.unit_kind = GPUSLOT_UNIT_NONE;
+		l.unit_size = 0;
+		l.nr_units = 0;
+	});
+	for (auto &c : cases) {
+		uint64_t gen = admin.info().generation;
+		EXPECT_EQ(admin.set_layout(c.layout), EINVAL) << c.what;
+		EXPECT_EQ(admin.info().generation, gen) << c.what;
+		EXPECT_EQ(domain_file("partitions"), before) << c.what;
+		EXPECT_EQ(domain_file("hqd_limit"), "12\n") << c.what;
+	}
+
+	// Flags, reserved bits and a bad pointer.
+	gpuslot_layout a{};
+	a.size = sizeof(a);
+	a.flags = 1;
+	EXPECT_EQ(ioctl_errno(admin.fd(), GPUSLOT_IOC_GET_LAYOUT, &a), EINVAL);
+	a.flags = 0;
+	a.k = 2;
+	a.unit_kind = GPUSLOT_UNIT_AMD_CU;
+	a.unit_size = 1;
+	a.nr_units = 60;
+	a.nr_partitions = 2;
+	a.partitions = 16; // unmapped
+	EXPECT_EQ(ioctl_errno(admin.fd(), GPUSLOT_IOC_SET_LAYOUT, &a), EFAULT);
+	EXPECT_EQ(ioctl_errno(admin.fd(), GPUSLOT_IOC_GET_LAYOUT, &a), EFAULT);
+	a.size = GPUSLOT_LAYOUT_SIZE_VER0 - 8;
+	EXPECT_EQ(ioctl_errno(admin.fd(), GPUSLOT_IOC_GET_LAYOUT, &a), EINVAL);
+	EXPECT_EQ(domain_file("partitions"), before);
+}
+
+TEST_F(Layouts, WritingKResetsPartitionsToWholeGpu)
+{
+	Dev admin;
+	Layout l = cu_layout(60, {0xf, 0xf0, 0xf00, 0xf000});
+	ASSERT_EQ(admin.set_layout(l), 0);
+	ASSERT_EQ(write_file(sysfs_path(0, "k"), "3"), 0);
+	EXPECT_EQ(domain_file("partitions"), "0 all\n1 all\n2 all\n");
+	// The unit kind stays for the daemon's next plan and for sysfs edits.
+	EXPECT_EQ(domain_file("units"), "amd-cu 60 1\n");
+	EXPECT_EQ(admin.info().generation, l.generation + 1);
+
+	// The same k again still resets partitions, as a new generation.
+	ASSERT_EQ(admin.set_layout(l), 0);
+	uint64_t gen = l.generation;
+	ASSERT_EQ(write_file(sysfs_path(0, "k"), "4"), 0);
+	EXPECT_EQ(domain_file("partitions"), "0 all\n1 all\n2 all\n3 all\n");
+	EXPECT_EQ(admin.info().generation, gen + 1);
+	// ... but not when there was nothing to reset.
+	ASSERT_EQ(write_file(sysfs_path(0, "k"), "4"), 0);
+	EXPECT_EQ(admin.info().generation, gen + 1);
+}
+
+TEST_F(Layouts, AdminEditsPartitionsThroughSysfs)
+{
+	const std::string path = sysfs_path(0, "partitions");
+	// Before any layout there is no unit kind to edit against.
+	EXPECT_EQ(write_file(path, "0 0xf\n"), EINVAL);
+
+	Dev admin;
+	Layout l = cu_layout(60, {0xf, 0xf0, 0xf00});
+	ASSERT_EQ(admin.set_layout(l), 0);
+
+	// Two lines apply as one change.
+	ASSERT_EQ(write_file(path, "1 0xff000\n2 all\n"), 0);
+	EXPECT_EQ(domain_file("partitions"), "0 0xf\n1 0xff000\n2 all\n");
+	EXPECT_EQ(admin.info().generation, l.generation + 1);
+	ASSERT_EQ(write_file(path, "2 F00"), 0);
+	EXPECT_EQ(domain_file("partitions"), "0 0xf\n1 0xff000\n2 0xf00\n");
+
+	const std::string before = domain_file("partitions");
+	const uint64_t gen = admin.info().generation;
+	for (const char *bad : {"3 0x1", "0 0x100", "0 0x0", "0", "x 0x1",
+				"0 0xg", "0 0x1000000000000000",
+				"1 0x1\n0 0x2\n2 0x3",
+				"0 0x1ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff"
+				"ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff"
+				"ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff"
+				"ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff"}) {
+		EXPECT_EQ(write_file(path, bad), EINVAL) << bad;
+		EXPECT_EQ(domain_file("partitions"), before) << bad;
+		EXPECT_EQ(admin.info().generation, gen) << bad;
+	}
+
+	// Only root writes.
+	pid_t pid = spawn([&] {
+		int fd = open(path.c_str(), O_WRONLY);
+		CHILD_REQUIRE(fd >= 0);
+		CHILD_REQUIRE(setresuid(65534, 65534, 65534) == 0);
+		CHILD_REQUIRE(write(fd, "0 all", 5) < 0 && errno == EPERM);
+		return 0;
+	});
+	EXPECT_EQ(wait_child(pid), 0) << *child_failed_line();
+	EXPECT_EQ(domain_file("partitions"), before);
+}
+
+TEST_F(Layouts, LayoutChangeReachesWaitersHoldersAndPollers)
+{
+	Dev admin, holder, waiter;
+	Layout one = cu_layout(60, {0});
+	ASSERT_EQ(admin.set_layout(one), 0);
+	auto held = holder.acquire();
+	ASSERT_EQ(held.err, 0);
+
+	// A poller of "generation" wakes on the change (gpuslotd and
+	// clients wait on it rather than re-reading).
+	int fd = open(sysfs_path(0, "generation").c_str(), O_RDONLY);
+	ASSERT_GE(fd, 0);
+	char buf[32];
+	ASSERT_GT(read(fd, buf, sizeof(buf)), 0);
+
+	std::thread t([&] {
+		auto r = waiter.acquire();
+		EXPECT_EQ(r.err, 0);
+		EXPECT_EQ(r.slot, 1u);
+		EXPECT_EQ(r.generation, one.generation + 1);
+		EXPECT_EQ(waiter.release(), 0);
+	});
+	ASSERT_TRUE(wait_waiters(1));
+	Layout two = cu_layout(60, {0x3fffffff, 0xfffffffc0000000ULL});
+	ASSERT_EQ(admin.set_layout(two), 0);
+	t.join();
+
+	pollfd p{fd, POLLPRI | POLLERR, 0};
+	EXPECT_EQ(poll(&p, 1, 1000), 1);
+	close(fd);
+
+	// The holder keeps slot 0 through the change and sees the new
+	// generation on its next acquire.
+	EXPECT_EQ(holder.release(), 0);
+	auto again = holder.acquire();
+	ASSERT_EQ(again.err, 0);
+	EXPECT_EQ(again.generation, two.generation);
+	EXPECT_EQ(holder.release(), 0);
+}
+
+} // namespace
+} // namespace gpuslot::test
