@@ -1,35 +1,65 @@
 // SPDX-License-Identifier: GPL-2.0
-// gpuslotctl: gpuslot's command line for people. So far: plan.
+// gpuslotctl: gpuslot's command line for people (and, with --json, for
+// machines): status, plan, lint, set-k, set-partitions.
 #include <getopt.h>
 #include <sys/utsname.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
+#include "audit.hpp"
+#include "daemon.hpp"
+#include "lint.hpp"
+#include "module.hpp"
 #include "plan_report.hpp"
+#include "status.hpp"
 
 namespace {
 
 const char kUsage[] =
-	"usage: gpuslotctl plan [--topology PATH] [--k N] [--sizes LIST]\n"
-	"                       [--kernel RELEASE] [--json]\n"
+	"usage: gpuslotctl COMMAND [OPTIONS]\n"
 	"\n"
-	"plan   k compute-unit partitions for every GPU of a KFD topology, as HIP\n"
-	"       CU masks, with the CUs each one has per shader engine.\n"
-	"  --topology PATH  a KFD topology root (with nodes/) or one node directory\n"
-	"                   (default /sys/class/kfd/kfd/topology)\n"
-	"  --k N            number of slots, 1..64 (default: the number of --sizes)\n"
-	"  --sizes LIST     partition sizes in CUs (30,10,10,10) or percent\n"
-	"                   (50%,25%,25%); default k equal partitions\n"
-	"  --kernel RELEASE the kernel whose CU-mask mapping applies (default: this\n"
-	"                   one's, uname -r)\n"
-	"  --json           machine-readable output\n"
+	"  status [--domain N]          every GPU domain: k, generation, slots with\n"
+	"                               their partition and holder, waiters, HQDs,\n"
+	"                               the partitions as an SE x CU picture (one\n"
+	"                               letter per slot), gpuslotd's queue audit\n"
+	"  plan --k N [--sizes LIST]    k compute-unit partitions for every GPU of a\n"
+	"                               KFD topology, as HIP CU masks with their CUs\n"
+	"                               per shader engine; changes nothing\n"
+	"  lint [--domain N] [MASK...]  what is wrong with CU masks (one per slot, in\n"
+	"                               slot order), or with the module's partitions\n"
+	"                               when no mask is given\n"
+	"  set-k K [--domain N]         set k through sysfs (root); the partitions\n"
+	"                               become the whole GPU until gpuslotd re-plans\n"
+	"  set-partitions MASK... [--domain N] [--force]\n"
+	"                               set every slot's partition (hex CU mask or\n"
+	"                               'all'), one per slot in order (root); refused\n"
+	"                               when lint finds an error, unless --force\n"
 	"\n"
-	"Exit status: 0 planned, 1 the topology or the plan failed, 2 bad usage.\n"
-	"The other gpuslotctl commands (status, lint, set-k, set-partitions) are not\n"
-	"written yet.\n";
+	"Options:\n"
+	"  --json             machine-readable output (status, plan, lint)\n"
+	"  --domain N         one domain (default: all for status, 0 otherwise)\n"
+	"  --sizes LIST       plan: partition sizes in CUs (30,10,10,10) or percent\n"
+	"                     (50%,25%,25%); default k equal partitions\n"
+	"  --k N              plan: number of slots, 1..64 (default: the number of\n"
+	"                     --sizes)\n"
+	"  --topology PATH    KFD topology root (with nodes/) or one node directory\n"
+	"                     (default /sys/class/kfd/kfd/topology)\n"
+	"  --sysfs-root PATH  the module's sysfs (default /sys/kernel/gpuslot)\n"
+	"  --state-dir PATH   where gpuslotd writes audit.json (default /run/gpuslot)\n"
+	"  --dri PATH         render nodes for libdrm's CU bitmap (default /dev/dri)\n"
+	"  --kernel RELEASE   the kernel whose CU-mask mapping applies (default:\n"
+	"                     this one's, uname -r)\n"
+	"\n"
+	"Domain N is the N-th GPU of KFD topology in node order, as gpuslotd maps them.\n"
+	"Exit status: 0 done, 1 failed (or lint found an error), 2 bad usage.\n";
 
 int usage_error(const std::string &what)
 {
@@ -37,79 +67,347 @@ int usage_error(const std::string &what)
 	return 2;
 }
 
-int plan(int argc, char **argv)
+int fail(const std::string &what)
 {
-	std::string topology = "/sys/class/kfd/kfd/topology", sizes_text;
-	std::string kernel;
+	std::fprintf(stderr, "gpuslotctl: %s\n", what.c_str());
+	return 1;
+}
+
+struct Options {
+	std::string command;
+	std::vector<std::string> args;
+	std::string topology = "/sys/class/kfd/kfd/topology";
+	std::string sysfs = "/sys/kernel/gpuslot";
+	std::string state_dir = "/run/gpuslot";
+	std::string dri = "/dev/dri";
+	std::string kernel, sizes;
 	unsigned int k = 0;
-	bool json = false;
+	int domain = -1;
+	bool json = false, force = false;
+	gpuslot::MaskAlgorithm algorithm = gpuslot::MaskAlgorithm::C;
+};
+
+bool whole_number(const char *text, unsigned long lo, unsigned long hi,
+		  unsigned long *out)
+{
+	char *end = nullptr;
+	errno = 0;
+	*out = std::strtoul(text, &end, 10);
+	return *text && !*end && !errno && *out >= lo && *out <= hi &&
+	       text[0] != '-';
+}
+
+// 0, or the exit status of a usage error.
+int parse_options(int argc, char **argv, Options *o)
+{
 	static const option opts[] = {
 		{"topology", required_argument, nullptr, 't'},
-		{"k", required_argument, nullptr, 'k'},
+		{"sysfs-root", required_argument, nullptr, 'S'},
+		{"state-dir", required_argument, nullptr, 'D'},
+		{"dri", required_argument, nullptr, 'r'},
+		{"kernel", required_argument, nullptr, 'K'},
 		{"sizes", required_argument, nullptr, 's'},
-		{"kernel", required_argument, nullptr, 'r'},
+		{"k", required_argument, nullptr, 'k'},
+		{"domain", required_argument, nullptr, 'd'},
 		{"json", no_argument, nullptr, 'j'},
+		{"force", no_argument, nullptr, 'f'},
 		{"help", no_argument, nullptr, 'h'},
 		{nullptr, 0, nullptr, 0},
 	};
-	optind = 1;
+	o->command = argv[1];
+	optind = 2;
+	unsigned long v;
 	for (int c; (c = getopt_long(argc, argv, "", opts, nullptr)) != -1;) {
 		switch (c) {
-		case 't': topology = optarg; break;
-		case 's': sizes_text = optarg; break;
-		case 'r': kernel = optarg; break;
-		case 'j': json = true; break;
-		case 'h': std::fputs(kUsage, stdout); return 0;
-		case 'k': {
-			char *end = nullptr;
-			unsigned long v = std::strtoul(optarg, &end, 10);
-			if (!*optarg || *end || v < 1 || v > 64)
+		case 't': o->topology = optarg; break;
+		case 'S': o->sysfs = optarg; break;
+		case 'D': o->state_dir = optarg; break;
+		case 'r': o->dri = optarg; break;
+		case 'K': o->kernel = optarg; break;
+		case 's': o->sizes = optarg; break;
+		case 'j': o->json = true; break;
+		case 'f': o->force = true; break;
+		case 'h': std::fputs(kUsage, stdout); exit(0);
+		case 'k':
+			if (!whole_number(optarg, 1, GPUSLOT_MAX_SLOTS, &v))
 				return usage_error("--k '" + std::string(optarg) +
 						   "': expected a whole number from 1 to 64");
-			k = unsigned(v);
+			o->k = unsigned(v);
 			break;
-		}
+		case 'd':
+			if (!whole_number(optarg, 0, GPUSLOT_MAX_DOMAINS - 1, &v))
+				return usage_error("--domain '" + std::string(optarg) +
+						   "': expected a domain from 0 to 15");
+			o->domain = int(v);
+			break;
 		default:
-			return usage_error("unknown option");
+			return usage_error("unknown option for '" + o->command + "'");
 		}
 	}
-	if (optind < argc)
-		return usage_error("unexpected argument '" +
-				   std::string(argv[optind]) + "'");
-	if (kernel.empty()) {
+	for (int i = optind; i < argc; i++)
+		o->args.push_back(argv[i]);
+	if (o->kernel.empty()) {
 		utsname u;
 		uname(&u);
-		kernel = u.release;
+		o->kernel = u.release;
 	}
-	gpuslot::MaskAlgorithm algorithm;
-	if (!gpuslot::algorithm_for_kernel(kernel, &algorithm))
-		return usage_error("--kernel '" + kernel +
+	if (!gpuslot::algorithm_for_kernel(o->kernel, &o->algorithm))
+		return usage_error("--kernel '" + o->kernel +
 				   "': expected a release such as 6.1.0-56-amd64");
+	return 0;
+}
 
-	auto topo = gpuslot::read_topology(topology);
-	if (!topo.error.empty()) {
-		std::fprintf(stderr, "gpuslotctl: %s\n", topo.error.c_str());
-		return 1;
-	}
+int plan(const Options &o)
+{
+	if (!o.args.empty())
+		return usage_error("unexpected argument '" + o.args[0] + "'");
+	auto topo = gpuslot::read_topology(o.topology);
+	if (!topo.error.empty())
+		return fail(topo.error);
 	std::vector<gpuslot::GpuPlan> plans;
 	bool failed = false;
 	for (const auto &gpu : topo.gpus) {
-		gpuslot::GpuPlan p{gpu, gpuslot::uniform_shape(gpu), algorithm, {}};
+		gpuslot::GpuPlan p{gpu, gpuslot::uniform_shape(gpu), o.algorithm, {}};
 		std::vector<unsigned int> sizes;
 		std::string err;
-		if (!sizes_text.empty() &&
-		    !gpuslot::parse_sizes(sizes_text, gpu.active_cus(), &sizes, &err))
-			return usage_error("--sizes '" + sizes_text + "': " + err);
-		unsigned int slots = k ? k : unsigned(sizes.size());
+		if (!o.sizes.empty() &&
+		    !gpuslot::parse_sizes(o.sizes, gpu.active_cus(), &sizes, &err))
+			return usage_error("--sizes '" + o.sizes + "': " + err);
+		unsigned int slots = o.k ? o.k : unsigned(sizes.size());
 		if (!slots)
 			return usage_error("give --k or --sizes");
-		p.plan = gpuslot::plan_partitions(p.shape, algorithm, slots, sizes);
+		p.plan = gpuslot::plan_partitions(p.shape, o.algorithm, slots, sizes);
 		failed |= !p.plan.error.empty();
 		plans.push_back(std::move(p));
 	}
-	std::fputs((json ? gpuslot::plan_json(plans) : gpuslot::plan_text(plans)).c_str(),
+	std::fputs((o.json ? gpuslot::plan_json(plans) : gpuslot::plan_text(plans)).c_str(),
 		   stdout);
 	return failed ? 1 : 0;
+}
+
+// The KFD GPU of domain @domain, if the topology is there.
+bool gpu_of_domain(const Options &o, unsigned int domain, gpuslot::GpuNode *gpu,
+		   std::string *error)
+{
+	auto topo = gpuslot::read_topology(o.topology);
+	if (!topo.error.empty()) {
+		*error = topo.error;
+		return false;
+	}
+	if (domain >= topo.gpus.size()) {
+		*error = o.topology + ": no GPU for domain " + std::to_string(domain) +
+			 " (the topology has " + std::to_string(topo.gpus.size()) + ")";
+		return false;
+	}
+	*gpu = topo.gpus[domain];
+	return true;
+}
+
+int status(const Options &o)
+{
+	if (!o.args.empty())
+		return usage_error("unexpected argument '" + o.args[0] + "'");
+	auto domains = gpuslot::list_domains(o.sysfs);
+	if (domains.empty())
+		return fail(o.sysfs + ": no gpuslot domains (is the module loaded?)");
+	auto topo = gpuslot::read_topology(o.topology);
+	std::vector<gpuslot::AuditEntry> over;
+	bool audited = false;
+	if (std::ifstream in(o.state_dir + "/audit.json"); in) {
+		std::ostringstream text;
+		text << in.rdbuf();
+		audited = gpuslot::parse_audit_json(text.str(), &over);
+	}
+	std::vector<gpuslot::StatusGpu> gpus;
+	for (unsigned int d : domains) {
+		if (o.domain >= 0 && d != unsigned(o.domain))
+			continue;
+		gpuslot::StatusGpu g;
+		std::string err;
+		if (!gpuslot::read_domain_state(o.sysfs, d, &g.state, &err))
+			return fail(err);
+		if (topo.error.empty() && d < topo.gpus.size()) {
+			g.has_gpu = true;
+			g.gpu = topo.gpus[d];
+			std::string note;
+			g.shape = gpuslot::gpu_shape(g.gpu, o.dri, &note);
+			g.algorithm = o.algorithm;
+		}
+		g.audited = audited;
+		for (const auto &e : over)
+			if (e.domain == d)
+				g.over.push_back(e);
+		gpus.push_back(std::move(g));
+	}
+	if (gpus.empty())
+		return fail("no domain " + std::to_string(o.domain) + " under " + o.sysfs);
+	std::fputs((o.json ? gpuslot::status_json(gpus) : gpuslot::status_text(gpus)).c_str(),
+		   stdout);
+	return 0;
+}
+
+// A slot and its CU mask; slots that are the whole GPU are left out.
+using SlotMasks = std::vector<std::pair<int, std::vector<uint32_t>>>;
+
+// Lint @masks, naming findings by their slots.
+std::vector<gpuslot::LintFinding> lint_slots(const gpuslot::CuShape &shape,
+					     gpuslot::MaskAlgorithm algorithm,
+					     const SlotMasks &masks)
+{
+	std::vector<std::vector<uint32_t>> plain;
+	for (const auto &m : masks)
+		plain.push_back(m.second);
+	auto findings = gpuslot::lint_masks(shape, algorithm, plain);
+	for (auto &f : findings) {
+		f.slot = masks[f.slot].first;
+		if (f.other_slot >= 0)
+			f.other_slot = masks[f.other_slot].first;
+	}
+	return findings;
+}
+
+// Parse one mask argument per slot: hex, or "all" for the whole GPU.
+bool parse_mask_args(const std::vector<std::string> &args, SlotMasks *out,
+		     std::string *error)
+{
+	for (size_t slot = 0; slot < args.size(); slot++) {
+		if (args[slot] == "all")
+			continue;
+		std::vector<uint32_t> m;
+		if (!gpuslot::parse_mask(args[slot], &m)) {
+			*error = "'" + args[slot] + "' is not a CU mask: expected hex "
+				 "such as 0x888888888888888 (at most 1024 bits) or 'all'";
+			return false;
+		}
+		out->push_back({int(slot), m});
+	}
+	return true;
+}
+
+void print_findings(const Options &o, const std::vector<gpuslot::LintFinding> &f)
+{
+	if (o.json) {
+		nlohmann::json arr = nlohmann::json::array();
+		for (const auto &x : f) {
+			nlohmann::json j = {
+				{"severity", x.severity == gpuslot::LintFinding::kError ? "error" : "warning"},
+				{"slot", x.slot},
+				{"problem", x.problem},
+				{"consequence", x.consequence}};
+			if (x.other_slot >= 0)
+				j["other_slot"] = x.other_slot;
+			arr.push_back(j);
+		}
+		std::fputs((nlohmann::json{{"findings", arr}}.dump(2) + "\n").c_str(), stdout);
+		return;
+	}
+	for (const auto &x : f)
+		std::printf("%s\n", x.text().c_str());
+}
+
+bool has_error(const std::vector<gpuslot::LintFinding> &f)
+{
+	for (const auto &x : f)
+		if (x.severity == gpuslot::LintFinding::kError)
+			return true;
+	return false;
+}
+
+int lint(const Options &o)
+{
+	const unsigned int domain = o.domain < 0 ? 0 : unsigned(o.domain);
+	gpuslot::GpuNode gpu;
+	std::string err;
+	if (!gpu_of_domain(o, domain, &gpu, &err))
+		return fail(err);
+	SlotMasks masks;
+	if (!o.args.empty()) {
+		if (!parse_mask_args(o.args, &masks, &err))
+			return usage_error(err);
+	} else {
+		gpuslot::DomainState s;
+		if (!gpuslot::read_domain_state(o.sysfs, domain, &s, &err))
+			return fail(err);
+		for (size_t slot = 0; slot < s.partitions.size(); slot++)
+			if (!gpuslot::partition_is_whole(s.partitions[slot]))
+				masks.push_back({int(slot), gpuslot::mask_from_partition(
+								    s.partitions[slot], s.nr_units)});
+	}
+	std::string note;
+	auto shape = gpuslot::gpu_shape(gpu, o.dri, &note);
+	auto findings = lint_slots(shape, o.algorithm, masks);
+	print_findings(o, findings);
+	if (!o.json && findings.empty())
+		std::printf("%zu mask(s) on %s (%u CUs): no problem found\n",
+			    masks.size(), gpu.gfx.name().c_str(), gpu.active_cus());
+	return has_error(findings) ? 1 : 0;
+}
+
+int set_k(const Options &o)
+{
+	unsigned long k;
+	if (o.args.size() != 1 ||
+	    !whole_number(o.args[0].c_str(), 1, GPUSLOT_MAX_SLOTS, &k))
+		return usage_error("set-k takes one k, a whole number from 1 to 64");
+	const unsigned int domain = o.domain < 0 ? 0 : unsigned(o.domain);
+	if (int e = gpuslot::write_domain_file(o.sysfs, domain, "k", std::to_string(k)))
+		return fail((gpuslot::domain_dir(o.sysfs, domain) / "k").string() +
+			    ": " + strerror(e) +
+			    (e == EACCES || e == EPERM ? " (root only)" : ""));
+	std::printf("gpu%u: k %lu; every slot runs on the whole GPU until gpuslotd "
+		    "re-plans the partitions\n", domain, k);
+	return 0;
+}
+
+int set_partitions(const Options &o)
+{
+	const unsigned int domain = o.domain < 0 ? 0 : unsigned(o.domain);
+	const std::string name = "gpu" + std::to_string(domain);
+	gpuslot::DomainState s;
+	std::string err;
+	if (!gpuslot::read_domain_state(o.sysfs, domain, &s, &err))
+		return fail(err);
+	if (s.unit_kind == GPUSLOT_UNIT_NONE)
+		return fail(name + " has no unit kind yet: gpuslotd sets it with its "
+			    "first layout, so start gpuslotd first");
+	if (o.args.size() != s.k)
+		return usage_error(name + " has k " + std::to_string(s.k) + ": give " +
+				   std::to_string(s.k) +
+				   " masks, one per slot in order ('all' for the whole GPU)");
+	SlotMasks masks;
+	if (!parse_mask_args(o.args, &masks, &err))
+		return usage_error(err);
+
+	gpuslot::GpuNode gpu;
+	if (s.unit_kind == GPUSLOT_UNIT_AMD_CU && gpu_of_domain(o, domain, &gpu, &err)) {
+		std::string note;
+		auto findings = lint_slots(gpuslot::gpu_shape(gpu, o.dri, &note),
+					   o.algorithm, masks);
+		print_findings(o, findings);
+		if (has_error(findings) && !o.force)
+			return fail("refusing to write partitions lint calls wrong "
+				    "(--force writes them anyway)");
+	} else {
+		std::fprintf(stderr, "gpuslotctl: not linted: %s\n", err.c_str());
+	}
+
+	std::string text;
+	for (size_t slot = 0; slot < o.args.size(); slot++)
+		text += std::to_string(slot) + " " + o.args[slot] + "\n";
+	if (int e = gpuslot::write_domain_file(o.sysfs, domain, "partitions", text))
+		return fail((gpuslot::domain_dir(o.sysfs, domain) / "partitions").string() +
+			    ": " + strerror(e) +
+			    (e == EINVAL ? " (partitions must be disjoint, non-zero and "
+					   "within the GPU's " + std::to_string(s.nr_units) +
+					   " units; the kernel log names the line)"
+			     : e == EACCES || e == EPERM ? " (root only)"
+			     : e == EAGAIN ? " (the layout changed meanwhile; try again)"
+					   : ""));
+	gpuslot::DomainState after;
+	if (gpuslot::read_domain_state(o.sysfs, domain, &after, &err))
+		std::printf("%s: partitions set, generation %llu\n", name.c_str(),
+			    (unsigned long long)after.generation);
+	return 0;
 }
 
 } // namespace
@@ -123,7 +421,19 @@ int main(int argc, char **argv)
 		std::fputs(kUsage, stdout);
 		return 0;
 	}
+	Options o;
+	if (int rc = parse_options(argc, argv, &o))
+		return rc;
 	if (cmd == "plan")
-		return plan(argc - 1, argv + 1);
-	return usage_error("unknown command '" + cmd + "'; this gpuslotctl knows: plan");
+		return plan(o);
+	if (cmd == "status")
+		return status(o);
+	if (cmd == "lint")
+		return lint(o);
+	if (cmd == "set-k")
+		return set_k(o);
+	if (cmd == "set-partitions")
+		return set_partitions(o);
+	return usage_error("unknown command '" + cmd +
+			   "'; known: status, plan, lint, set-k, set-partitions");
 }

@@ -167,6 +167,18 @@ bool parse_node(const fs::path &dir, unsigned int node_id, GpuNode *out,
 		*error = props.path().string() + ": " + what;
 		return false;
 	};
+	// gpu_id sits beside properties; recorded fixtures may lack it.
+	if (std::ifstream in(dir / "gpu_id"); in) {
+		std::string text;
+		in >> text;
+		auto [end, err] = std::from_chars(text.data(),
+						  text.data() + text.size(), n.gpu_id);
+		if (err != std::errc() || end != text.data() + text.size()) {
+			*error = (dir / "gpu_id").string() + ": expected a number, got '" +
+				 text + "'";
+			return false;
+		}
+	}
 	if (n.simd_count % n.simd_per_cu)
 		return bad("simd_count " + std::to_string(n.simd_count) +
 			   " is not a multiple of simd_per_cu " +

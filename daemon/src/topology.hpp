@@ -35,6 +35,7 @@ struct GpuNode {
 	unsigned int num_cp_queues = 0;		  // the HQD budget
 	unsigned int num_xcc = 1;
 	unsigned int drm_render_minor = 0;
+	uint32_t gpu_id = 0; // the node's gpu_id file: KFD's name in proc/<pid>/queues
 
 	unsigned int active_cus() const { return simd_count / simd_per_cu; }
 	unsigned int shader_engines() const

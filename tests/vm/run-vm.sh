@@ -4,6 +4,8 @@
 # BUG:/WARNING:/Oops/Call Trace in the serial log.
 #
 # usage: run-vm.sh KERNEL_IMAGE MODULE SUITE_BINARY WORKDIR [gtest args...]
+# GPUSLOT_VM_BINARIES: more programs for /bin (gpuslotd, gpuslotctl);
+# GPUSLOT_VM_FIXTURES: a directory the guest sees as /fixtures.
 set -euo pipefail
 
 kernel=$1 module=$2 suite=$3 work=$4
@@ -18,12 +20,20 @@ cp "$here/init.sh" "$work/root/init"
 chmod 755 "$work/root/init"
 cp "$module" "$work/root/lib/modules/gpuslot.ko"
 cp "$suite" "$work/root/bin/gpuslot_vm_tests"
+for bin in ${GPUSLOT_VM_BINARIES:-}; do
+	cp "$bin" "$work/root/bin/"
+done
+if [ -n "${GPUSLOT_VM_FIXTURES:-}" ]; then
+	cp -r "$GPUSLOT_VM_FIXTURES" "$work/root/fixtures"
+fi
 # A dynamically linked program brings its libraries and loader along.
 # (ldd fails on a static program: then there is nothing to copy.)
-libs=$(ldd "$suite" 2>/dev/null | grep -oE '/[^ ]+' || true)
-for lib in $libs; do
-	mkdir -p "$work/root$(dirname "$lib")"
-	cp -L "$lib" "$work/root$lib"
+for bin in "$suite" ${GPUSLOT_VM_BINARIES:-}; do
+	libs=$(ldd "$bin" 2>/dev/null | grep -oE '/[^ ]+' || true)
+	for lib in $libs; do
+		mkdir -p "$work/root$(dirname "$lib")"
+		cp -L "$lib" "$work/root$lib"
+	done
 done
 echo "$*" >"$work/root/etc/gpuslot-test-args"
 (cd "$work/root" && find . | cpio -o -H newc --quiet | gzip -1) >"$work/initramfs.cpio.gz"

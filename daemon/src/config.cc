@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "config.hpp"
+
+#include <fcntl.h>
+#include <ini.h>
+#include <unistd.h>
+#include <linux/gpuslot.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "planner.hpp"
+
+namespace gpuslot {
+
+unsigned int GpuSettings::k_or(unsigned int current) const
+{
+	if (k)
+		return *k;
+	if (sizes)
+		return unsigned(std::count(sizes->begin(), sizes->end(), ',') + 1);
+	return current;
+}
+
+GpuSettings Config::for_gpu(unsigned int domain) const
+{
+	GpuSettings s = defaults;
+	auto it = gpus.find(domain);
+	if (it == gpus.end())
+		return s;
+	const GpuSettings &g = it->second;
+	if (g.k)
+		s.k = g.k;
+	if (g.sizes)
+		s.sizes = g.sizes;
+	if (g.boost_priority)
+		s.boost_priority = g.boost_priority;
+	if (g.hqd_limit)
+		s.hqd_limit = g.hqd_limit;
+	return s;
+}
+
+namespace {
+
+struct ParseState {
+	Config config;
+	std::set<std::string> seen; // "section.key"
+	std::string error;	    // the first one
+	std::string error_key;	    // the key it is about
+};
+
+bool number(const char *text, unsigned int lo, unsigned int hi,
+	    unsigned int *out)
+{
+	const char *end = text + strlen(text);
+	auto [p, err] = std::from_chars(text, end, *out);
+	return err == std::errc() && p == end && p != text && *out >= lo &&
+	       *out <= hi;
+}
+
+// inih calls this per key; returning 0 marks the line as an error.
+int on_key(void *user, const char *section, const char *key,
+	   const char *value)
+{
+	auto *st = static_cast<ParseState *>(user);
+	auto fail = [&](const std::string &what) {
+		if (st->error.empty()) {
+			st->error = what;
+			st->error_key = key;
+		}
+		return 0;
+	};
+	const std::string sec = section, name = key;
+	if (!st->seen.insert(sec + "." + name).second)
+		return fail("'" + name + "' is set twice in [" + sec + "]");
+
+	if (sec == "daemon") {
+		if (name != "audit_interval_ms")
+			return fail("unknown key '" + name +
+				    "' in [daemon]; known: audit_interval_ms");
+		if (!number(value, 0, 3600000, &st->config.audit_interval_ms) ||
+		    (st->config.audit_interval_ms &&
+		     st->config.audit_interval_ms < 100))
+			return fail("audit_interval_ms '" + std::string(value) +
+				    "': expected 0 (no audit) or 100 to 3600000");
+		return 1;
+	}
+
+	GpuSettings *g;
+	unsigned int domain;
+	if (sec == "default") {
+		g = &st->config.defaults;
+	} else if (sec.starts_with("gpu") &&
+		   number(sec.c_str() + 3, 0, 15, &domain) &&
+		   sec == "gpu" + std::to_string(domain)) {
+		g = &st->config.gpus[domain];
+	} else {
+		return fail("unknown section [" + sec +
+			    "]; known: [daemon], [default], [gpu0] .. [gpu15]");
+	}
+
+	// An empty value leaves the key unset.
+	if (!*value)
+		return 1;
+	unsigned int v;
+	if (name == "k") {
+		if (!number(value, 1, GPUSLOT_MAX_SLOTS, &v))
+			return fail("k '" + std::string(value) +
+				    "': expected a whole number from 1 to 64");
+		g->k = v;
+	} else if (name == "sizes") {
+		std::vector<unsigned int> sizes;
+		std::string err;
+		// Percentages are checked against the GPU when planning.
+		if (!parse_sizes(value, 100, &sizes, &err))
+			return fail("sizes '" + std::string(value) + "': " + err +
+				    "; expected CUs (30,10,10,10) or percentages "
+				    "(50%,25%,25%)");
+		g->sizes = value;
+	} else if (name == "boost_priority") {
+		if (!number(value, 0, 99, &v))
+			return fail("boost_priority '" + std::string(value) +
+				    "': expected 0 (no boost) or a SCHED_FIFO "
+				    "priority from 1 to 99");
+		g->boost_priority = v;
+	} else if (name == "hqd_limit") {
+		if (!number(value, 1, 1024, &v))
+			return fail("hqd_limit '" + std::string(value) +
+				    "': expected 1 to 1024 (empty: num_cp_queues "
+				    "of the GPU)");
+		g->hqd_limit = v;
+	} else {
+		return fail("unknown key '" + name + "' in [" + sec +
+			    "]; known: k, sizes, boost_priority, hqd_limit");
+	}
+	return 1;
+}
+
+} // namespace
+
+bool parse_config(const std::string &text, const std::string &name,
+		  Config *out, std::string *error)
+{
+	ParseState st;
+	int line = ini_parse_string(text.c_str(), on_key, &st);
+	if (line) {
+		// inih gives the line of the first error, ours or its own: the
+		// message is ours if that line sets the key it is about.
+		std::istringstream in(text);
+		std::string l;
+		for (int i = 0; i < line; i++)
+			std::getline(in, l);
+		l.erase(0, l.find_first_not_of(" \t"));
+		bool ours = !st.error.empty() && l.starts_with(st.error_key) &&
+			    l.find_first_not_of(" \t", st.error_key.size()) ==
+				    l.find_first_of("=:", st.error_key.size());
+		*error = name + ":" + std::to_string(line) + ": " +
+			 (ours ? st.error
+			       : "expected '[section]', 'key = value' or a comment");
+		return false;
+	}
+	// k and sizes may come from different sections; they must agree.
+	auto agree = [&](const std::string &section, const GpuSettings &s) {
+		if (!s.k || !s.sizes)
+			return true;
+		std::vector<unsigned int> sizes;
+		std::string err;
+		parse_sizes(*s.sizes, 100, &sizes, &err);
+		if (sizes.size() == *s.k)
+			return true;
+		*error = name + ": [" + section + "] has k " + std::to_string(*s.k) +
+			 " but " + std::to_string(sizes.size()) +
+			 " sizes; give as many sizes as k, or one of the two";
+		return false;
+	};
+	if (!agree("default", st.config.defaults))
+		return false;
+	for (auto &entry : st.config.gpus)
+		if (!agree("gpu" + std::to_string(entry.first),
+			   st.config.for_gpu(entry.first)))
+			return false;
+	*out = std::move(st.config);
+	return true;
+}
+
+bool load_config(const std::filesystem::path &path, Config *out,
+		 std::string *error)
+{
+	int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT) {
+		*out = Config{};
+		return true;
+	}
+	std::string text;
+	char buf[4096];
+	ssize_t n = 0;
+	while (fd >= 0 && (n = read(fd, buf, sizeof(buf))) > 0)
+		text.append(buf, size_t(n));
+	if (fd < 0 || n < 0) {
+		*error = path.string() + ": " + strerror(errno);
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	close(fd);
+	return parse_config(text, path.string(), out, error);
+}
+
+} // namespace gpuslot

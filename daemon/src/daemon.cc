@@ -1,0 +1,487 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "daemon.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/utsname.h>
+#include <syslog.h>
+#include <systemd/sd-daemon.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "drm_shape.hpp"
+#include "lint.hpp"
+#include "planner.hpp"
+
+namespace fs = std::filesystem;
+
+namespace gpuslot {
+
+bool plan_layout(const GpuNode &gpu, const CuShape &shape,
+		 MaskAlgorithm algorithm, unsigned int k,
+		 const std::optional<std::string> &sizes_text,
+		 unsigned int hqd_limit, ModuleLayout *out,
+		 std::vector<std::string> *notes, std::string *error)
+{
+	std::vector<unsigned int> sizes;
+	if (sizes_text) {
+		std::string err;
+		if (!parse_sizes(*sizes_text, gpu.active_cus(), &sizes, &err)) {
+			*error = "sizes '" + *sizes_text + "': " + err;
+			return false;
+		}
+		if (sizes.size() != k) {
+			notes->push_back("sizes '" + *sizes_text + "' are for k = " +
+					 std::to_string(sizes.size()) + ", not " +
+					 std::to_string(k) +
+					 ": planning k equal partitions");
+			sizes.clear();
+		}
+	}
+	Plan plan = plan_partitions(shape, algorithm, k, sizes);
+	if (!plan.error.empty()) {
+		*error = plan.error;
+		return false;
+	}
+	notes->insert(notes->end(), plan.notes.begin(), plan.notes.end());
+	ModuleLayout l;
+	l.k = k;
+	l.unit_kind = GPUSLOT_UNIT_AMD_CU;
+	l.unit_size = 1;
+	l.nr_units = gpu.active_cus();
+	l.hqd_limit = hqd_limit;
+	for (const auto &p : plan.partitions)
+		l.partitions.push_back(partition_from_mask(p.mask));
+	*out = std::move(l);
+	return true;
+}
+
+CuShape gpu_shape(const GpuNode &gpu, const fs::path &dri, std::string *note)
+{
+	CuShape shape;
+	if (!dri.empty() && read_drm_shape(gpu, dri, &shape, note)) {
+		*note = "CU layout read from " +
+			(dri / ("renderD" + std::to_string(gpu.drm_render_minor)))
+				.string();
+		return shape;
+	}
+	if (dri.empty())
+		*note = "not asking libdrm; assuming uniform harvesting";
+	return uniform_shape(gpu);
+}
+
+struct Daemon::Managed {
+	unsigned int domain = 0;
+	GpuNode gpu;
+	CuShape shape;
+	Device dev;
+	uint64_t generation = 0; // the last layout gpuslotd applied or accepted
+	unsigned int k = 0;
+	int generation_fd = -1; // sysfs "generation", polled for POLLPRI
+
+	~Managed()
+	{
+		if (generation_fd >= 0)
+			close(generation_fd);
+	}
+};
+
+Daemon::Daemon(DaemonOptions options, Log log)
+	: options_(std::move(options)), log_(std::move(log))
+{
+}
+
+Daemon::~Daemon() = default;
+
+namespace {
+
+std::string name_of(unsigned int domain)
+{
+	return "gpu" + std::to_string(domain);
+}
+
+// sysfs_notify() wakes poll() once per change; reading re-arms it.
+void rearm(int fd)
+{
+	char buf[32];
+	if (lseek(fd, 0, SEEK_SET) == 0)
+		while (read(fd, buf, sizeof(buf)) > 0) {
+		}
+}
+
+} // namespace
+
+bool Daemon::apply(Managed &m, const GpuSettings &settings, unsigned int k,
+		   unsigned int hqd_limit, const std::string &why,
+		   std::string *error)
+{
+	const std::string name = name_of(m.domain);
+	ModuleLayout layout;
+	std::vector<std::string> notes;
+	if (!plan_layout(m.gpu, m.shape, algorithm_, k, settings.sizes,
+			 hqd_limit, &layout, &notes, error)) {
+		*error = name + ": cannot plan k = " + std::to_string(k) + ": " +
+			 *error;
+		return false;
+	}
+	if (int err = m.dev.set_layout(&layout)) {
+		*error = name + ": the module refused the layout: " + strerror(err);
+		return false;
+	}
+	if (settings.boost_priority) {
+		if (int err = write_domain_file(options_.sysfs, m.domain,
+						"boost_priority",
+						std::to_string(*settings.boost_priority))) {
+			*error = name + ": cannot set boost_priority: " + strerror(err);
+			return false;
+		}
+	}
+	const bool changed = layout.generation != m.generation;
+	m.generation = layout.generation;
+	m.k = k;
+	if (!changed)
+		return true;
+	std::ostringstream msg;
+	msg << name << ": k " << k << ", generation " << layout.generation << " ("
+	    << why << "):";
+	for (size_t j = 0; j < layout.partitions.size(); j++) {
+		unsigned int cus = 0;
+		for (uint64_t w : layout.partitions[j].units)
+			cus += __builtin_popcountll(w);
+		msg << " slot " << j << " " << cus << " CUs "
+		    << partition_text(layout.partitions[j])
+		    << (j + 1 < layout.partitions.size() ? ";" : "");
+	}
+	log_(LOG_INFO, msg.str());
+	for (const auto &n : notes)
+		log_(LOG_INFO, name + ": note: " + n);
+	return true;
+}
+
+bool Daemon::start(std::string *error)
+{
+	if (!load_config(options_.config, &config_, error))
+		return false;
+	std::string kernel = options_.kernel;
+	if (kernel.empty()) {
+		utsname u;
+		uname(&u);
+		kernel = u.release;
+	}
+	if (!algorithm_for_kernel(kernel, &algorithm_)) {
+		*error = "kernel release '" + kernel + "' is not one gpuslotd can read";
+		return false;
+	}
+	auto topo = read_topology(options_.topology);
+	if (!topo.error.empty()) {
+		*error = topo.error;
+		return false;
+	}
+
+	Device probe;
+	if (probe.open(options_.device, error))
+		return false;
+	gpuslot_version v;
+	if (int err = probe.version(&v)) {
+		*error = options_.device.string() + ": VERSION: " + strerror(err);
+		return false;
+	}
+	if (!(v.features & GPUSLOT_FEATURE_LAYOUT)) {
+		*error = "the loaded gpuslot module has no layouts (API " +
+			 std::to_string(v.api_version) + "); load the one built "
+			 "with this gpuslotd";
+		return false;
+	}
+	for (size_t i = v.nr_domains; i < topo.gpus.size(); i++)
+		log_(LOG_WARNING, "GPU of KFD node " +
+					  std::to_string(topo.gpus[i].node_id) +
+					  " has no gpuslot domain: load the module "
+					  "with domains=" +
+					  std::to_string(topo.gpus.size()));
+
+	const size_t n = std::min<size_t>(v.nr_domains, topo.gpus.size());
+	for (size_t i = 0; i < n; i++) {
+		auto m = std::make_unique<Managed>();
+		m->domain = unsigned(i);
+		m->gpu = topo.gpus[i];
+		std::string note;
+		m->shape = gpu_shape(m->gpu, options_.dri, &note);
+		const std::string name = name_of(m->domain);
+		log_(LOG_INFO, name + ": " + m->gpu.gfx.name() + " (KFD node " +
+				       std::to_string(m->gpu.node_id) + "), " +
+				       std::to_string(m->gpu.active_cus()) + " CUs, " +
+				       std::to_string(m->gpu.num_cp_queues) +
+				       " HQDs; " + note + "; CU-mask mapping " +
+				       algorithm_name(algorithm_) + " (Linux " +
+				       kernel + ")");
+		if (m->dev.open(options_.device, error))
+			return false;
+		if (int err = m->dev.attach(m->domain)) {
+			*error = name + ": ATTACH: " + strerror(err);
+			return false;
+		}
+		ModuleLayout now;
+		if (int err = m->dev.get_layout(&now)) {
+			*error = name + ": GET_LAYOUT: " + strerror(err);
+			return false;
+		}
+		const GpuSettings s = config_.for_gpu(m->domain);
+		const unsigned int k = s.k_or(now.k);
+		const unsigned int hqd = s.hqd_limit ? *s.hqd_limit
+						     : m->gpu.num_cp_queues;
+		if (!apply(*m, s, k, hqd, "start", error))
+			return false;
+		const fs::path gen = domain_dir(options_.sysfs, m->domain) / "generation";
+		m->generation_fd = open(gen.c_str(), O_RDONLY | O_CLOEXEC);
+		if (m->generation_fd < 0) {
+			*error = gen.string() + ": " + strerror(errno);
+			return false;
+		}
+		rearm(m->generation_fd);
+		gpus_.push_back(std::move(m));
+	}
+	if (gpus_.empty()) {
+		*error = "no GPU to manage";
+		return false;
+	}
+	return true;
+}
+
+bool Daemon::reload(std::string *error)
+{
+	Config next;
+	if (!load_config(options_.config, &next, error)) {
+		*error += "; keeping the configuration loaded before";
+		return false;
+	}
+	// Plan every GPU first: a config that cannot be planned changes
+	// nothing anywhere.
+	for (auto &m : gpus_) {
+		const GpuSettings s = next.for_gpu(m->domain);
+		ModuleLayout dry;
+		std::vector<std::string> notes;
+		if (!plan_layout(m->gpu, m->shape, algorithm_, s.k_or(m->k),
+				 s.sizes, 0, &dry, &notes, error)) {
+			*error = name_of(m->domain) + ": " + *error +
+				 "; keeping the configuration loaded before";
+			return false;
+		}
+	}
+	config_ = std::move(next);
+	bool ok = true;
+	for (auto &m : gpus_) {
+		const GpuSettings s = config_.for_gpu(m->domain);
+		const unsigned int hqd = s.hqd_limit ? *s.hqd_limit
+						     : m->gpu.num_cp_queues;
+		std::string err;
+		if (!apply(*m, s, s.k_or(m->k), hqd, "reload", &err)) {
+			*error = err;
+			ok = false;
+		}
+	}
+	return ok;
+}
+
+void Daemon::check_domains()
+{
+	for (auto &m : gpus_) {
+		const std::string name = name_of(m->domain);
+		ModuleLayout now;
+		if (int err = m->dev.get_layout(&now)) {
+			log_(LOG_ERR, name + ": GET_LAYOUT: " + strerror(err));
+			continue;
+		}
+		if (now.generation == m->generation)
+			continue;
+		if (now.all_whole()) {
+			// Writing k resets partitions: plan for the new k.
+			std::string err;
+			if (!apply(*m, config_.for_gpu(m->domain), now.k, 0,
+				   "k " + std::to_string(now.k) +
+					   " written outside gpuslotd",
+				   &err)) {
+				log_(LOG_ERR, err + "; every slot keeps the whole GPU");
+				m->generation = now.generation;
+				m->k = now.k;
+			}
+			continue;
+		}
+		// An admin wrote partitions: keep them, say what is wrong.
+		m->generation = now.generation;
+		m->k = now.k;
+		std::vector<std::vector<uint32_t>> masks;
+		for (const auto &p : now.partitions)
+			masks.push_back(mask_from_partition(p, now.nr_units));
+		auto findings = now.unit_kind == GPUSLOT_UNIT_AMD_CU
+					? lint_masks(m->shape, algorithm_, masks)
+					: std::vector<LintFinding>{};
+		log_(LOG_INFO, name + ": partitions set outside gpuslotd (generation " +
+				       std::to_string(now.generation) + "); keeping them" +
+				       (findings.empty() ? "" : ", but:"));
+		for (const auto &f : findings)
+			log_(f.severity == LintFinding::kError ? LOG_ERR : LOG_WARNING,
+			     name + ": " + f.text());
+	}
+}
+
+void Daemon::audit()
+{
+	if (!fs::is_directory(options_.kfd_proc))
+		return;
+	auto queues = count_compute_queues(options_.kfd_proc);
+	std::vector<AuditEntry> over;
+	for (auto &m : gpus_) {
+		DomainState state;
+		std::string err;
+		if (!read_domain_state(options_.sysfs, m->domain, &state, &err)) {
+			log_(LOG_ERR, err);
+			continue;
+		}
+		auto o = over_reservation(queues, m->gpu.gpu_id, state);
+		over.insert(over.end(), o.begin(), o.end());
+	}
+	// Log when the picture changes, not every period.
+	if (over.size() != last_over_) {
+		for (const AuditEntry &e : over)
+			log_(LOG_WARNING,
+			     name_of(e.domain) + ": process " + std::to_string(e.pid) +
+				     " (" + e.comm + ") has " + std::to_string(e.queues) +
+				     " compute queues but reserved " +
+				     std::to_string(e.reserved) +
+				     ": past the budget the firmware time-slices "
+				     "queues and every task slows down");
+		if (over.empty())
+			log_(LOG_INFO, "queue audit: every process is within its reservation");
+		last_over_ = over.size();
+	}
+	if (options_.state_dir.empty())
+		return;
+	std::error_code ec;
+	fs::create_directories(options_.state_dir, ec);
+	const fs::path file = options_.state_dir / "audit.json";
+	const fs::path tmp = options_.state_dir / ".audit.json.tmp";
+	{
+		std::ofstream out(tmp, std::ios::trunc);
+		out << audit_json(over);
+		if (!out) {
+			log_(LOG_ERR, tmp.string() + ": cannot be written");
+			return;
+		}
+	}
+	fs::rename(tmp, file, ec);
+	if (ec)
+		log_(LOG_ERR, file.string() + ": " + ec.message());
+}
+
+std::string Daemon::status_line() const
+{
+	std::string out;
+	for (const auto &m : gpus_)
+		out += (out.empty() ? "" : "; ") + name_of(m->domain) + " k " +
+		       std::to_string(m->k) + " generation " +
+		       std::to_string(m->generation);
+	return out + (last_over_ ? "; " + std::to_string(last_over_) +
+					   " process(es) over their queue reservation"
+				 : "");
+}
+
+namespace {
+
+uint64_t now_ms()
+{
+	timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return uint64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+} // namespace
+
+int Daemon::run()
+{
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigprocmask(SIG_BLOCK, &set, nullptr);
+	int sfd = signalfd(-1, &set, SFD_CLOEXEC);
+	if (sfd < 0) {
+		log_(LOG_ERR, std::string("signalfd: ") + strerror(errno));
+		return 1;
+	}
+
+	uint64_t watchdog_usec = 0;
+	const bool watchdog = sd_watchdog_enabled(0, &watchdog_usec) > 0;
+	// Ping twice per period, as sd_watchdog_enabled(3) advises.
+	const uint64_t watchdog_ms = watchdog ? std::max<uint64_t>(watchdog_usec / 2000, 1) : 0;
+	const uint64_t audit_ms = config_.audit_interval_ms;
+	uint64_t next_watchdog = now_ms(), next_audit = now_ms();
+
+	audit();
+	sd_notifyf(0, "READY=1\nSTATUS=%s", status_line().c_str());
+	log_(LOG_INFO, "ready: " + status_line());
+
+	for (;;) {
+		std::vector<pollfd> fds{{sfd, POLLIN, 0}};
+		for (auto &m : gpus_)
+			fds.push_back({m->generation_fd, POLLPRI | POLLERR, 0});
+		const uint64_t now = now_ms();
+		// At least once a second the layouts are checked anyway.
+		uint64_t wake = now + 1000;
+		if (watchdog)
+			wake = std::min(wake, next_watchdog);
+		if (audit_ms)
+			wake = std::min(wake, next_audit);
+		int timeout = wake > now ? int(wake - now) : 0;
+		if (poll(fds.data(), fds.size(), timeout) < 0 && errno != EINTR) {
+			log_(LOG_ERR, std::string("poll: ") + strerror(errno));
+			close(sfd);
+			return 1;
+		}
+		if (fds[0].revents & POLLIN) {
+			signalfd_siginfo si;
+			if (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+				if (si.ssi_signo == SIGHUP) {
+					sd_notify(0, "RELOADING=1");
+					std::string err;
+					if (reload(&err))
+						log_(LOG_INFO, "configuration reloaded");
+					else
+						log_(LOG_ERR, err);
+					sd_notifyf(0, "READY=1\nSTATUS=%s",
+						   status_line().c_str());
+				} else {
+					sd_notify(0, "STOPPING=1");
+					log_(LOG_INFO, "stopping; the layouts stay in the module");
+					close(sfd);
+					return 0;
+				}
+			}
+		}
+		for (size_t i = 1; i < fds.size(); i++)
+			if (fds[i].revents)
+				rearm(fds[i].fd);
+		std::string before = status_line();
+		check_domains();
+		if (audit_ms && now_ms() >= next_audit) {
+			audit();
+			next_audit = now_ms() + audit_ms;
+		}
+		if (status_line() != before)
+			sd_notifyf(0, "STATUS=%s", status_line().c_str());
+		if (watchdog && now_ms() >= next_watchdog) {
+			sd_notify(0, "WATCHDOG=1");
+			next_watchdog = now_ms() + watchdog_ms;
+		}
+	}
+}
+
+} // namespace gpuslot

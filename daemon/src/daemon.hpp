@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: GPL-2.0
+// gpuslotd's core: plans each GPU's partitions, writes the layout into the
+// module, re-plans when an admin writes k, reloads its config, and audits
+// real queue usage. main() in gpuslotd.cc only parses options and runs it.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "audit.hpp"
+#include "config.hpp"
+#include "cu_mask.hpp"
+#include "module.hpp"
+#include "topology.hpp"
+
+namespace gpuslot {
+
+struct DaemonOptions {
+	std::filesystem::path config = "/etc/gpuslot/gpuslotd.conf";
+	std::filesystem::path topology = "/sys/class/kfd/kfd/topology";
+	std::filesystem::path sysfs = "/sys/kernel/gpuslot";
+	std::filesystem::path device = "/dev/gpuslot";
+	std::filesystem::path kfd_proc = "/sys/class/kfd/kfd/proc";
+	std::filesystem::path dri = "/dev/dri"; // empty: do not ask libdrm
+	std::filesystem::path state_dir = "/run/gpuslot"; // audit.json
+	std::string kernel;				   // empty: uname -r
+};
+
+// The layout for k partitions of @gpu (sizes from @sizes when it has k
+// entries, else equal) and @hqd_limit (0 keeps the module's). Notes say
+// what was rounded or assumed.
+bool plan_layout(const GpuNode &gpu, const CuShape &shape,
+		 MaskAlgorithm algorithm, unsigned int k,
+		 const std::optional<std::string> &sizes, unsigned int hqd_limit,
+		 ModuleLayout *out, std::vector<std::string> *notes,
+		 std::string *error);
+
+// The CU shape of @gpu: libdrm's exact bitmap where @dri has its render
+// node, else uniform harvesting; *note says which.
+CuShape gpu_shape(const GpuNode &gpu, const std::filesystem::path &dri,
+		  std::string *note);
+
+class Daemon {
+public:
+	// syslog priorities: LOG_ERR, LOG_WARNING, LOG_INFO.
+	using Log = std::function<void(int priority, const std::string &)>;
+
+	Daemon(DaemonOptions options, Log log);
+	~Daemon();
+
+	// Discover GPUs, read the config, apply every layout.
+	bool start(std::string *error);
+	// Re-read the config and apply it; a bad config is refused and the
+	// old one stays.
+	bool reload(std::string *error);
+	// Layouts changed outside gpuslotd: re-plan a domain whose k was
+	// written (its partitions were reset); keep partitions an admin set.
+	void check_domains();
+	// Compare KFD compute queues with reservations; log and record
+	// processes over theirs in state_dir/audit.json.
+	void audit();
+	// "gpu0 k 4 gen 7; ..." for systemd's STATUS=.
+	std::string status_line() const;
+	// Until SIGTERM or SIGINT: poll sysfs, handle SIGHUP, audit, and talk
+	// to systemd (READY=1, STATUS=, WATCHDOG=1). Returns the exit status.
+	int run();
+
+private:
+	struct Managed;
+	bool apply(Managed &m, const GpuSettings &settings, unsigned int k,
+		   unsigned int hqd_limit, const std::string &why,
+		   std::string *error);
+
+	DaemonOptions options_;
+	Log log_;
+	Config config_;
+	MaskAlgorithm algorithm_ = MaskAlgorithm::C;
+	std::vector<std::unique_ptr<Managed>> gpus_;
+	size_t last_over_ = 0;
+};
+
+} // namespace gpuslot

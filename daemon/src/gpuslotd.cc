@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: GPL-2.0
+// gpuslotd: keeps the gpuslot module's layouts planned. See daemon.hpp.
+#include <getopt.h>
+#include <sys/utsname.h>
+#include <syslog.h>
+#include <systemd/sd-daemon.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "daemon.hpp"
+#include "plan_report.hpp"
+
+namespace {
+
+const char kUsage[] =
+	"usage: gpuslotd [OPTIONS]\n"
+	"\n"
+	"Plans compute-unit partitions for every GPU in KFD topology, writes them\n"
+	"into the gpuslot module (k, partitions, hqd_limit = num_cp_queues), and\n"
+	"keeps them: it re-plans when an admin writes /sys/kernel/gpuslot/gpu<N>/k,\n"
+	"reloads its configuration on SIGHUP, audits the compute queues processes\n"
+	"really have against what they reserved, and stops on SIGTERM. It runs in\n"
+	"the foreground and speaks sd_notify (READY=1, STATUS=, WATCHDOG=1) when\n"
+	"systemd runs it as Type=notify.\n"
+	"\n"
+	"  --config PATH     configuration (default /etc/gpuslot/gpuslotd.conf;\n"
+	"                    a missing file means the defaults)\n"
+	"  --check-config    read the configuration and the topology, print the\n"
+	"                    plans, change nothing, and exit\n"
+	"  --topology PATH   KFD topology root or node directory\n"
+	"                    (default /sys/class/kfd/kfd/topology)\n"
+	"  --sysfs-root PATH the module's sysfs (default /sys/kernel/gpuslot)\n"
+	"  --device PATH     the module's device (default /dev/gpuslot)\n"
+	"  --kfd-proc PATH   KFD's per-process queues (default\n"
+	"                    /sys/class/kfd/kfd/proc)\n"
+	"  --dri PATH        where render nodes are, for libdrm's CU bitmap\n"
+	"                    (default /dev/dri; empty: assume uniform harvesting)\n"
+	"  --state-dir PATH  where audit.json goes (default /run/gpuslot)\n"
+	"  --kernel RELEASE  the kernel whose CU-mask mapping applies (default:\n"
+	"                    uname -r)\n"
+	"  --help\n"
+	"\n"
+	"Exit status: 0 stopped by SIGTERM/SIGINT (or --check-config passed),\n"
+	"1 could not start (the message says why), 2 bad usage.\n";
+
+// Under systemd, stderr goes to the journal: "<N>" sets the priority.
+void log_line(int priority, const std::string &msg)
+{
+	static const bool journal = getenv("JOURNAL_STREAM") != nullptr;
+	if (journal)
+		fprintf(stderr, "<%d>%s\n", priority, msg.c_str());
+	else
+		fprintf(stderr, "gpuslotd: %s%s\n",
+			priority <= LOG_ERR	  ? "error: "
+			: priority == LOG_WARNING ? "warning: "
+						  : "",
+			msg.c_str());
+}
+
+int usage_error(const std::string &what)
+{
+	fprintf(stderr, "gpuslotd: %s\n\n%s", what.c_str(), kUsage);
+	return 2;
+}
+
+int check_config(const gpuslot::DaemonOptions &o)
+{
+	gpuslot::Config config;
+	std::string error;
+	if (!gpuslot::load_config(o.config, &config, &error)) {
+		log_line(LOG_ERR, error);
+		return 1;
+	}
+	auto topo = gpuslot::read_topology(o.topology);
+	if (!topo.error.empty()) {
+		log_line(LOG_ERR, topo.error);
+		return 1;
+	}
+	gpuslot::MaskAlgorithm algorithm;
+	if (!gpuslot::algorithm_for_kernel(o.kernel, &algorithm))
+		return usage_error("--kernel '" + o.kernel + "' is not a release");
+	std::vector<gpuslot::GpuPlan> plans;
+	int status = 0;
+	for (size_t i = 0; i < topo.gpus.size(); i++) {
+		const auto &gpu = topo.gpus[i];
+		gpuslot::GpuSettings s = config.for_gpu(unsigned(i));
+		std::string note;
+		gpuslot::GpuPlan p{gpu, gpuslot::gpu_shape(gpu, o.dri, &note),
+				   algorithm, {}};
+		std::vector<unsigned int> sizes;
+		if (s.sizes && !gpuslot::parse_sizes(*s.sizes, gpu.active_cus(),
+						     &sizes, &error)) {
+			log_line(LOG_ERR, "gpu" + std::to_string(i) + ": " + error);
+			return 1;
+		}
+		// Without k or sizes the module's k stays; show k = 1.
+		unsigned int k = s.k_or(1);
+		p.plan = gpuslot::plan_partitions(p.shape, algorithm, k, sizes);
+		p.plan.notes.insert(p.plan.notes.begin(), note);
+		if (!p.plan.error.empty())
+			status = 1;
+		plans.push_back(std::move(p));
+	}
+	fputs(gpuslot::plan_text(plans).c_str(), stdout);
+	if (!status)
+		printf("%s: valid\n", o.config.c_str());
+	return status;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	gpuslot::DaemonOptions o;
+	bool check = false;
+	static const option opts[] = {
+		{"config", required_argument, nullptr, 'c'},
+		{"check-config", no_argument, nullptr, 'C'},
+		{"topology", required_argument, nullptr, 't'},
+		{"sysfs-root", required_argument, nullptr, 's'},
+		{"device", required_argument, nullptr, 'd'},
+		{"kfd-proc", required_argument, nullptr, 'p'},
+		{"dri", required_argument, nullptr, 'r'},
+		{"state-dir", required_argument, nullptr, 'S'},
+		{"kernel", required_argument, nullptr, 'k'},
+		{"help", no_argument, nullptr, 'h'},
+		{nullptr, 0, nullptr, 0},
+	};
+	for (int c; (c = getopt_long(argc, argv, "", opts, nullptr)) != -1;) {
+		switch (c) {
+		case 'c': o.config = optarg; break;
+		case 'C': check = true; break;
+		case 't': o.topology = optarg; break;
+		case 's': o.sysfs = optarg; break;
+		case 'd': o.device = optarg; break;
+		case 'p': o.kfd_proc = optarg; break;
+		case 'r': o.dri = optarg; break;
+		case 'S': o.state_dir = optarg; break;
+		case 'k': o.kernel = optarg; break;
+		case 'h': fputs(kUsage, stdout); return 0;
+		default: return usage_error("unknown option");
+		}
+	}
+	if (optind < argc)
+		return usage_error("unexpected argument '" + std::string(argv[optind]) + "'");
+	if (check) {
+		if (o.kernel.empty()) {
+			utsname u;
+			uname(&u);
+			o.kernel = u.release;
+		}
+		return check_config(o);
+	}
+
+	gpuslot::Daemon daemon(o, log_line);
+	std::string error;
+	if (!daemon.start(&error)) {
+		log_line(LOG_ERR, error);
+		sd_notifyf(0, "STATUS=failed: %s", error.c_str());
+		return 1;
+	}
+	return daemon.run();
+}

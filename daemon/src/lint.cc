@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "lint.hpp"
+
+#include <algorithm>
+#include <map>
+
+namespace gpuslot {
+
+std::string LintFinding::text() const
+{
+	std::string who = "slot " + std::to_string(slot);
+	if (other_slot >= 0)
+		who = "slots " + std::to_string(slot) + " and " +
+		      std::to_string(other_slot);
+	return (severity == kError ? "error: " : "warning: ") + who + ": " +
+	       problem + ": " + consequence;
+}
+
+bool parse_mask(const std::string &text, std::vector<uint32_t> *out)
+{
+	std::string_view s = text;
+	if (s.starts_with("0x") || s.starts_with("0X"))
+		s.remove_prefix(2);
+	if (s.empty() || s.size() > 256)
+		return false;
+	out->assign((s.size() + 7) / 8, 0);
+	for (size_t i = 0; i < s.size(); i++) {
+		char c = s[s.size() - 1 - i];
+		int v = c >= '0' && c <= '9'   ? c - '0'
+			: c >= 'a' && c <= 'f' ? c - 'a' + 10
+			: c >= 'A' && c <= 'F' ? c - 'A' + 10
+					       : -1;
+		if (v < 0)
+			return false;
+		(*out)[i / 8] |= uint32_t(v) << (4 * (i % 8));
+	}
+	return true;
+}
+
+namespace {
+
+bool bit(const std::vector<uint32_t> &m, size_t i)
+{
+	return i / 32 < m.size() && (m[i / 32] >> (i % 32) & 1);
+}
+
+// "4", "4-7", "4, 9-11" (at most a few ranges, then "...").
+std::string ranges(const std::vector<size_t> &bits)
+{
+	std::string out;
+	int shown = 0;
+	for (size_t i = 0; i < bits.size();) {
+		size_t j = i;
+		while (j + 1 < bits.size() && bits[j + 1] == bits[j] + 1)
+			j++;
+		if (shown++ == 4)
+			return out + ", ...";
+		out += (out.empty() ? "" : ", ") + std::to_string(bits[i]) +
+		       (j > i ? "-" + std::to_string(bits[j]) : "");
+		i = j + 1;
+	}
+	return out;
+}
+
+void lint_one(const CuShape &shape, MaskAlgorithm algorithm,
+	      const std::vector<CuSlot> &slots, int slot,
+	      const std::vector<uint32_t> &mask, std::vector<LintFinding> *out)
+{
+	auto add = [&](LintFinding::Severity sev, std::string problem,
+		       std::string consequence) {
+		out->push_back({sev, slot, -1, std::move(problem),
+				std::move(consequence)});
+	};
+	const size_t cus = shape.total();
+	std::vector<size_t> set, past;
+	for (size_t i = 0; i < mask.size() * 32; i++)
+		if (bit(mask, i))
+			(i < cus ? set : past).push_back(i);
+
+	if (!past.empty())
+		add(LintFinding::kWarning,
+		    "bits " + ranges(past) + " are past the GPU's " +
+			    std::to_string(cus) + " CUs",
+		    "amdkfd ignores them, so the partition has fewer CUs than "
+		    "its mask suggests");
+	if (set.empty()) {
+		add(LintFinding::kError, "the mask enables no CU",
+		    "a queue with no CUs never runs its work: every job on this "
+		    "slot hangs");
+		return;
+	}
+
+	const bool pairs = shape.wgp && algorithm != MaskAlgorithm::A &&
+			   algorithm != MaskAlgorithm::B;
+	if (pairs) {
+		std::vector<size_t> halves;
+		for (size_t i = 0; i + 1 < cus; i += 2)
+			if (bit(mask, i) != bit(mask, i + 1))
+				halves.push_back(bit(mask, i) ? i : i + 1);
+		if (!halves.empty())
+			add(LintFinding::kError,
+			    "half a WGP: bits " + ranges(halves) +
+				    " without their pair (bits 2n and 2n+1 are "
+				    "one WGP on gfx10+)",
+			    "amdkfd (Linux 6.0 and later) refuses the mask with "
+			    "EINVAL (\"CUs must be adjacent pairwise enabled\"): "
+			    "the stream cannot be created");
+	}
+
+	// CUs per shader engine, over all XCCs.
+	std::map<unsigned int, unsigned int> per_se;
+	for (size_t i : set)
+		if (i < slots.size())
+			per_se[slots[i].xcc * shape.se_per_xcc + slots[i].se]++;
+	unsigned int lo = ~0u, hi = 0, lo_se = 0, hi_se = 0;
+	for (auto [se, n] : per_se) {
+		if (n < lo)
+			lo = n, lo_se = se;
+		if (n > hi)
+			hi = n, hi_se = se;
+	}
+	const unsigned int unit = pairs ? 2 : 1;
+	if (lo == 1 && hi > 1) {
+		add(LintFinding::kError,
+		    "SE " + std::to_string(lo_se) + " has a single CU while SE " +
+			    std::to_string(hi_se) + " has " + std::to_string(hi),
+		    "work is dealt evenly over the SEs, so every job waits for "
+		    "the lone CU: up to 10x slower (seed 000, Table 1); use "
+		    "`gpuslotctl plan` for a balanced mask");
+	} else if (hi - lo > unit) {
+		add(LintFinding::kWarning,
+		    "unbalanced SEs: from " + std::to_string(lo) + " CUs (SE " +
+			    std::to_string(lo_se) + ") to " + std::to_string(hi) +
+			    " (SE " + std::to_string(hi_se) + ")",
+		    "work is dealt evenly over the SEs, so the partition runs at "
+		    "the pace of its smallest SE and its other CUs idle; make it "
+		    "SE-packed or SE-distributed (`gpuslotctl plan`)");
+	}
+}
+
+} // namespace
+
+std::vector<LintFinding> lint_masks(const CuShape &shape,
+				    MaskAlgorithm algorithm,
+				    const std::vector<std::vector<uint32_t>> &masks)
+{
+	std::vector<LintFinding> out;
+	const auto slots = mask_bit_slots(shape, algorithm);
+	for (size_t j = 0; j < masks.size(); j++)
+		lint_one(shape, algorithm, slots, int(j), masks[j], &out);
+
+	const size_t cus = shape.total();
+	for (size_t a = 0; a < masks.size(); a++)
+		for (size_t b = a + 1; b < masks.size(); b++) {
+			std::vector<size_t> shared;
+			for (size_t i = 0; i < cus; i++)
+				if (bit(masks[a], i) && bit(masks[b], i))
+					shared.push_back(i);
+			if (shared.empty())
+				continue;
+			out.push_back({LintFinding::kError, int(a), int(b),
+				       "they share bits " + ranges(shared),
+				       "the two slots' jobs compete for those CUs, "
+				       "so neither is isolated from the other; the "
+				       "module refuses overlapping partitions"});
+		}
+	return out;
+}
+
+} // namespace gpuslot

@@ -1,0 +1,372 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "module.hpp"
+
+#include <fcntl.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace fs = std::filesystem;
+
+namespace gpuslot {
+
+bool partition_is_whole(const gpuslot_partition &p)
+{
+	return std::all_of(std::begin(p.units), std::end(p.units),
+			   [](uint64_t w) { return w == 0; });
+}
+
+bool ModuleLayout::all_whole() const
+{
+	return std::all_of(partitions.begin(), partitions.end(),
+			   partition_is_whole);
+}
+
+gpuslot_partition partition_from_mask(const std::vector<uint32_t> &mask)
+{
+	gpuslot_partition p{};
+	for (size_t i = 0; i < mask.size() && i / 2 < GPUSLOT_UNIT_WORDS; i++)
+		p.units[i / 2] |= uint64_t(mask[i]) << (32 * (i % 2));
+	return p;
+}
+
+std::vector<uint32_t> mask_from_partition(const gpuslot_partition &p,
+					  unsigned int nr_units)
+{
+	std::vector<uint32_t> mask((std::max(nr_units, 1u) + 31) / 32);
+	for (size_t i = 0; i < mask.size(); i++)
+		mask[i] = uint32_t(p.units[i / 2] >> (32 * (i % 2)));
+	return mask;
+}
+
+std::string partition_text(const gpuslot_partition &p)
+{
+	if (partition_is_whole(p))
+		return "all";
+	int w = GPUSLOT_UNIT_WORDS - 1;
+	while (!p.units[w])
+		w--;
+	char buf[32];
+	std::string out = "0x";
+	snprintf(buf, sizeof(buf), "%llx", (unsigned long long)p.units[w]);
+	out += buf;
+	while (w--) {
+		snprintf(buf, sizeof(buf), "%016llx", (unsigned long long)p.units[w]);
+		out += buf;
+	}
+	return out;
+}
+
+bool parse_partition(const std::string &text, gpuslot_partition *out)
+{
+	*out = gpuslot_partition{};
+	if (text == "all")
+		return true;
+	std::string_view s = text;
+	if (s.starts_with("0x") || s.starts_with("0X"))
+		s.remove_prefix(2);
+	if (s.empty() || s.size() > GPUSLOT_MAX_UNITS / 4)
+		return false;
+	for (size_t i = 0; i < s.size(); i++) {
+		char c = s[s.size() - 1 - i];
+		int v = c >= '0' && c <= '9'   ? c - '0'
+			: c >= 'a' && c <= 'f' ? c - 'a' + 10
+			: c >= 'A' && c <= 'F' ? c - 'A' + 10
+					       : -1;
+		if (v < 0)
+			return false;
+		out->units[i / 16] |= uint64_t(v) << (4 * (i % 16));
+	}
+	return true;
+}
+
+const char *unit_kind_name(uint32_t kind)
+{
+	switch (kind) {
+	case GPUSLOT_UNIT_NONE: return "none";
+	case GPUSLOT_UNIT_AMD_CU: return "amd-cu";
+	case GPUSLOT_UNIT_NV_SM_GROUP: return "nv-sm-group";
+	}
+	return "unknown";
+}
+
+Device::~Device()
+{
+	if (fd_ >= 0)
+		::close(fd_);
+}
+
+int Device::open(const std::string &path, std::string *error)
+{
+	fd_ = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+	if (fd_ >= 0)
+		return 0;
+	int err = errno;
+	*error = path + ": " + strerror(err) +
+		 (err == ENOENT ? " (is the gpuslot module loaded?)" : "");
+	return err;
+}
+
+namespace {
+
+int ioctl_errno(int fd, unsigned long cmd, void *arg)
+{
+	return ioctl(fd, cmd, arg) ? errno : 0;
+}
+
+} // namespace
+
+int Device::attach(unsigned int domain) const
+{
+	gpuslot_attach a{};
+	a.size = sizeof(a);
+	a.domain = domain;
+	return ioctl_errno(fd_, GPUSLOT_IOC_ATTACH, &a);
+}
+
+int Device::version(gpuslot_version *v) const
+{
+	*v = gpuslot_version{};
+	v->size = sizeof(*v);
+	return ioctl_errno(fd_, GPUSLOT_IOC_VERSION, v);
+}
+
+int Device::set_layout(ModuleLayout *l) const
+{
+	gpuslot_layout a{};
+	a.size = sizeof(a);
+	a.k = l->k;
+	a.unit_kind = l->unit_kind;
+	a.unit_size = l->unit_size;
+	a.nr_units = l->nr_units;
+	a.hqd_limit = l->hqd_limit;
+	a.nr_partitions = l->partitions.size();
+	a.partitions = reinterpret_cast<uintptr_t>(l->partitions.data());
+	int err = ioctl_errno(fd_, GPUSLOT_IOC_SET_LAYOUT, &a);
+	if (!err)
+		l->generation = a.generation;
+	return err;
+}
+
+int Device::get_layout(ModuleLayout *l) const
+{
+	std::vector<gpuslot_partition> parts(GPUSLOT_MAX_SLOTS);
+	gpuslot_layout a{};
+	a.size = sizeof(a);
+	a.nr_partitions = parts.size();
+	a.partitions = reinterpret_cast<uintptr_t>(parts.data());
+	if (int err = ioctl_errno(fd_, GPUSLOT_IOC_GET_LAYOUT, &a))
+		return err;
+	l->k = a.k;
+	l->unit_kind = a.unit_kind;
+	l->unit_size = a.unit_size;
+	l->nr_units = a.nr_units;
+	l->hqd_limit = a.hqd_limit;
+	l->generation = a.generation;
+	parts.resize(std::min<size_t>(a.k, parts.size()));
+	l->partitions = std::move(parts);
+	return 0;
+}
+
+fs::path domain_dir(const fs::path &root, unsigned int domain)
+{
+	return root / ("gpu" + std::to_string(domain));
+}
+
+std::vector<unsigned int> list_domains(const fs::path &root)
+{
+	std::vector<unsigned int> out;
+	std::error_code ec;
+	for (auto &e : fs::directory_iterator(root, ec)) {
+		std::string name = e.path().filename();
+		unsigned int id;
+		if (!name.starts_with("gpu"))
+			continue;
+		auto [end, err] = std::from_chars(name.data() + 3,
+						  name.data() + name.size(), id);
+		if (err == std::errc() && end == name.data() + name.size())
+			out.push_back(id);
+	}
+	std::sort(out.begin(), out.end());
+	return out;
+}
+
+int write_domain_file(const fs::path &root, unsigned int domain,
+		      const std::string &attr, const std::string &text)
+{
+	std::string path = domain_dir(root, domain) / attr;
+	int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno;
+	ssize_t n = ::write(fd, text.data(), text.size());
+	int err = n < 0 ? errno : (size_t(n) == text.size() ? 0 : EIO);
+	::close(fd);
+	return err;
+}
+
+namespace {
+
+std::vector<std::string> words(const std::string &line)
+{
+	std::istringstream in(line);
+	std::vector<std::string> out;
+	for (std::string w; in >> w;)
+		out.push_back(w);
+	return out;
+}
+
+template <class T> bool number(const std::string &s, T *out, int base = 10)
+{
+	std::string_view v = s;
+	if (base == 16 && (v.starts_with("0x") || v.starts_with("0X")))
+		v.remove_prefix(2);
+	auto [end, err] = std::from_chars(v.data(), v.data() + v.size(), *out,
+					  base);
+	return err == std::errc() && end == v.data() + v.size() && !v.empty();
+}
+
+// A task name may hold spaces: it is every word between @before and @after.
+std::string middle(const std::vector<std::string> &w, size_t before,
+		   size_t after)
+{
+	std::string out;
+	for (size_t i = before; i + after < w.size(); i++)
+		out += (out.empty() ? "" : " ") + w[i];
+	return out;
+}
+
+class Reader {
+public:
+	Reader(fs::path dir, std::string *error) : dir_(std::move(dir)), error_(error) {}
+
+	bool text(const char *attr, std::string *out)
+	{
+		std::ifstream in(dir_ / attr);
+		if (!in)
+			return fail(attr, 0, "cannot be read");
+		std::ostringstream s;
+		s << in.rdbuf();
+		*out = s.str();
+		return true;
+	}
+
+	template <class T> bool value(const char *attr, T *out)
+	{
+		std::string t;
+		if (!text(attr, &t))
+			return false;
+		if (!t.empty() && t.back() == '\n')
+			t.pop_back();
+		return number(t, out) || fail(attr, 1, "expected a number, got '" + t + "'");
+	}
+
+	// Calls @parse(words) per line; it returns false on a bad line.
+	template <class F> bool lines(const char *attr, F parse)
+	{
+		std::string t;
+		if (!text(attr, &t))
+			return false;
+		std::istringstream in(t);
+		unsigned int n = 0;
+		for (std::string line; std::getline(in, line);) {
+			n++;
+			if (!parse(words(line), line))
+				return fail(attr, n, "cannot parse '" + line + "'");
+		}
+		return true;
+	}
+
+	bool fail(const char *attr, unsigned int line, const std::string &what)
+	{
+		*error_ = (dir_ / attr).string() +
+			  (line ? ":" + std::to_string(line) : "") + ": " + what;
+		return false;
+	}
+
+private:
+	fs::path dir_;
+	std::string *error_;
+};
+
+} // namespace
+
+bool read_domain_state(const fs::path &root, unsigned int domain,
+		       DomainState *out, std::string *error)
+{
+	DomainState s;
+	s.domain = domain;
+	Reader r(domain_dir(root, domain), error);
+	if (!r.value("k", &s.k) || !r.value("generation", &s.generation) ||
+	    !r.value("boost_priority", &s.boost_priority) ||
+	    !r.value("hqd_limit", &s.hqd_limit) ||
+	    !r.value("hqd_used", &s.hqd_used) ||
+	    !r.value("hqd_waiters", &s.hqd_waiters))
+		return false;
+
+	std::string units;
+	if (!r.text("units", &units))
+		return false;
+	auto uw = words(units);
+	if (uw.size() != 3 || !number(uw[1], &s.nr_units) ||
+	    !number(uw[2], &s.unit_size))
+		return r.fail("units", 1, "expected '<kind> <units> <unit size>'");
+	s.unit_kind = uw[0] == "amd-cu"		? GPUSLOT_UNIT_AMD_CU
+		      : uw[0] == "nv-sm-group" ? GPUSLOT_UNIT_NV_SM_GROUP
+					       : GPUSLOT_UNIT_NONE;
+
+	bool ok = r.lines("partitions", [&](const auto &w, const std::string &) {
+		if (w.size() == 3 && w[0] == "...")
+			return true; // a table cut at a page: GET_LAYOUT has it all
+		unsigned int slot;
+		gpuslot_partition p;
+		if (w.size() != 2 || !number(w[0], &slot) ||
+		    slot != s.partitions.size() || !parse_partition(w[1], &p))
+			return false;
+		s.partitions.push_back(p);
+		return true;
+	});
+	ok = ok && r.lines("holders", [&](const auto &w, const std::string &) {
+		Holder h;
+		if (w.size() < 5 || !number(w[0], &h.slot) || !number(w[1], &h.pid) ||
+		    !number(w[2], &h.tid) || !number(w.back(), &h.held_ns))
+			return false;
+		h.comm = middle(w, 3, 1);
+		s.holders.push_back(h);
+		return true;
+	});
+	ok = ok && r.lines("waiters", [&](const auto &w, const std::string &) {
+		if (w.size() == 3 && w[0] == "...")
+			return number(w[1], &s.more_waiters);
+		Waiter x;
+		if (w.size() < 5 || !number(w[0], &x.pid) || !number(w[1], &x.tid) ||
+		    !number(w[w.size() - 2], &x.waited_ns) ||
+		    !number(w.back(), &x.allowed, 16))
+			return false;
+		x.comm = middle(w, 2, 2);
+		s.waiters.push_back(x);
+		return true;
+	});
+	ok = ok && r.lines("queues", [&](const auto &w, const std::string &) {
+		if (w.size() == 3 && w[0] == "...")
+			return true;
+		QueueUser q;
+		if (w.size() < 3 || !number(w[0], &q.pid) ||
+		    !number(w.back(), &q.reserved))
+			return false;
+		q.comm = middle(w, 1, 1);
+		s.queues.push_back(q);
+		return true;
+	});
+	if (!ok)
+		return false;
+	*out = std::move(s);
+	return true;
+}
+
+} // namespace gpuslot

@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "status.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <bit>
+#include <cstdio>
+#include <sstream>
+
+#include "plan_report.hpp"
+
+namespace gpuslot {
+
+std::string human_ns(uint64_t ns)
+{
+	char buf[32];
+	if (ns < 1000000)
+		snprintf(buf, sizeof(buf), "%.1f us", ns / 1e3);
+	else if (ns < 1000000000)
+		snprintf(buf, sizeof(buf), "%.1f ms", ns / 1e6);
+	else
+		snprintf(buf, sizeof(buf), "%.1f s", ns / 1e9);
+	return buf;
+}
+
+namespace {
+
+unsigned int popcount(const gpuslot_partition &p)
+{
+	unsigned int n = 0;
+	for (uint64_t w : p.units)
+		n += std::popcount(w);
+	return n;
+}
+
+char slot_letter(unsigned int slot)
+{
+	return char(slot < 26 ? 'A' + slot : 'a' + slot - 26);
+}
+
+// The module's partitions as a plan, to draw them like `gpuslotctl plan`.
+GpuPlan as_plan(const StatusGpu &g)
+{
+	GpuPlan p{g.gpu, g.shape, g.algorithm, {}};
+	for (const auto &part : g.state.partitions) {
+		PlannedPartition pp;
+		if (!partition_is_whole(part))
+			pp.mask = mask_from_partition(part, g.state.nr_units);
+		p.plan.partitions.push_back(pp);
+	}
+	return p;
+}
+
+std::string describe_partition(const StatusGpu &g, unsigned int slot)
+{
+	const auto &part = g.state.partitions[slot];
+	if (partition_is_whole(part))
+		return "whole GPU";
+	std::string unit = g.state.unit_kind == GPUSLOT_UNIT_AMD_CU ? " CUs"
+							     : " units";
+	return std::to_string(popcount(part)) + unit + " " + partition_text(part);
+}
+
+} // namespace
+
+std::string status_text(const std::vector<StatusGpu> &gpus)
+{
+	std::ostringstream out;
+	for (const StatusGpu &g : gpus) {
+		const DomainState &s = g.state;
+		out << "gpu" << s.domain;
+		if (g.has_gpu)
+			out << ": " << g.gpu.gfx.name() << ", KFD node "
+			    << g.gpu.node_id << ", " << g.gpu.active_cus() << " CUs, "
+			    << g.gpu.shader_engines() << " SEs";
+		else
+			out << ": no KFD GPU maps to this domain";
+		out << "\n  k " << s.k << ", generation " << s.generation
+		    << ", boost "
+		    << (s.boost_priority ? "SCHED_FIFO " + std::to_string(s.boost_priority)
+					 : std::string("off"))
+		    << ", HQDs " << s.hqd_used << "/" << s.hqd_limit << " reserved";
+		if (s.hqd_waiters)
+			out << ", " << s.hqd_waiters << " waiting for queues";
+		out << "\n";
+
+		for (unsigned int slot = 0; slot < s.k; slot++) {
+			out << "  " << slot_letter(slot) << " slot " << slot << "  ";
+			std::string part = slot < s.partitions.size()
+						   ? describe_partition(g, slot)
+						   : "?";
+			out << part << std::string(part.size() < 28 ? 28 - part.size() : 1, ' ');
+			bool held = false;
+			for (const Holder &h : s.holders)
+				if (h.slot == slot) {
+					out << "held by " << h.pid << " " << h.comm
+					    << " (tid " << h.tid << ") for "
+					    << human_ns(h.held_ns);
+					held = true;
+				}
+			out << (held ? "" : "free") << "\n";
+		}
+		for (const Holder &h : s.holders)
+			if (h.slot >= s.k)
+				out << "  retiring slot " << h.slot << ": held by "
+				    << h.pid << " " << h.comm << " for "
+				    << human_ns(h.held_ns) << "\n";
+
+		out << "  waiters: " << s.waiters.size() + s.more_waiters;
+		for (const Waiter &w : s.waiters)
+			out << "\n    " << w.pid << " " << w.comm << " (tid " << w.tid
+			    << ") waiting " << human_ns(w.waited_ns) << ", slots "
+			    << (w.allowed == ~0ULL ? std::string("any") : [&] {
+				       char b[24];
+				       snprintf(b, sizeof(b), "0x%llx",
+						(unsigned long long)w.allowed);
+				       return std::string(b);
+			       }());
+		out << "\n";
+
+		if (g.has_gpu && s.unit_kind == GPUSLOT_UNIT_AMD_CU) {
+			bool any = false;
+			for (const auto &p : s.partitions)
+				any |= !partition_is_whole(p);
+			if (any)
+				out << draw_partitions(as_plan(g));
+			else
+				out << "  no partitions: every slot runs on the whole GPU\n";
+		}
+		for (const QueueUser &q : s.queues)
+			out << "  queues: " << q.pid << " " << q.comm << " reserved "
+			    << q.reserved << "\n";
+		if (g.audited) {
+			if (g.over.empty())
+				out << "  audit: no process has more compute queues than it reserved\n";
+			for (const AuditEntry &e : g.over)
+				out << "  audit: " << e.pid << " " << e.comm << " has "
+				    << e.queues << " compute queues but reserved "
+				    << e.reserved << "\n";
+		}
+	}
+	return out.str();
+}
+
+std::string status_json(const std::vector<StatusGpu> &gpus)
+{
+	nlohmann::json arr = nlohmann::json::array();
+	for (const StatusGpu &g : gpus) {
+		const DomainState &s = g.state;
+		nlohmann::json slots = nlohmann::json::array();
+		for (unsigned int slot = 0; slot < s.k; slot++) {
+			nlohmann::json j = {{"slot", slot}};
+			if (slot < s.partitions.size()) {
+				const auto &p = s.partitions[slot];
+				j["partition"] = partition_text(p);
+				j["units"] = partition_is_whole(p) ? s.nr_units
+								  : popcount(p);
+			}
+			for (const Holder &h : s.holders)
+				if (h.slot == slot)
+					j["holder"] = {{"pid", h.pid},
+						       {"tid", h.tid},
+						       {"comm", h.comm},
+						       {"held_ns", h.held_ns}};
+			slots.push_back(j);
+		}
+		nlohmann::json waiters = nlohmann::json::array();
+		for (const Waiter &w : s.waiters)
+			waiters.push_back({{"pid", w.pid},
+					   {"tid", w.tid},
+					   {"comm", w.comm},
+					   {"waited_ns", w.waited_ns},
+					   {"allowed", w.allowed}});
+		nlohmann::json queues = nlohmann::json::array();
+		for (const QueueUser &q : s.queues)
+			queues.push_back({{"pid", q.pid},
+					  {"comm", q.comm},
+					  {"reserved", q.reserved}});
+		nlohmann::json j = {{"domain", s.domain},
+				    {"k", s.k},
+				    {"generation", s.generation},
+				    {"boost_priority", s.boost_priority},
+				    {"unit_kind", unit_kind_name(s.unit_kind)},
+				    {"nr_units", s.nr_units},
+				    {"hqd_limit", s.hqd_limit},
+				    {"hqd_used", s.hqd_used},
+				    {"hqd_waiters", s.hqd_waiters},
+				    {"slots", slots},
+				    {"waiters", waiters},
+				    {"more_waiters", s.more_waiters},
+				    {"queues", queues}};
+		if (g.has_gpu)
+			j["gpu"] = {{"node", g.gpu.node_id},
+				    {"gfx", g.gpu.gfx.name()},
+				    {"cus", g.gpu.active_cus()},
+				    {"shader_engines", g.gpu.shader_engines()}};
+		if (g.audited) {
+			nlohmann::json over = nlohmann::json::array();
+			for (const AuditEntry &e : g.over)
+				over.push_back({{"pid", e.pid},
+						{"comm", e.comm},
+						{"queues", e.queues},
+						{"reserved", e.reserved}});
+			j["over_reservation"] = over;
+		}
+		arr.push_back(j);
+	}
+	return nlohmann::json{{"gpus", arr}}.dump(2) + "\n";
+}
+
+} // namespace gpuslot

@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: GPL-2.0
+// gpuslotd.conf: what it accepts, and the message for each kind of mistake.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "config.hpp"
+
+namespace {
+
+gpuslot::Config parse_ok(const std::string &text)
+{
+	gpuslot::Config c;
+	std::string err;
+	EXPECT_TRUE(gpuslot::parse_config(text, "t.conf", &c, &err)) << err;
+	return c;
+}
+
+std::string parse_error(const std::string &text)
+{
+	gpuslot::Config c;
+	std::string err;
+	EXPECT_FALSE(gpuslot::parse_config(text, "t.conf", &c, &err)) << text;
+	return err;
+}
+
+TEST(Config, EmptyIsTheDefaults)
+{
+	auto c = parse_ok("");
+	EXPECT_EQ(c.audit_interval_ms, 2000u);
+	EXPECT_FALSE(c.for_gpu(0).k);
+	EXPECT_FALSE(c.for_gpu(3).hqd_limit);
+}
+
+TEST(Config, GpuSectionsOverrideTheDefault)
+{
+	auto c = parse_ok("# comment\n[daemon]\naudit_interval_ms = 0\n"
+			  "[default]\nk = 4\nboost_priority = 40 ; inline\n"
+			  "[gpu1]\nk = 2\nsizes = 75%,25%\nhqd_limit = 8\n"
+			  "[gpu2]\nsizes =\n");
+	EXPECT_EQ(c.audit_interval_ms, 0u);
+	EXPECT_EQ(*c.for_gpu(0).k, 4u);
+	EXPECT_EQ(*c.for_gpu(0).boost_priority, 40u);
+	EXPECT_FALSE(c.for_gpu(0).sizes);
+	EXPECT_EQ(*c.for_gpu(1).k, 2u);
+	EXPECT_EQ(*c.for_gpu(1).sizes, "75%,25%");
+	EXPECT_EQ(*c.for_gpu(1).boost_priority, 40u);
+	EXPECT_EQ(*c.for_gpu(1).hqd_limit, 8u);
+	EXPECT_EQ(*c.for_gpu(2).k, 4u); // an empty value leaves the key unset
+}
+
+TEST(Config, EveryMistakeNamesTheLineAndWhatIsAllowed)
+{
+	struct Case {
+		const char *text, *message;
+	} cases[] = {
+		{"[default]\nk = 0\n", "t.conf:2: k '0': expected a whole number from 1 to 64"},
+		{"[default]\nk = 65\n", "t.conf:2: k '65'"},
+		{"[default]\nk = four\n", "t.conf:2: k 'four'"},
+		{"[default]\nk = -1\n", "t.conf:2: k '-1'"},
+		{"[default]\nboost_priority = 100\n", "t.conf:2: boost_priority '100': expected 0 (no boost)"},
+		{"[default]\nhqd_limit = 0\n", "t.conf:2: hqd_limit '0': expected 1 to 1024"},
+		{"[default]\nhqd_limit = 1025\n", "t.conf:2: hqd_limit '1025'"},
+		{"[default]\nsizes = 30,x\n", "t.conf:2: sizes '30,x'"},
+		{"[default]\nsizes = 30,0\n", "a partition of 0 CUs"},
+		{"[default]\nslots = 4\n", "t.conf:2: unknown key 'slots' in [default]; known: k, sizes"},
+		{"[gpu16]\nk = 2\n", "t.conf:2: unknown section [gpu16]"},
+		{"[gpu01]\nk = 2\n", "t.conf:2: unknown section [gpu01]"},
+		{"[gpus]\nk = 2\n", "unknown section [gpus]"},
+		{"k = 2\n", "t.conf:1: unknown section []"},
+		{"[daemon]\naudit_interval_ms = 50\n", "t.conf:2: audit_interval_ms '50': expected 0 (no audit) or 100"},
+		{"[daemon]\nk = 2\n", "t.conf:2: unknown key 'k' in [daemon]"},
+		{"[default]\nk = 2\nk = 3\n", "t.conf:3: 'k' is set twice in [default]"},
+		{"[default]\nk 2\n", "t.conf:2: expected '[section]', 'key = value' or a comment"},
+		{"[default\nk = 2\n", "t.conf:1: expected '[section]'"},
+		{"[default]\nk = 3\nsizes = 50%,50%\n", "t.conf: [default] has k 3 but 2 sizes"},
+		{"[default]\nk = 3\n[gpu0]\nsizes = 10,10\n", "t.conf: [gpu0] has k 3 but 2 sizes"},
+	};
+	for (const auto &c : cases)
+		EXPECT_NE(parse_error(c.text).find(c.message), std::string::npos)
+			<< c.text << "\n-> " << parse_error(c.text);
+}
+
+TEST(Config, MissingFileIsTheDefaultsAndUnreadableIsAnError)
+{
+	gpuslot::Config c;
+	std::string err;
+	EXPECT_TRUE(gpuslot::load_config("/nonexistent/gpuslotd.conf", &c, &err));
+	EXPECT_FALSE(gpuslot::load_config("/proc/self/mem", &c, &err));
+	EXPECT_NE(err, "");
+	auto dir = testing::TempDir() + "/gpuslotd.conf";
+	std::ofstream(dir) << "[default]\nk = 99\n";
+	EXPECT_FALSE(gpuslot::load_config(dir, &c, &err));
+	EXPECT_NE(err.find(dir + ":2: k '99'"), std::string::npos) << err;
+}
+
+} // namespace

@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: GPL-2.0
+// gpuslotctl lint on the fixtures: every problem it names, and silence on
+// the planner's own masks.
+#include <gtest/gtest.h>
+
+#include "lint.hpp"
+#include "planner.hpp"
+
+namespace {
+
+struct Gpu {
+	gpuslot::CuShape shape;
+	gpuslot::MaskAlgorithm algo = gpuslot::MaskAlgorithm::C;
+};
+
+Gpu gpu(const char *fixture)
+{
+	auto r = gpuslot::read_topology(std::filesystem::path(GPUSLOT_FIXTURES) /
+					"kfd" / fixture);
+	EXPECT_EQ(r.error, "");
+	return {gpuslot::uniform_shape(r.gpus.at(0)),
+		r.gpus.at(0).num_xcc > 1 ? gpuslot::MaskAlgorithm::D
+					 : gpuslot::MaskAlgorithm::C};
+}
+
+std::vector<uint32_t> mask(const std::string &hex)
+{
+	std::vector<uint32_t> m;
+	EXPECT_TRUE(gpuslot::parse_mask(hex, &m)) << hex;
+	return m;
+}
+
+std::string all_text(const std::vector<gpuslot::LintFinding> &f)
+{
+	std::string out;
+	for (auto &x : f)
+		out += x.text() + "\n";
+	return out;
+}
+
+TEST(Lint, PlannerMasksAreClean)
+{
+	for (const char *fx : {"radeon-vii-gfx906", "mi100-gfx908", "rx6900xt-gfx1030",
+			       "rx7900xtx-gfx1100", "mi300x-gfx942-spx"}) {
+		Gpu g = gpu(fx);
+		for (unsigned int k = 1; k <= 8; k++) {
+			auto plan = gpuslot::plan_partitions(g.shape, g.algo, k, {});
+			ASSERT_EQ(plan.error, "") << fx << " k " << k;
+			std::vector<std::vector<uint32_t>> masks;
+			for (auto &p : plan.partitions)
+				masks.push_back(p.mask);
+			auto f = gpuslot::lint_masks(g.shape, g.algo, masks);
+			EXPECT_TRUE(f.empty()) << fx << " k " << k << "\n" << all_text(f);
+		}
+	}
+}
+
+TEST(Lint, LoneCuOnAnSeIsAnError)
+{
+	Gpu g = gpu("radeon-vii-gfx906"); // bit i -> SE i % 4
+	auto f = gpuslot::lint_masks(g.shape, g.algo, {mask("0x1f")});
+	ASSERT_EQ(f.size(), 1u) << all_text(f);
+	EXPECT_EQ(f[0].severity, gpuslot::LintFinding::kError);
+	EXPECT_NE(f[0].problem.find("single CU"), std::string::npos);
+	EXPECT_NE(f[0].consequence.find("10x"), std::string::npos);
+}
+
+TEST(Lint, UnbalancedSesAreAWarning)
+{
+	Gpu g = gpu("radeon-vii-gfx906");
+	// SE 0 gets bits 0,4,8,12 (4 CUs); SE 1..3 get 2 each.
+	auto f = gpuslot::lint_masks(g.shape, g.algo, {mask("0x11ff")});
+	ASSERT_EQ(f.size(), 1u) << all_text(f);
+	EXPECT_EQ(f[0].severity, gpuslot::LintFinding::kWarning);
+	EXPECT_NE(f[0].problem.find("unbalanced SEs: from 2 CUs"), std::string::npos)
+		<< f[0].problem;
+}
+
+TEST(Lint, OverlapEmptyAndBitsPastTheGpu)
+{
+	Gpu g = gpu("radeon-vii-gfx906");
+	auto f = gpuslot::lint_masks(
+		g.shape, g.algo,
+		{mask("0xff"), mask("0xff0"), mask("0x0"), mask("0xf000000000000000")});
+	std::string t = all_text(f);
+	EXPECT_NE(t.find("error: slots 0 and 1: they share bits 4-7"), std::string::npos) << t;
+	EXPECT_NE(t.find("error: slot 2: the mask enables no CU"), std::string::npos) << t;
+	EXPECT_NE(t.find("warning: slot 3: bits 60-63 are past the GPU's 60 CUs"),
+		  std::string::npos) << t;
+	// Bits past the GPU only: the partition is empty too.
+	EXPECT_NE(t.find("error: slot 3: the mask enables no CU"), std::string::npos) << t;
+}
+
+TEST(Lint, HalfAWgpOnRdnaIsAnError)
+{
+	Gpu g = gpu("rx6900xt-gfx1030");
+	auto f = gpuslot::lint_masks(g.shape, g.algo, {mask("0xff"), mask("0x700")});
+	std::string t = all_text(f);
+	EXPECT_EQ(t.find("slot 0: half a WGP"), std::string::npos) << t;
+	EXPECT_NE(t.find("error: slot 1: half a WGP: bits 10"), std::string::npos) << t;
+	EXPECT_NE(t.find("EINVAL"), std::string::npos) << t;
+	// Before Linux 6.0 (algorithm B) there are no pairs to break.
+	auto b = gpuslot::lint_masks(g.shape, gpuslot::MaskAlgorithm::B, {mask("0x700")});
+	EXPECT_EQ(all_text(b).find("half a WGP"), std::string::npos);
+}
+
+TEST(Lint, MaskParsing)
+{
+	std::vector<uint32_t> m;
+	EXPECT_TRUE(gpuslot::parse_mask("0x1_", &m) == false);
+	EXPECT_FALSE(gpuslot::parse_mask("", &m));
+	EXPECT_FALSE(gpuslot::parse_mask("0x", &m));
+	EXPECT_FALSE(gpuslot::parse_mask(std::string(257, 'f'), &m));
+	ASSERT_TRUE(gpuslot::parse_mask("0X1fffffffff", &m));
+	EXPECT_EQ(m, (std::vector<uint32_t>{0xffffffff, 0x1f}));
+}
+
+} // namespace

@@ -1,0 +1,323 @@
+// SPDX-License-Identifier: GPL-2.0
+// gpuslotd and gpuslotctl against the real module, on the Radeon VII
+// topology fixture (60 CUs, 4 SEs x 15): planning, re-planning after an
+// admin writes k, admin partitions, reload, the queue audit, sd_notify.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <bit>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "device.h"
+
+namespace gpuslot::test {
+namespace {
+
+const char kTopology[] = "/fixtures/kfd/radeon-vii-gfx906";
+const char kConfig[] = "/tmp/gpuslotd.conf";
+const char kLog[] = "/tmp/gpuslotd.log";
+const char kStateDir[] = "/tmp/gpuslot-run";
+const char kKfdProc[] = "/tmp/kfd-proc";
+const char kNotify[] = "/tmp/gpuslotd-notify.sock";
+
+std::string domain_file(const char *attr)
+{
+	return read_file(sysfs_path(0, attr));
+}
+
+// Runs a shell command; its exit status and what it printed (both streams).
+struct Output {
+	int status;
+	std::string text;
+};
+Output run(const std::string &cmd)
+{
+	FILE *p = popen((cmd + " 2>&1").c_str(), "r");
+	std::string text;
+	char buf[4096];
+	size_t n;
+	while ((n = fread(buf, 1, sizeof(buf), p)) > 0)
+		text.append(buf, n);
+	int st = pclose(p);
+	return {WIFEXITED(st) ? WEXITSTATUS(st) : 128, text};
+}
+
+std::string gpuslotctl(const std::string &args)
+{
+	return std::string("/bin/gpuslotctl ") + args + " --topology " + kTopology +
+	       " --dri '' --state-dir " + kStateDir;
+}
+
+// CU counts of the partitions in sysfs; -1 for "all".
+std::vector<int> partition_sizes()
+{
+	std::vector<int> out;
+	for (const auto &line : split_lines(domain_file("partitions"))) {
+		auto w = split_words(line);
+		if (w.size() != 2)
+			return {};
+		if (w[1] == "all") {
+			out.push_back(-1);
+			continue;
+		}
+		out.push_back(std::popcount(std::stoull(w[1], nullptr, 16)));
+	}
+	return out;
+}
+
+class Daemon : public testing::Test {
+protected:
+	void SetUp() override
+	{
+		reset_domain(0);
+		mkdir(kKfdProc, 0755);
+		unlink(kNotify);
+		notify_ = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		ASSERT_GE(notify_, 0);
+		sockaddr_un a{};
+		a.sun_family = AF_UNIX;
+		strcpy(a.sun_path, kNotify);
+		ASSERT_EQ(bind(notify_, reinterpret_cast<sockaddr *>(&a), sizeof(a)), 0);
+	}
+
+	void TearDown() override
+	{
+		if (pid_ > 0) {
+			kill(pid_, SIGTERM);
+			EXPECT_EQ(wait_child(pid_), 0) << log();
+		}
+		close(notify_);
+		reset_domain(0);
+		EXPECT_EQ(kernel_log_problems(), std::vector<std::string>{});
+	}
+
+	static void write_config(const std::string &text)
+	{
+		std::ofstream(kConfig, std::ios::trunc) << text;
+	}
+
+	// Start gpuslotd as systemd would: NOTIFY_SOCKET set, in the foreground.
+	void start()
+	{
+		pid_ = fork();
+		if (pid_ == 0) {
+			int fd = open(kLog, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+			dup2(fd, 1);
+			dup2(fd, 2);
+			setenv("NOTIFY_SOCKET", kNotify, 1);
+			execl("/bin/gpuslotd", "gpuslotd", "--config", kConfig,
+			      "--topology", kTopology, "--dri", "", "--state-dir",
+			      kStateDir, "--kfd-proc", kKfdProc, nullptr);
+			_exit(127);
+		}
+	}
+
+	// The next notify message that contains @what, within @ms.
+	std::string wait_notify(const std::string &what, int ms = 60000)
+	{
+		for (;;) {
+			pollfd p{notify_, POLLIN, 0};
+			if (poll(&p, 1, ms) != 1)
+				return "";
+			char buf[4096];
+			ssize_t n = recv(notify_, buf, sizeof(buf) - 1, 0);
+			if (n <= 0)
+				return "";
+			buf[n] = '\0';
+			notes_.push_back(buf);
+			if (strstr(buf, what.c_str()))
+				return buf;
+		}
+	}
+
+	static std::string log() { return read_file(kLog); }
+
+	int notify_ = -1;
+	pid_t pid_ = -1;
+	std::vector<std::string> notes_;
+};
+
+TEST_F(Daemon, AppliesThePlanAndTellsSystemdItIsReady)
+{
+	write_config("[default]\nk = 4\nboost_priority = 40\n");
+	start();
+	std::string ready = wait_notify("READY=1");
+	ASSERT_NE(ready, "") << log();
+	EXPECT_NE(ready.find("STATUS=gpu0 k 4"), std::string::npos) << ready;
+
+	EXPECT_EQ(domain_file("k"), "4\n");
+	EXPECT_EQ(domain_file("units"), "amd-cu 60 1\n");
+	EXPECT_EQ(domain_file("hqd_limit"), "24\n"); // num_cp_queues
+	EXPECT_EQ(domain_file("boost_priority"), "40\n");
+	// k = 4 on 4 SEs x 15: one SE each, the acceptance layout.
+	auto lines = split_lines(domain_file("partitions"));
+	ASSERT_EQ(lines.size(), 4u);
+	std::set<std::string> masks;
+	for (auto &l : lines)
+		masks.insert(split_words(l)[1]);
+	EXPECT_EQ(masks, (std::set<std::string>{"0x111111111111111", "0x222222222222222",
+						"0x444444444444444", "0x888888888888888"}));
+}
+
+TEST_F(Daemon, RePlansWhenAnAdminWritesKAndStatusShowsIt)
+{
+	write_config("[default]\nk = 4\n");
+	start();
+	ASSERT_NE(wait_notify("READY=1"), "") << log();
+
+	ASSERT_EQ(write_file(sysfs_path(0, "k"), "3"), 0);
+	ASSERT_TRUE(wait_until([] {
+		return partition_sizes() == std::vector<int>{20, 20, 20};
+	})) << domain_file("partitions") << log();
+
+	auto text = run(gpuslotctl("status"));
+	ASSERT_EQ(text.status, 0) << text.text;
+	EXPECT_NE(text.text.find("k 3, generation"), std::string::npos) << text.text;
+	// 20 CUs on each of 4 SEs: 5 per SE per slot.
+	for (const char *se : {"SE0  |", "SE1  |", "SE2  |", "SE3  |"}) {
+		auto at = text.text.find(se);
+		ASSERT_NE(at, std::string::npos) << text.text;
+		std::string row = text.text.substr(at + 6, 15);
+		for (char c : {'A', 'B', 'C'})
+			EXPECT_EQ(std::count(row.begin(), row.end(), c), 5) << row;
+	}
+
+	auto json = run(gpuslotctl("status --json"));
+	ASSERT_EQ(json.status, 0) << json.text;
+	auto j = nlohmann::json::parse(json.text);
+	ASSERT_EQ(j["gpus"].size(), 1u);
+	EXPECT_EQ(j["gpus"][0]["k"], 3);
+	ASSERT_EQ(j["gpus"][0]["slots"].size(), 3u);
+	for (auto &slot : j["gpus"][0]["slots"])
+		EXPECT_EQ(slot["units"], 20);
+	EXPECT_NE(log().find("k 3 written outside gpuslotd"), std::string::npos) << log();
+}
+
+TEST_F(Daemon, KeepsPartitionsAnAdminSetAndLintsThem)
+{
+	write_config("[default]\nk = 2\n");
+	start();
+	ASSERT_NE(wait_notify("READY=1"), "") << log();
+	const uint64_t gen = std::stoull(domain_file("generation"));
+
+	// Bits 0-4: two CUs on SE 0, one on SE 1..3: lint refuses.
+	auto refused = run(gpuslotctl("set-partitions 0x1f 0xf000"));
+	EXPECT_EQ(refused.status, 1) << refused.text;
+	EXPECT_NE(refused.text.find("single CU"), std::string::npos) << refused.text;
+	EXPECT_EQ(std::stoull(domain_file("generation")), gen);
+
+	auto forced = run(gpuslotctl("set-partitions 0x1f 0xf000 --force"));
+	ASSERT_EQ(forced.status, 0) << forced.text;
+	EXPECT_EQ(domain_file("partitions"), "0 0x1f\n1 0xf000\n");
+	ASSERT_TRUE(wait_until([] {
+		return log().find("partitions set outside gpuslotd") != std::string::npos;
+	})) << log();
+	// gpuslotd names the problem and leaves the admin's partitions alone.
+	EXPECT_NE(log().find("single CU"), std::string::npos) << log();
+	usleep(1500 * 1000);
+	EXPECT_EQ(domain_file("partitions"), "0 0x1f\n1 0xf000\n");
+
+	auto lint = run(gpuslotctl("lint"));
+	EXPECT_EQ(lint.status, 1) << lint.text;
+	EXPECT_NE(lint.text.find("slot 0"), std::string::npos) << lint.text;
+}
+
+TEST_F(Daemon, ReloadAppliesAGoodConfigAndKeepsTheOldOneOnABadOne)
+{
+	write_config("[default]\nk = 4\n");
+	start();
+	ASSERT_NE(wait_notify("READY=1"), "") << log();
+	const std::string before = domain_file("partitions");
+
+	write_config("[default]\nk = 4\nhqd_limit = 5000\n");
+	ASSERT_EQ(kill(pid_, SIGHUP), 0);
+	ASSERT_NE(wait_notify("RELOADING=1"), "") << log();
+	ASSERT_NE(wait_notify("READY=1"), "") << log();
+	EXPECT_NE(log().find("gpuslotd.conf:3: hqd_limit '5000'"), std::string::npos) << log();
+	EXPECT_NE(log().find("keeping the configuration loaded before"), std::string::npos);
+	EXPECT_EQ(domain_file("partitions"), before);
+
+	write_config("[default]\nk = 2\nhqd_limit = 16\n");
+	ASSERT_EQ(kill(pid_, SIGHUP), 0);
+	ASSERT_NE(wait_notify("READY=1"), "") << log();
+	EXPECT_EQ(partition_sizes(), (std::vector<int>{30, 30}));
+	EXPECT_EQ(domain_file("hqd_limit"), "16\n");
+}
+
+TEST_F(Daemon, AuditFindsAProcessOverItsQueueReservation)
+{
+	write_config("[daemon]\naudit_interval_ms = 100\n[default]\nk = 2\n");
+	// This process holds 3 compute queues and an SDMA queue on gpu_id 0
+	// (the fixture has no gpu_id file: 0), as KFD would show them.
+	const std::string me = std::string(kKfdProc) + "/" + std::to_string(getpid());
+	for (int q = 0; q < 4; q++) {
+		std::string dir = me + "/queues/" + std::to_string(q);
+		ASSERT_EQ(run("mkdir -p " + dir).status, 0);
+		std::ofstream(dir + "/type") << (q == 3 ? "1" : "0");
+		std::ofstream(dir + "/gpuid") << "0";
+	}
+	Dev d;
+	ASSERT_EQ(d.reserve(2).err, 0);
+	start();
+	ASSERT_NE(wait_notify("READY=1"), "") << log();
+	ASSERT_TRUE(wait_until([] {
+		return log().find("compute queues but reserved 2") != std::string::npos;
+	})) << log();
+	auto status = run(gpuslotctl("status"));
+	EXPECT_NE(status.text.find("audit: " + std::to_string(getpid())), std::string::npos)
+		<< status.text;
+	EXPECT_NE(status.text.find("has 3 compute queues but reserved 2"),
+		  std::string::npos) << status.text;
+
+	// Reserving the third queue settles it.
+	ASSERT_EQ(d.reserve(1).err, 0);
+	ASSERT_TRUE(wait_until([] {
+		return log().find("every process is within its reservation") !=
+		       std::string::npos;
+	})) << log();
+	run("rm -rf " + me);
+}
+
+TEST_F(Daemon, StopsOnSigtermAndLeavesTheLayout)
+{
+	write_config("[default]\nk = 3\n");
+	start();
+	ASSERT_NE(wait_notify("READY=1"), "") << log();
+	Dev holder;
+	ASSERT_EQ(holder.acquire().err, 0);
+	ASSERT_EQ(kill(pid_, SIGTERM), 0);
+	EXPECT_NE(wait_notify("STOPPING=1"), "");
+	EXPECT_EQ(wait_child(pid_), 0) << log();
+	pid_ = -1;
+	EXPECT_EQ(partition_sizes(), (std::vector<int>{20, 20, 20}));
+	EXPECT_EQ(split_lines(domain_file("holders")).size(), 1u);
+	EXPECT_EQ(holder.release(), 0);
+}
+
+TEST_F(Daemon, ABadConfigStopsItFromStarting)
+{
+	write_config("[default]\nslots = 4\n");
+	start();
+	EXPECT_EQ(wait_child(pid_), 1);
+	pid_ = -1;
+	EXPECT_NE(log().find("gpuslotd.conf:2: unknown key 'slots' in [default]"),
+		  std::string::npos) << log();
+	EXPECT_EQ(domain_file("units"), "none 0 0\n");
+}
+
+} // namespace
+} // namespace gpuslot::test
