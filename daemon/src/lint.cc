@@ -62,6 +62,12 @@ std::string ranges(const std::vector<size_t> &bits)
 	return out;
 }
 
+// "bit 4" or "bits 4-7, 9".
+std::string bits(const std::vector<size_t> &v)
+{
+	return (v.size() == 1 ? "bit " : "bits ") + ranges(v);
+}
+
 void lint_one(const CuShape &shape, MaskAlgorithm algorithm,
 	      const std::vector<CuSlot> &slots, int slot,
 	      const std::vector<uint32_t> &mask, std::vector<LintFinding> *out)
@@ -79,7 +85,7 @@ void lint_one(const CuShape &shape, MaskAlgorithm algorithm,
 
 	if (!past.empty())
 		add(LintFinding::kWarning,
-		    "bits " + ranges(past) + " are past the GPU's " +
+		    bits(past) + (past.size() == 1 ? " is" : " are") + " past the GPU's " +
 			    std::to_string(cus) + " CUs",
 		    "amdkfd ignores them, so the partition has fewer CUs than "
 		    "its mask suggests");
@@ -97,14 +103,17 @@ void lint_one(const CuShape &shape, MaskAlgorithm algorithm,
 		for (size_t i = 0; i + 1 < cus; i += 2)
 			if (bit(mask, i) != bit(mask, i + 1))
 				halves.push_back(bit(mask, i) ? i : i + 1);
-		if (!halves.empty())
+		// The kernel refuses the mask: its SE balance does not matter.
+		if (!halves.empty()) {
 			add(LintFinding::kError,
-			    "half a WGP: bits " + ranges(halves) +
-				    " without their pair (bits 2n and 2n+1 are "
+			    "half a WGP: " + bits(halves) +
+				    " without its pair (bits 2n and 2n+1 are "
 				    "one WGP on gfx10+)",
 			    "amdkfd (Linux 6.0 and later) refuses the mask with "
 			    "EINVAL (\"CUs must be adjacent pairwise enabled\"): "
 			    "the stream cannot be created");
+			return;
+		}
 	}
 
 	// CUs per shader engine, over all XCCs.
@@ -159,7 +168,7 @@ std::vector<LintFinding> lint_masks(const CuShape &shape,
 			if (shared.empty())
 				continue;
 			out.push_back({LintFinding::kError, int(a), int(b),
-				       "they share bits " + ranges(shared),
+				       "they share " + bits(shared),
 				       "the two slots' jobs compete for those CUs, "
 				       "so neither is isolated from the other; the "
 				       "module refuses overlapping partitions"});

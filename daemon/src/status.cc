@@ -122,8 +122,11 @@ std::string status_text(const std::vector<StatusGpu> &gpus)
 			bool any = false;
 			for (const auto &p : s.partitions)
 				any |= !partition_is_whole(p);
-			if (any)
-				out << draw_partitions(as_plan(g));
+			if (any) {
+				std::istringstream grid(draw_partitions(as_plan(g)));
+				for (std::string row; std::getline(grid, row);)
+					out << "  " << row << "\n";
+			}
 			else
 				out << "  no partitions: every slot runs on the whole GPU\n";
 		}

@@ -20,6 +20,8 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <iostream>
+#include <thread>
 #include <sstream>
 
 #include "device.h"
@@ -184,9 +186,22 @@ TEST_F(Daemon, RePlansWhenAnAdminWritesKAndStatusShowsIt)
 		return partition_sizes() == std::vector<int>{20, 20, 20};
 	})) << domain_file("partitions") << log();
 
+	// A holder and a waiter for slot 1 only, as a person would see them.
+	Dev holder, other, waiter;
+	ASSERT_EQ(holder.acquire(0, 0, 1u << 1).err, 0);
+	ASSERT_EQ(other.reserve(4).err, 0);
+	std::thread t([&] { EXPECT_EQ(waiter.acquire(0, 0, 1u << 1).err, 0); });
+	ASSERT_TRUE(wait_waiters(1));
 	auto text = run(gpuslotctl("status"));
+	ASSERT_EQ(holder.release(), 0);
+	t.join();
+	ASSERT_EQ(waiter.release(), 0);
+	std::cout << "gpuslotctl status:\n" << text.text;
 	ASSERT_EQ(text.status, 0) << text.text;
 	EXPECT_NE(text.text.find("k 3, generation"), std::string::npos) << text.text;
+	EXPECT_NE(text.text.find("HQDs 4/24 reserved"), std::string::npos) << text.text;
+	EXPECT_NE(text.text.find("B slot 1  20 CUs"), std::string::npos) << text.text;
+	EXPECT_NE(text.text.find("waiters: 1\n"), std::string::npos) << text.text;
 	// 20 CUs on each of 4 SEs: 5 per SE per slot.
 	for (const char *se : {"SE0  |", "SE1  |", "SE2  |", "SE3  |"}) {
 		auto at = text.text.find(se);
