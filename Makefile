@@ -67,7 +67,7 @@ test-unit: userspace
 # GTEST_ARGS picks tests, e.g. GTEST_ARGS=--gtest_filter=Lock.Stress*
 test-vm: modules userspace
 	@mkdir -p $(BUILD)/vm
-	GPUSLOT_VM_BINARIES="$(BUILD)/tests/daemon/gpuslotd $(BUILD)/tests/daemon/gpuslotctl" \
+	GPUSLOT_VM_BINARIES="$(BUILD)/tests/daemon/gpuslotd $(BUILD)/tests/daemon/gpuslotctl $(BUILD)/tests/libclient/gpuslot_example_c $(BUILD)/tests/libclient/gpuslot_example_cpp" \
 	GPUSLOT_VM_FIXTURES=tests/fixtures \
 	bash tests/vm/run-vm.sh $(KIMAGE) kmod/gpuslot.ko \
 		$(BUILD)/tests/gpuslot_vm_tests $(BUILD)/vm-$(KERNEL) \
