@@ -8,7 +8,7 @@
 #   make bench-host           the same on this host's running kernel (root)
 #   make check-kernel-style   checkpatch.pl --strict and sparse on kmod/ and uapi/
 #   make modules              gpuslot.ko for $(KVER)
-#   make demo                 not written yet: it comes with libgpuslot
+#   make demo                 the whole system at work in the test VM
 #
 # Every entry point installs its Debian packages first (tests/install-deps.sh).
 
@@ -64,12 +64,15 @@ userspace: deps
 test-unit: userspace
 	cd $(BUILD)/tests && ctest --output-on-failure
 
+# What the VM gets besides the module and the program it runs.
+VM_FILES = GPUSLOT_VM_FIXTURES=tests/fixtures GPUSLOT_VM_BINARIES="$(addprefix \
+	$(BUILD)/tests/,daemon/gpuslotd daemon/gpuslotctl libclient/gpuslot_example_c \
+	libclient/gpuslot_example_cpp)"
+
 # GTEST_ARGS picks tests, e.g. GTEST_ARGS=--gtest_filter=Lock.Stress*
 test-vm: modules userspace
 	@mkdir -p $(BUILD)/vm
-	GPUSLOT_VM_BINARIES="$(BUILD)/tests/daemon/gpuslotd $(BUILD)/tests/daemon/gpuslotctl $(BUILD)/tests/libclient/gpuslot_example_c $(BUILD)/tests/libclient/gpuslot_example_cpp" \
-	GPUSLOT_VM_FIXTURES=tests/fixtures \
-	bash tests/vm/run-vm.sh $(KIMAGE) kmod/gpuslot.ko \
+	$(VM_FILES) bash tests/vm/run-vm.sh $(KIMAGE) kmod/gpuslot.ko \
 		$(BUILD)/tests/gpuslot_vm_tests $(BUILD)/vm-$(KERNEL) \
 		--gtest_color=no $(GTEST_ARGS)
 
@@ -102,10 +105,11 @@ test: deps
 check-kernel-style: deps
 	@bash tests/check-kernel-style.sh $(KDIR) $(BUILD)
 
-demo:
-	@echo "make demo: not written yet. It needs libgpuslot and gpuslotd, which do not exist"
-	@echo "yet. 'make test-vm' shows the lock at work on a real kernel today."
-	@exit 2
+# gpuslotd, six libgpuslot clients and gpuslotctl in the VM (tests/demo/).
+demo: modules userspace
+	@mkdir -p $(BUILD)/demo
+	$(VM_FILES) RUN_VM_SUMMARY=0 bash tests/vm/run-vm.sh $(KIMAGE) kmod/gpuslot.ko \
+		$(BUILD)/tests/gpuslot_demo $(BUILD)/demo
 
 clean:
 	-$(MAKE) -C kmod KDIR=$(KDIR) clean

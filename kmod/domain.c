@@ -167,6 +167,16 @@ int gpuslot_domain_wait(struct gpuslot_domain *d, const bool *granted,
 	return *granted ? 0 : ret;
 }
 
+/*
+ * Time since @start, never negative: a waiter's start is read before it
+ * takes d->lock, so a clock read under the lock by another thread may be
+ * older.
+ */
+static u64 gpuslot_since(u64 now, u64 start)
+{
+	return now > start ? now - start : 0;
+}
+
 static unsigned int gpuslot_hist_bucket(u64 ns)
 {
 	unsigned int b = ns ? fls64(ns) - 1 : 0;
@@ -180,7 +190,7 @@ static void gpuslot_grant(struct gpuslot_domain *d, struct gpuslot_waiter *w,
 {
 	struct gpuslot_file *f = w->file;
 	struct gpuslot_counters *c = &d->counters;
-	u64 wait_ns = now - w->start_ns;
+	u64 wait_ns = gpuslot_since(now, w->start_ns);
 
 	lockdep_assert_held(&d->lock);
 	f->state = GPUSLOT_FILE_HOLDING;
@@ -225,7 +235,7 @@ static void gpuslot_wake_granted(struct gpuslot_domain *d,
 static void gpuslot_release_locked(struct gpuslot_domain *d,
 				   struct gpuslot_file *f)
 {
-	u64 hold_ns = ktime_get_ns() - f->hold_start_ns;
+	u64 hold_ns = gpuslot_since(ktime_get_ns(), f->hold_start_ns);
 	LIST_HEAD(granted);
 
 	lockdep_assert_held(&d->lock);
@@ -549,11 +559,13 @@ int gpuslot_table_end(char *buf, int len, unsigned int skipped)
 
 ssize_t gpuslot_domain_show_holders(struct gpuslot_domain *d, char *buf)
 {
-	u64 now = ktime_get_ns();
 	unsigned int slot;
 	int len = 0;
+	u64 now;
 
 	spin_lock(&d->lock);
+	/* Read under the lock: a clock read before it can predate a grant. */
+	now = ktime_get_ns();
 	for (slot = 0; slot < GPUSLOT_MAX_SLOTS; slot++) {
 		struct gpuslot_file *f = d->holder[slot];
 
@@ -561,7 +573,8 @@ ssize_t gpuslot_domain_show_holders(struct gpuslot_domain *d, char *buf)
 			continue;
 		len += sysfs_emit_at(buf, len, "%u %d %d %s %llu\n", slot,
 				     f->holder_pid, f->holder_tid,
-				     f->holder_comm, now - f->hold_start_ns);
+				     f->holder_comm,
+				     gpuslot_since(now, f->hold_start_ns));
 	}
 	spin_unlock(&d->lock);
 	return len;
@@ -570,11 +583,12 @@ ssize_t gpuslot_domain_show_holders(struct gpuslot_domain *d, char *buf)
 ssize_t gpuslot_domain_show_waiters(struct gpuslot_domain *d, char *buf)
 {
 	struct gpuslot_core_waiter *cw;
-	u64 now = ktime_get_ns();
 	unsigned int skipped = 0;
 	int len = 0;
+	u64 now;
 
 	spin_lock(&d->lock);
+	now = ktime_get_ns();
 	list_for_each_entry(cw, &d->core.waiters, node) {
 		struct gpuslot_waiter *w =
 			container_of(cw, struct gpuslot_waiter, core);
@@ -585,7 +599,7 @@ ssize_t gpuslot_domain_show_waiters(struct gpuslot_domain *d, char *buf)
 		}
 		len += sysfs_emit_at(buf, len, "%d %d %s %llu 0x%llx\n",
 				     w->pid, w->tid, w->comm,
-				     now - w->start_ns, cw->allowed);
+				     gpuslot_since(now, w->start_ns), cw->allowed);
 	}
 	spin_unlock(&d->lock);
 	return gpuslot_table_end(buf, len, skipped);
