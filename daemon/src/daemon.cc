@@ -19,6 +19,7 @@
 
 #include "drm_shape.hpp"
 #include "lint.hpp"
+#include "nv_topology.hpp"
 #include "planner.hpp"
 
 namespace fs = std::filesystem;
@@ -64,6 +65,46 @@ bool plan_layout(const GpuNode &gpu, const CuShape &shape,
 	return true;
 }
 
+bool plan_nv_layout(const NvGpu &gpu, unsigned int k,
+		    const std::optional<std::string> &sizes_text, unsigned int hqd_limit,
+		    ModuleLayout *out, std::vector<std::string> *notes, std::string *error)
+{
+	std::vector<unsigned int> sizes;
+	if (sizes_text) {
+		std::string err;
+		if (!parse_sizes(*sizes_text, gpu.sm_count, &sizes, &err)) {
+			*error = "sizes '" + *sizes_text + "': " + err;
+			return false;
+		}
+		if (sizes.size() != k) {
+			notes->push_back("sizes '" + *sizes_text + "' are for k = " +
+					 std::to_string(sizes.size()) + ", not " +
+					 std::to_string(k) + ": planning k equal partitions");
+			sizes.clear();
+		}
+	}
+	NvPlan plan = plan_nv_partitions(gpu, k, sizes);
+	if (!plan.error.empty()) {
+		*error = plan.error;
+		return false;
+	}
+	notes->insert(notes->end(), plan.notes.begin(), plan.notes.end());
+	ModuleLayout l;
+	l.k = k;
+	l.unit_kind = GPUSLOT_UNIT_NV_SM_GROUP;
+	l.unit_size = plan.group_sms;
+	l.nr_units = plan.groups;
+	l.hqd_limit = hqd_limit;
+	for (const auto &groups : plan.slot_groups) {
+		gpuslot_partition p{};
+		for (unsigned int g : groups)
+			p.units[g / 64] |= 1ULL << (g % 64);
+		l.partitions.push_back(p);
+	}
+	*out = std::move(l);
+	return true;
+}
+
 CuShape gpu_shape(const GpuNode &gpu, const fs::path &dri, std::string *note)
 {
 	CuShape shape;
@@ -80,6 +121,8 @@ CuShape gpu_shape(const GpuNode &gpu, const fs::path &dri, std::string *note)
 
 struct Daemon::Managed {
 	unsigned int domain = 0;
+	bool nvidia = false; // an NVIDIA GPU (nv), else an AMD one (gpu)
+	NvGpu nv;
 	GpuNode gpu;
 	CuShape shape;
 	Device dev;
@@ -126,8 +169,10 @@ bool Daemon::apply(Managed &m, const GpuSettings &settings, unsigned int k,
 	const std::string name = name_of(m.domain);
 	ModuleLayout layout;
 	std::vector<std::string> notes;
-	if (!plan_layout(m.gpu, m.shape, algorithm_, k, settings.sizes,
-			 hqd_limit, &layout, &notes, error)) {
+	if (!(m.nvidia ? plan_nv_layout(m.nv, k, settings.sizes, hqd_limit, &layout, &notes,
+					error)
+		       : plan_layout(m.gpu, m.shape, algorithm_, k, settings.sizes, hqd_limit,
+				     &layout, &notes, error))) {
 		*error = name + ": cannot plan k = " + std::to_string(k) + ": " +
 			 *error;
 		return false;
@@ -153,10 +198,13 @@ bool Daemon::apply(Managed &m, const GpuSettings &settings, unsigned int k,
 	msg << name << ": k " << k << ", generation " << layout.generation << " ("
 	    << why << "):";
 	for (size_t j = 0; j < layout.partitions.size(); j++) {
-		unsigned int cus = 0;
+		unsigned int units = 0;
 		for (uint64_t w : layout.partitions[j].units)
-			cus += __builtin_popcountll(w);
-		msg << " slot " << j << " " << cus << " CUs "
+			units += __builtin_popcountll(w);
+		msg << " slot " << j << " "
+		    << (m.nvidia ? std::to_string(units * layout.unit_size) + " SMs"
+				 : std::to_string(units) + " CUs")
+		    << " "
 		    << partition_text(layout.partitions[j])
 		    << (j + 1 < layout.partitions.size() ? ";" : "");
 	}
@@ -164,6 +212,15 @@ bool Daemon::apply(Managed &m, const GpuSettings &settings, unsigned int k,
 	for (const auto &n : notes)
 		log_(LOG_INFO, name + ": note: " + n);
 	return true;
+}
+
+// The config's hqd_limit, else KFD's num_cp_queues; 0 (keep the module's)
+// on NVIDIA, which has no HQD budget to mirror.
+unsigned int Daemon::hqd_limit_for(const Managed &m, const GpuSettings &s) const
+{
+	if (s.hqd_limit)
+		return *s.hqd_limit;
+	return m.nvidia ? 0 : m.gpu.num_cp_queues;
 }
 
 bool Daemon::start(std::string *error)
@@ -181,10 +238,26 @@ bool Daemon::start(std::string *error)
 		return false;
 	}
 	auto topo = read_topology(options_.topology);
+	NvTopologyResult nv;
 	if (!topo.error.empty()) {
-		*error = topo.error;
-		return false;
+		// A KFD topology that is there but wrong is an error to fix.
+		const bool no_amd = !fs::exists(options_.topology) ||
+				    topo.error.ends_with(": no GPU node");
+		if (!no_amd) {
+			*error = topo.error;
+			return false;
+		}
+		// No AMD GPU: NVIDIA GPUs through the CUDA driver, if any.
+		nv = read_nv_topology();
+		if (!nv.error.empty()) {
+			*error = topo.error + "; and no NVIDIA GPU either (" + nv.error + ")";
+			return false;
+		}
+		log_(LOG_INFO, "no KFD topology (" + topo.error + "); managing " +
+				       std::to_string(nv.gpus.size()) +
+				       " NVIDIA GPU(s) through the CUDA driver");
 	}
+	const size_t gpus = nv.gpus.empty() ? topo.gpus.size() : nv.gpus.size();
 
 	Device probe;
 	if (probe.open(options_.device, error))
@@ -200,28 +273,36 @@ bool Daemon::start(std::string *error)
 			 "with this gpuslotd";
 		return false;
 	}
-	for (size_t i = v.nr_domains; i < topo.gpus.size(); i++)
-		log_(LOG_WARNING, "GPU of KFD node " +
-					  std::to_string(topo.gpus[i].node_id) +
+	for (size_t i = v.nr_domains; i < gpus; i++)
+		log_(LOG_WARNING, "GPU " + std::to_string(i) +
 					  " has no gpuslot domain: load the module "
-					  "with domains=" +
-					  std::to_string(topo.gpus.size()));
+					  "with domains=" + std::to_string(gpus));
 
-	const size_t n = std::min<size_t>(v.nr_domains, topo.gpus.size());
+	const size_t n = std::min<size_t>(v.nr_domains, gpus);
 	for (size_t i = 0; i < n; i++) {
 		auto m = std::make_unique<Managed>();
 		m->domain = unsigned(i);
-		m->gpu = topo.gpus[i];
-		std::string note;
-		m->shape = gpu_shape(m->gpu, options_.dri, &note);
 		const std::string name = name_of(m->domain);
-		log_(LOG_INFO, name + ": " + m->gpu.gfx.name() + " (KFD node " +
-				       std::to_string(m->gpu.node_id) + "), " +
-				       std::to_string(m->gpu.active_cus()) + " CUs, " +
-				       std::to_string(m->gpu.num_cp_queues) +
-				       " HQDs; " + note + "; CU-mask mapping " +
-				       algorithm_name(algorithm_) + " (Linux " +
-				       kernel + ")");
+		if (!nv.gpus.empty()) {
+			m->nvidia = true;
+			m->nv = nv.gpus[i];
+			log_(LOG_INFO, name + ": " + m->nv.name + " (CUDA device " +
+					       std::to_string(m->nv.ordinal) + "), " +
+					       std::to_string(m->nv.sm_count) +
+					       " SMs; partitions are SM groups of one "
+					       "green-context split");
+		} else {
+			m->gpu = topo.gpus[i];
+			std::string note;
+			m->shape = gpu_shape(m->gpu, options_.dri, &note);
+			log_(LOG_INFO, name + ": " + m->gpu.gfx.name() + " (KFD node " +
+					       std::to_string(m->gpu.node_id) + "), " +
+					       std::to_string(m->gpu.active_cus()) + " CUs, " +
+					       std::to_string(m->gpu.num_cp_queues) +
+					       " HQDs; " + note + "; CU-mask mapping " +
+					       algorithm_name(algorithm_) + " (Linux " +
+					       kernel + ")");
+		}
 		if (m->dev.open(options_.device, error))
 			return false;
 		if (int err = m->dev.attach(m->domain)) {
@@ -235,8 +316,7 @@ bool Daemon::start(std::string *error)
 		}
 		const GpuSettings s = config_.for_gpu(m->domain);
 		const unsigned int k = s.k_or(now.k);
-		const unsigned int hqd = s.hqd_limit ? *s.hqd_limit
-						     : m->gpu.num_cp_queues;
+		const unsigned int hqd = hqd_limit_for(*m, s);
 		if (!apply(*m, s, k, hqd, "start", error))
 			return false;
 		const fs::path gen = domain_dir(options_.sysfs, m->domain) / "generation";
@@ -268,8 +348,12 @@ bool Daemon::reload(std::string *error)
 		const GpuSettings s = next.for_gpu(m->domain);
 		ModuleLayout dry;
 		std::vector<std::string> notes;
-		if (!plan_layout(m->gpu, m->shape, algorithm_, s.k_or(m->k),
-				 s.sizes, 0, &dry, &notes, error)) {
+		const bool ok = m->nvidia
+					? plan_nv_layout(m->nv, s.k_or(m->k), s.sizes, 0, &dry, &notes,
+							 error)
+					: plan_layout(m->gpu, m->shape, algorithm_, s.k_or(m->k),
+						      s.sizes, 0, &dry, &notes, error);
+		if (!ok) {
 			*error = name_of(m->domain) + ": " + *error +
 				 "; keeping the configuration loaded before";
 			return false;
@@ -279,8 +363,7 @@ bool Daemon::reload(std::string *error)
 	bool ok = true;
 	for (auto &m : gpus_) {
 		const GpuSettings s = config_.for_gpu(m->domain);
-		const unsigned int hqd = s.hqd_limit ? *s.hqd_limit
-						     : m->gpu.num_cp_queues;
+		const unsigned int hqd = hqd_limit_for(*m, s);
 		std::string err;
 		if (!apply(*m, s, s.k_or(m->k), hqd, "reload", &err)) {
 			*error = err;

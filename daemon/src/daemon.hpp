@@ -15,6 +15,7 @@
 #include "config.hpp"
 #include "cu_mask.hpp"
 #include "module.hpp"
+#include "nv_plan.hpp"
 #include "topology.hpp"
 
 namespace gpuslot {
@@ -38,6 +39,14 @@ bool plan_layout(const GpuNode &gpu, const CuShape &shape,
 		 const std::optional<std::string> &sizes, unsigned int hqd_limit,
 		 ModuleLayout *out, std::vector<std::string> *notes,
 		 std::string *error);
+
+// The layout of k SM-group partitions of NVIDIA GPU @gpu (@sizes in SMs or
+// percent when it has k entries, else equal): unit kind nv-sm-group, unit
+// size G SMs, one unit per group of the driver's split.
+bool plan_nv_layout(const NvGpu &gpu, unsigned int k,
+		    const std::optional<std::string> &sizes, unsigned int hqd_limit,
+		    ModuleLayout *out, std::vector<std::string> *notes,
+		    std::string *error);
 
 // The CU shape of @gpu: libdrm's exact bitmap where @dri has its render
 // node, else uniform harvesting; *note says which.
@@ -71,6 +80,7 @@ public:
 
 private:
 	struct Managed;
+	unsigned int hqd_limit_for(const Managed &m, const GpuSettings &s) const;
 	bool apply(Managed &m, const GpuSettings &settings, unsigned int k,
 		   unsigned int hqd_limit, const std::string &why,
 		   std::string *error);

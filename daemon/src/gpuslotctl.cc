@@ -18,6 +18,7 @@
 #include "daemon.hpp"
 #include "lint.hpp"
 #include "module.hpp"
+#include "nv_topology.hpp"
 #include "plan_report.hpp"
 #include "status.hpp"
 
@@ -33,6 +34,10 @@ const char kUsage[] =
 	"  plan --k N [--sizes LIST]    k compute-unit partitions for every GPU of a\n"
 	"                               KFD topology, as HIP CU masks with their CUs\n"
 	"                               per shader engine; changes nothing\n"
+	"  plan --nvidia --k N [--sizes LIST]\n"
+	"                               k SM partitions for every NVIDIA GPU the CUDA\n"
+	"                               driver sees, as groups of one green-context\n"
+	"                               split (sizes in SMs or percent)\n"
 	"  lint [--domain N] [MASK...]  what is wrong with CU masks (one per slot, in\n"
 	"                               slot order), or with the module's partitions\n"
 	"                               when no mask is given\n"
@@ -83,7 +88,7 @@ struct Options {
 	std::string kernel, sizes;
 	unsigned int k = 0;
 	int domain = -1;
-	bool json = false, force = false;
+	bool json = false, force = false, nvidia = false;
 	gpuslot::MaskAlgorithm algorithm = gpuslot::MaskAlgorithm::C;
 };
 
@@ -111,6 +116,7 @@ int parse_options(int argc, char **argv, Options *o)
 		{"domain", required_argument, nullptr, 'd'},
 		{"json", no_argument, nullptr, 'j'},
 		{"force", no_argument, nullptr, 'f'},
+		{"nvidia", no_argument, nullptr, 'n'},
 		{"help", no_argument, nullptr, 'h'},
 		{nullptr, 0, nullptr, 0},
 	};
@@ -127,6 +133,7 @@ int parse_options(int argc, char **argv, Options *o)
 		case 's': o->sizes = optarg; break;
 		case 'j': o->json = true; break;
 		case 'f': o->force = true; break;
+		case 'n': o->nvidia = true; break;
 		case 'h': std::fputs(kUsage, stdout); exit(0);
 		case 'k':
 			if (!whole_number(optarg, 1, GPUSLOT_MAX_SLOTS, &v))
@@ -157,10 +164,75 @@ int parse_options(int argc, char **argv, Options *o)
 	return 0;
 }
 
+int plan_nvidia(const Options &o)
+{
+	auto topo = gpuslot::read_nv_topology();
+	if (!topo.error.empty())
+		return fail(topo.error);
+	nlohmann::json gpus = nlohmann::json::array();
+	std::string text;
+	bool failed = false;
+	for (const auto &gpu : topo.gpus) {
+		std::vector<unsigned int> sizes;
+		std::string err;
+		if (!o.sizes.empty() && !gpuslot::parse_sizes(o.sizes, gpu.sm_count, &sizes, &err))
+			return usage_error("--sizes '" + o.sizes + "': " + err);
+		unsigned int k = o.k ? o.k : unsigned(sizes.size());
+		if (!k)
+			return usage_error("give --k or --sizes");
+		auto p = gpuslot::plan_nv_partitions(gpu, k, sizes);
+		failed |= !p.error.empty();
+		nlohmann::json slots = nlohmann::json::array();
+		text += "CUDA device " + std::to_string(gpu.ordinal) + ": " + gpu.name + ", " +
+			std::to_string(gpu.sm_count) + " SMs (partitions of " +
+			std::to_string(gpu.min_partition_sms) + " SMs aligned to " +
+			std::to_string(gpu.coscheduled_alignment) + " without IGNORE_SM_COSCHEDULING)\n";
+		if (!p.error.empty()) {
+			text += "  cannot plan: " + p.error + "\n";
+		} else {
+			text += "  split: " + std::to_string(p.groups) + " groups of " +
+				std::to_string(p.group_sms) + " SMs (IGNORE_SM_COSCHEDULING)\n";
+			for (size_t j = 0; j < p.slot_groups.size(); j++) {
+				gpuslot_partition part{};
+				std::string list;
+				for (unsigned int g : p.slot_groups[j]) {
+					part.units[g / 64] |= 1ULL << (g % 64);
+					list += (list.empty() ? "" : ",") + std::to_string(g);
+				}
+				text += "  slot " + std::to_string(j) + ": " + std::to_string(p.slot_sms[j]) +
+					" SMs, groups " + list + ", units " +
+					gpuslot::partition_text(part) + "\n";
+				slots.push_back({{"slot", j},
+						 {"sms", p.slot_sms[j]},
+						 {"groups", p.slot_groups[j]},
+						 {"units", gpuslot::partition_text(part)}});
+			}
+		}
+		for (const auto &n : p.notes)
+			text += "  note: " + n + "\n";
+		nlohmann::json g = {{"ordinal", gpu.ordinal},
+				    {"name", gpu.name},
+				    {"sms", gpu.sm_count},
+				    {"unit_kind", "nv-sm-group"},
+				    {"unit_size", p.group_sms},
+				    {"nr_units", p.groups},
+				    {"partitions", slots},
+				    {"notes", p.notes}};
+		if (!p.error.empty())
+			g["error"] = p.error;
+		gpus.push_back(g);
+	}
+	std::fputs(o.json ? (nlohmann::json{{"gpus", gpus}}.dump(2) + "\n").c_str() : text.c_str(),
+		   stdout);
+	return failed ? 1 : 0;
+}
+
 int plan(const Options &o)
 {
 	if (!o.args.empty())
 		return usage_error("unexpected argument '" + o.args[0] + "'");
+	if (o.nvidia)
+		return plan_nvidia(o);
 	auto topo = gpuslot::read_topology(o.topology);
 	if (!topo.error.empty())
 		return fail(topo.error);

@@ -51,7 +51,7 @@ enum gpuslot_backend {
 	GPUSLOT_BACKEND_NONE = 1,
 	/* one hipExtStreamCreateWithCUMask stream per slot (libamdhip64.so.5) */
 	GPUSLOT_BACKEND_HIP = 2,
-	/* NVIDIA green-context streams: not in this version (-EOPNOTSUPP) */
+	/* one CUDA green context and stream per slot (libcuda.so.1) */
 	GPUSLOT_BACKEND_CUDA = 3,
 };
 
@@ -90,7 +90,9 @@ struct gpuslot_layout_info {
 	uint32_t hqd_reserved;	/* hardware queues this client reserved */
 	uint64_t generation;
 	uint64_t rebuilds;	/* times the streams were rebuilt */
-	const char *backend;	/* "none", "hip" */
+	const char *backend;	/* "none", "hip", "cuda" */
+	/* "" or what the user should know, e.g. that MPS is not running */
+	const char *notice;
 };
 
 /*
@@ -101,13 +103,17 @@ struct gpuslot_layout_info {
  * one stream per slot. This is the slow part (milliseconds per stream) and
  * happens once: creating or re-masking a queue later would preempt every
  * queue on the GPU. The hip backend sets GPU_MAX_HW_QUEUES=1 unless it is
- * set, which only works before the program's first HIP call.
+ * set, which only works before the program's first HIP call. The cuda
+ * backend makes one green context per partitioned slot from the layout's
+ * SM groups; without an MPS control daemon, green contexts of different
+ * processes time-slice (gpuslot_client_layout()'s notice says so).
  *
  * Errors: -ENOENT no /dev/gpuslot (module not loaded); -EACCES not in the
  * device's group; -EINVAL bad options or domain; -ENOSPC the queue budget
  * is short (the message names who holds it); -EOPNOTSUPP a backend this
- * build or layout cannot serve; -ENODEV HIP or the GPU is missing; -EIO a
- * stream could not be created.
+ * build or layout cannot serve; -ENODEV HIP, CUDA or the GPU is missing;
+ * -EIO a stream could not be created, or the layout was planned for
+ * another GPU.
  */
 GPUSLOT_API int gpuslot_open(const struct gpuslot_options *opts,
 			     struct gpuslot_client **out);

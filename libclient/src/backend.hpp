@@ -44,6 +44,8 @@ public:
 	virtual void destroy(std::vector<void *> *streams) = 0;
 	// Queues reserved now.
 	virtual unsigned int reserved() const = 0;
+	// Something the user should know about the streams, or "".
+	virtual const char *notice() const { return ""; }
 };
 
 std::unique_ptr<Backend> make_none_backend();

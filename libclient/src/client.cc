@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backend.hpp"
+#include "cuda_backend.hpp"
 #include "gpuslot.h"
 #include "hip_backend.hpp"
 #include "hqd_message.hpp"
@@ -230,17 +231,21 @@ extern "C" int gpuslot_open(const struct gpuslot_options *opts, struct gpuslot_c
 			  : c->layout.unit_kind == GPUSLOT_UNIT_NV_SM_GROUP
 				  ? GPUSLOT_BACKEND_CUDA
 				  : GPUSLOT_BACKEND_NONE;
-	if (backend == GPUSLOT_BACKEND_CUDA)
-		return cleanup(fail(-EOPNOTSUPP, "the cuda backend is not in this libgpuslot; "
-						 "use GPUSLOT_BACKEND_NONE for CPU-side gating"));
-	if (backend == GPUSLOT_BACKEND_HIP) {
+	const int gpu = opts->gpu_index >= 0 ? opts->gpu_index : int(opts->domain);
+	if (backend == GPUSLOT_BACKEND_CUDA) {
+		CudaApi api;
+		std::string error;
+		if (!load_cuda(&api, &error))
+			return cleanup(fail(-EOPNOTSUPP, error + "; use GPUSLOT_BACKEND_NONE "
+								 "for CPU-side gating"));
+		c->backend = std::make_unique<CudaBackend>(api, gpu);
+	} else if (backend == GPUSLOT_BACKEND_HIP) {
 		HipApi api;
 		std::string error;
 		if (!load_hip(&api, &error))
 			return cleanup(fail(-ENODEV, error + "; use GPUSLOT_BACKEND_NONE "
 							     "for CPU-side gating"));
-		c->backend = make_hip_backend(api, opts->gpu_index >= 0 ? opts->gpu_index
-									 : int(opts->domain));
+		c->backend = make_hip_backend(api, gpu);
 	} else {
 		c->backend = make_none_backend();
 	}
@@ -350,6 +355,7 @@ extern "C" int gpuslot_client_layout(struct gpuslot_client *c, struct gpuslot_la
 	out->generation = c->layout.generation;
 	out->rebuilds = c->rebuilds;
 	out->backend = c->backend->name();
+	out->notice = c->backend->notice();
 	return 0;
 }
 

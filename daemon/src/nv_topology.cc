@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "nv_topology.hpp"
+
+#include <dlfcn.h>
+
+#ifdef GPUSLOT_HAVE_CUDA
+#include <cuda.h>
+#endif
+
+namespace gpuslot {
+
+#ifndef GPUSLOT_HAVE_CUDA
+NvTopologyResult read_nv_topology()
+{
+	return {{}, "this build has no CUDA headers: NVIDIA GPUs cannot be read"};
+}
+#else
+NvTopologyResult read_nv_topology()
+{
+	NvTopologyResult r;
+	void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (!lib) {
+		r.error = std::string("no NVIDIA driver: ") + dlerror();
+		return r;
+	}
+	using GetProc = CUresult (*)(const char *, void **, int, cuuint64_t,
+				     CUdriverProcAddressQueryResult *);
+	auto get = reinterpret_cast<GetProc>(dlsym(lib, "cuGetProcAddress_v2"));
+	decltype(&cuInit) init = nullptr;
+	decltype(&cuDeviceGetCount) count = nullptr;
+	decltype(&cuDeviceGet) device = nullptr;
+	decltype(&cuDeviceGetName) name = nullptr;
+	decltype(&cuDeviceGetDevResource) resource = nullptr;
+	auto sym = [&](const char *n, auto *fn) {
+		void *p = nullptr;
+		CUdriverProcAddressQueryResult st;
+		if (get && !get(n, &p, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &st))
+			*fn = reinterpret_cast<std::remove_pointer_t<decltype(fn)>>(p);
+	};
+	sym("cuInit", &init);
+	sym("cuDeviceGetCount", &count);
+	sym("cuDeviceGet", &device);
+	sym("cuDeviceGetName", &name);
+	sym("cuDeviceGetDevResource", &resource);
+	if (!init || !count || !device || !name || !resource) {
+		r.error = "the NVIDIA driver lacks green-context resources (CUDA 12.4 or later)";
+		return r;
+	}
+	int n = 0;
+	if (CUresult e = init(0); e || (e = count(&n))) {
+		r.error = "cuInit/cuDeviceGetCount failed with CUresult " + std::to_string(e);
+		return r;
+	}
+	for (int i = 0; i < n; i++) {
+		CUdevice d;
+		CUdevResource sm;
+		char buf[256] = "";
+		if (CUresult e = device(&d, i); e || (e = name(buf, sizeof(buf), d)) ||
+						(e = resource(d, &sm, CU_DEV_RESOURCE_TYPE_SM))) {
+			r.error = "CUDA device " + std::to_string(i) + ": CUresult " + std::to_string(e);
+			return r;
+		}
+		r.gpus.push_back({i, buf, sm.sm.smCount, sm.sm.minSmPartitionSize,
+				  sm.sm.smCoscheduledAlignment});
+	}
+	if (r.gpus.empty())
+		r.error = "the NVIDIA driver sees no GPU";
+	return r;
+}
+#endif
+
+} // namespace gpuslot
