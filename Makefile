@@ -9,6 +9,9 @@
 #   make check-kernel-style   checkpatch.pl --strict and sparse on kmod/ and uapi/
 #   make modules              gpuslot.ko for $(KVER)
 #   make demo                 the whole system at work in the test VM
+#   make install / uninstall  the product under $(DESTDIR)$(PREFIX) (/usr/local)
+#   make deb                  Debian packages in build/deb
+#   make test-system          packages on a booted Debian 12 with systemd (VM)
 #
 # Every entry point installs its Debian packages first (tests/install-deps.sh).
 
@@ -42,7 +45,8 @@ KIMAGE ?= /boot/vmlinuz-$(KVER)
 endif
 
 .PHONY: all deps modules debug-kernel userspace test test-unit test-vm fuzz \
-	bench bench-host check-kernel-style demo clean
+	bench bench-host check-kernel-style demo clean release install uninstall \
+	deb test-system
 
 all: modules userspace
 
@@ -110,6 +114,32 @@ demo: modules userspace
 	@mkdir -p $(BUILD)/demo
 	$(VM_FILES) RUN_VM_SUMMARY=0 bash tests/vm/run-vm.sh $(KIMAGE) kmod/gpuslot.ko \
 		$(BUILD)/tests/gpuslot_demo $(BUILD)/demo
+
+# The product build: no sanitizers, installed by `make install`.
+PREFIX ?= /usr/local
+RELEASE := $(BUILD)/release
+release: deps
+	cmake -S deploy -B $(RELEASE) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+		-DCMAKE_INSTALL_PREFIX=$(PREFIX) >/dev/null
+	cmake --build $(RELEASE) -j $(JOBS)
+
+install: release
+	DESTDIR=$(DESTDIR) cmake --install $(RELEASE)
+
+# Removes what the last `make install` from this tree installed.
+uninstall:
+	@test -f $(RELEASE)/install_manifest.txt || \
+		{ echo "make uninstall: $(RELEASE)/install_manifest.txt is missing: nothing was installed from here"; exit 1; }
+	sed 's|^|$(DESTDIR)|' $(RELEASE)/install_manifest.txt | xargs -d '\n' rm -fv
+	-sed 's|^|$(DESTDIR)|' $(RELEASE)/install_manifest.txt | xargs -d '\n' -n1 dirname | \
+		sort -u | xargs -d '\n' rmdir -p --ignore-fail-on-non-empty 2>/dev/null
+
+deb: deps
+	bash deploy/debian/build-debs.sh $(BUILD)/deb
+
+# The packages on a Debian 12 rootfs booted with systemd (tests/system/).
+test-system: deb
+	bash tests/system/run-system-test.sh $(BUILD)/deb $(BUILD)/system $(DEBUG_KERNEL_CACHE)
 
 clean:
 	-$(MAKE) -C kmod KDIR=$(KDIR) clean

@@ -8,6 +8,7 @@ packages=(
 	libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
 	libsystemd-dev libdrm-dev libinih-dev
 	libamdhip64-dev libhsakmt-dev libhsa-runtime-dev
+	debhelper dh-dkms debootstrap dpkg-dev
 	linux-image-amd64 linux-headers-amd64 linux-source
 	linux-image-rt-amd64 linux-headers-rt-amd64
 	clang libclang-rt-14-dev

@@ -1,0 +1,49 @@
+#!/bin/bash
+# make test-system: boot a Debian 12 root file system (build-rootfs.sh,
+# cached) with systemd as PID 1 on Debian's kernel under QEMU (TCG), install
+# the gpuslot packages in it and run payload/run.sh. Fails on a failed check
+# or on BUG:/WARNING:/Oops/Call Trace in the serial log.
+#
+# usage: run-system-test.sh DEBDIR WORKDIR CACHE
+set -euo pipefail
+debs=$1 work=$2 cache=$3
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$here/../..
+
+bash "$here/build-rootfs.sh" --build "$cache"
+root=$(bash "$here/build-rootfs.sh" --print-dir "$cache")
+
+rm -rf "$work"
+mkdir -p "$work/payload"
+for p in gpuslot-dkms gpuslotd libgpuslot1 libgpuslot-dev; do
+	cp "$debs"/${p}_*.deb "$work/payload/"
+done
+cp "$here/payload/run.sh" "$here/payload/hold.c" "$repo/libclient/examples/job_loop.c" \
+	"$work/payload/"
+cp -r "$repo/tests/fixtures/kfd/radeon-vii-gfx906" "$work/payload/"
+mkfs.ext4 -q -F -L payload -d "$work/payload" "$work/payload.img" 64M
+
+log=$work/serial.log
+echo "test-system: booting Debian 12 ($(cat "$root/kernel-release")) with systemd under TCG; serial log: $log"
+# snapshot=on: the cached image never changes.
+timeout "${GPUSLOT_SYSTEM_TIMEOUT:-1800}" qemu-system-x86_64 \
+	-accel tcg -cpu max -smp 2 -m 2048 \
+	-nographic -no-reboot -monitor none -serial stdio \
+	-kernel "$root/vmlinuz" -initrd "$root/initrd.img" \
+	-drive file="$root/base.img",if=virtio,format=raw,snapshot=on \
+	-drive file="$work/payload.img",if=virtio,format=raw,readonly=on \
+	-append "root=/dev/vda rw console=ttyS0 panic=-1 panic_on_warn=1 loglevel=4 systemd.show_status=0" \
+	</dev/null 2>&1 | sed -u 's/\r$//' | tee "$log" || true
+
+status=0
+if grep -nE 'BUG:|WARNING:|Oops|Call Trace|Kernel panic' "$log"; then
+	echo "test-system: the kernel log shows a bug (lines above)"
+	status=1
+fi
+grep -q '^SYSTEM-TEST-EXIT rc=0$' "$log" || { echo "test-system: the test did not finish with rc=0"; status=1; }
+summary=$(grep -oE 'SYSTEM-TEST: [0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1 | sed 's/SYSTEM-TEST: //')
+[ -n "$summary" ] || summary="0 passed, 1 failed"
+[ $status -eq 0 ] || [[ "$summary" != *" 0 failed" ]] ||
+	summary="${summary% failed}" summary="${summary%, *}, 1 failed"
+echo "$summary"
+exit $status
