@@ -8,6 +8,7 @@
 #   vm-rt      the VM suite on Debian's linux-image-rt-amd64 (PREEMPT_RT)
 #   vm-debug   the VM suite on the lockdep/KASAN/kmemleak debug kernel
 #   fuzz       the lock core's fuzzer for FUZZ_SECONDS; counts as one test
+#   system     the Debian packages on a booted Debian 12 with systemd
 set -uo pipefail
 cd "$(dirname "$0")/.."
 logs=${BUILD:-$PWD/build}/logs
@@ -22,6 +23,7 @@ for step in $steps; do
 	unit) make --no-print-directory test-unit 2>&1 | tee "$log" ;;
 	vm-*) make --no-print-directory test-vm KERNEL="${step#vm-}" 2>&1 | tee "$log" ;;
 	fuzz) make --no-print-directory fuzz 2>&1 | tee "$log" ;;
+	system) make --no-print-directory test-system 2>&1 | tee "$log" ;;
 	*) echo "run-tests: unknown step $step" | tee "$log"; false ;;
 	esac
 	rc=${PIPESTATUS[0]}
@@ -33,7 +35,7 @@ for step in $steps; do
 			's/.*tests passed, \([0-9]*\) tests failed out of \([0-9]*\).*/\1 \2/p' \
 			"$log" | tail -n 1)
 		failed=${failed:-0} passed=$((${total:-0} - failed)) ;;
-	vm-*)	read -r passed failed < <(sed -n \
+	vm-* | system)	read -r passed failed < <(sed -n \
 			's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$log" | tail -n 1)
 		passed=${passed:-0} failed=${failed:-0} ;;
 	fuzz)	[ "$rc" -eq 0 ] && passed=1 ;;
