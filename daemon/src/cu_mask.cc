@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "cu_mask.hpp"
 
+#include <sys/utsname.h>
+
 #include <cstdio>
 
 namespace gpuslot {
@@ -151,6 +153,12 @@ std::vector<uint32_t> se_registers(const CuShape &shape, MaskAlgorithm a,
 		regs[s.se] |= (wgp ? 3u : 1u) << (s.cu + 16 * s.sh);
 	}
 	return regs;
+}
+
+std::string running_kernel_release()
+{
+	utsname u;
+	return uname(&u) == 0 ? u.release : "";
 }
 
 } // namespace gpuslot

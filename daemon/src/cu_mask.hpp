@@ -28,6 +28,8 @@ enum class MaskAlgorithm {
 // the text is not a release.
 bool algorithm_for_kernel(const std::string &release, MaskAlgorithm *out);
 const char *algorithm_name(MaskAlgorithm a);
+// uname -r: the release whose mapping applies unless told otherwise.
+std::string running_kernel_release();
 
 // Active CUs per (XCC, SE, SH): the input of the mapping.
 struct CuShape {

@@ -5,7 +5,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/signalfd.h>
-#include <sys/utsname.h>
 #include <syslog.h>
 #include <systemd/sd-daemon.h>
 #include <time.h>
@@ -227,12 +226,8 @@ bool Daemon::start(std::string *error)
 {
 	if (!load_config(options_.config, &config_, error))
 		return false;
-	std::string kernel = options_.kernel;
-	if (kernel.empty()) {
-		utsname u;
-		uname(&u);
-		kernel = u.release;
-	}
+	const std::string kernel =
+		options_.kernel.empty() ? running_kernel_release() : options_.kernel;
 	if (!algorithm_for_kernel(kernel, &algorithm_)) {
 		*error = "kernel release '" + kernel + "' is not one gpuslotd can read";
 		return false;

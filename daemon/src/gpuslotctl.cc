@@ -2,7 +2,6 @@
 // gpuslotctl: gpuslot's command line for people (and, with --json, for
 // machines): status, plan, lint, set-k, set-partitions.
 #include <getopt.h>
-#include <sys/utsname.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -153,11 +152,8 @@ int parse_options(int argc, char **argv, Options *o)
 	}
 	for (int i = optind; i < argc; i++)
 		o->args.push_back(argv[i]);
-	if (o->kernel.empty()) {
-		utsname u;
-		uname(&u);
-		o->kernel = u.release;
-	}
+	if (o->kernel.empty())
+		o->kernel = gpuslot::running_kernel_release();
 	if (!gpuslot::algorithm_for_kernel(o->kernel, &o->algorithm))
 		return usage_error("--kernel '" + o->kernel +
 				   "': expected a release such as 6.1.0-56-amd64");

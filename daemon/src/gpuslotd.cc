@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 // gpuslotd: keeps the gpuslot module's layouts planned. See daemon.hpp.
 #include <getopt.h>
-#include <sys/utsname.h>
 #include <syslog.h>
 #include <systemd/sd-daemon.h>
 
@@ -146,11 +145,8 @@ int main(int argc, char **argv)
 	if (optind < argc)
 		return usage_error("unexpected argument '" + std::string(argv[optind]) + "'");
 	if (check) {
-		if (o.kernel.empty()) {
-			utsname u;
-			uname(&u);
-			o.kernel = u.release;
-		}
+		if (o.kernel.empty())
+			o.kernel = gpuslot::running_kernel_release();
 		return check_config(o);
 	}
 

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "lint.hpp"
 
+#include "module.hpp"
+
 #include <algorithm>
 #include <map>
 
@@ -18,22 +20,12 @@ std::string LintFinding::text() const
 
 bool parse_mask(const std::string &text, std::vector<uint32_t> *out)
 {
-	std::string_view s = text;
-	if (s.starts_with("0x") || s.starts_with("0X"))
-		s.remove_prefix(2);
-	if (s.empty() || s.size() > 256)
+	// The module's bitmap syntax, without its "all".
+	gpuslot_partition p;
+	if (text == "all" || !parse_partition(text, &p))
 		return false;
-	out->assign((s.size() + 7) / 8, 0);
-	for (size_t i = 0; i < s.size(); i++) {
-		char c = s[s.size() - 1 - i];
-		int v = c >= '0' && c <= '9'   ? c - '0'
-			: c >= 'a' && c <= 'f' ? c - 'a' + 10
-			: c >= 'A' && c <= 'F' ? c - 'A' + 10
-					       : -1;
-		if (v < 0)
-			return false;
-		(*out)[i / 8] |= uint32_t(v) << (4 * (i % 8));
-	}
+	size_t digits = text.size() - (text.starts_with("0x") || text.starts_with("0X") ? 2 : 0);
+	*out = mask_from_partition(p, unsigned(digits * 4));
 	return true;
 }
 
