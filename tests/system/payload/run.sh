@@ -39,7 +39,7 @@ CONF
 
 mkdir -p /tmp/debs && cp $P/*.deb /tmp/debs/
 t0=$(date +%s)
-DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-download \
+DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
 	/tmp/debs/gpuslot-dkms_*.deb /tmp/debs/gpuslotd_*.deb \
 	/tmp/debs/libgpuslot1_*.deb /tmp/debs/libgpuslot-dev_*.deb 2>&1 | tail -n 25
 echo "SYSTEM-TEST: apt-get install took $(($(date +%s) - t0)) s"
@@ -109,3 +109,6 @@ check "apt-get remove: no module left, on disk or loaded" \
 
 echo "SYSTEM-TEST: $pass passed, $fail failed"
 echo "SYSTEM-TEST-EXIT rc=$((fail > 0))"
+# Power off at once: the unit's SuccessAction is the fallback.
+sync
+systemctl poweroff -ff
