@@ -33,6 +33,13 @@ for bin in "$suite" ${GPUSLOT_VM_BINARIES:-}; do
 	for lib in $libs; do
 		mkdir -p "$work/root$(dirname "$lib")"
 		cp -L "$lib" "$work/root$lib"
+		# A library from the build tree (libgpuslot.so.1) would be hidden
+		# when the tree lies under /tmp, which the guest mounts over:
+		# /lib is on the loader's default path.
+		case $lib in
+		/lib/* | /lib64/* | /usr/lib/*) ;;
+		*) cp -L "$lib" "$work/root/lib/" ;;
+		esac
 	done
 done
 echo "$*" >"$work/root/etc/gpuslot-test-args"
