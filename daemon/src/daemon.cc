@@ -24,6 +24,33 @@
 namespace fs = std::filesystem;
 
 namespace gpuslot {
+namespace {
+
+// The config's sizes for k partitions of @total units (CUs or SMs): none
+// when there are none, or when they were written for another k (an admin
+// changed k), with a note saying so.
+bool sizes_for_k(const std::optional<std::string> &sizes_text, unsigned int total,
+		 unsigned int k, std::vector<unsigned int> *sizes,
+		 std::vector<std::string> *notes, std::string *error)
+{
+	sizes->clear();
+	if (!sizes_text)
+		return true;
+	std::string err;
+	if (!parse_sizes(*sizes_text, total, sizes, &err)) {
+		*error = "sizes '" + *sizes_text + "': " + err;
+		return false;
+	}
+	if (sizes->size() != k) {
+		notes->push_back("sizes '" + *sizes_text + "' are for k = " +
+				 std::to_string(sizes->size()) + ", not " + std::to_string(k) +
+				 ": planning k equal partitions");
+		sizes->clear();
+	}
+	return true;
+}
+
+} // namespace
 
 bool plan_layout(const GpuNode &gpu, const CuShape &shape,
 		 MaskAlgorithm algorithm, unsigned int k,
@@ -32,20 +59,8 @@ bool plan_layout(const GpuNode &gpu, const CuShape &shape,
 		 std::vector<std::string> *notes, std::string *error)
 {
 	std::vector<unsigned int> sizes;
-	if (sizes_text) {
-		std::string err;
-		if (!parse_sizes(*sizes_text, gpu.active_cus(), &sizes, &err)) {
-			*error = "sizes '" + *sizes_text + "': " + err;
-			return false;
-		}
-		if (sizes.size() != k) {
-			notes->push_back("sizes '" + *sizes_text + "' are for k = " +
-					 std::to_string(sizes.size()) + ", not " +
-					 std::to_string(k) +
-					 ": planning k equal partitions");
-			sizes.clear();
-		}
-	}
+	if (!sizes_for_k(sizes_text, gpu.active_cus(), k, &sizes, notes, error))
+		return false;
 	Plan plan = plan_partitions(shape, algorithm, k, sizes);
 	if (!plan.error.empty()) {
 		*error = plan.error;
@@ -69,19 +84,8 @@ bool plan_nv_layout(const NvGpu &gpu, unsigned int k,
 		    ModuleLayout *out, std::vector<std::string> *notes, std::string *error)
 {
 	std::vector<unsigned int> sizes;
-	if (sizes_text) {
-		std::string err;
-		if (!parse_sizes(*sizes_text, gpu.sm_count, &sizes, &err)) {
-			*error = "sizes '" + *sizes_text + "': " + err;
-			return false;
-		}
-		if (sizes.size() != k) {
-			notes->push_back("sizes '" + *sizes_text + "' are for k = " +
-					 std::to_string(sizes.size()) + ", not " +
-					 std::to_string(k) + ": planning k equal partitions");
-			sizes.clear();
-		}
-	}
+	if (!sizes_for_k(sizes_text, gpu.sm_count, k, &sizes, notes, error))
+		return false;
 	NvPlan plan = plan_nv_partitions(gpu, k, sizes);
 	if (!plan.error.empty()) {
 		*error = plan.error;
