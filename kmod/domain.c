@@ -593,7 +593,7 @@ ssize_t gpuslot_domain_show_waiters(struct gpuslot_domain *d, char *buf)
 		struct gpuslot_waiter *w =
 			container_of(cw, struct gpuslot_waiter, core);
 
-		if (gpuslot_table_full(len)) {
+		if (gpuslot_table_full(len, GPUSLOT_TABLE_LINE_MAX)) {
 			skipped++;
 			continue;
 		}

@@ -167,13 +167,14 @@ void gpuslot_current_comm(char comm[TASK_COMM_LEN]);
 
 /*
  * The sysfs tables are formatted under a spinlock, one line per entry. A
- * table stops while its longest line and the "... N more" summary that
- * gpuslot_table_end() adds still fit in the page.
+ * table stops while its longest line (@line_max) and the "... N more"
+ * summary that gpuslot_table_end() adds still fit in the page.
  */
-#define GPUSLOT_TABLE_LINE_MAX 96
-static inline bool gpuslot_table_full(int len)
+#define GPUSLOT_TABLE_LINE_MAX 96	/* holders, waiters, queues */
+#define GPUSLOT_TABLE_MORE_MAX 32	/* "... 4294967295 more\n" */
+static inline bool gpuslot_table_full(int len, int line_max)
 {
-	return len > PAGE_SIZE - 2 * GPUSLOT_TABLE_LINE_MAX;
+	return len + line_max + GPUSLOT_TABLE_MORE_MAX > PAGE_SIZE;
 }
 
 int gpuslot_table_end(char *buf, int len, unsigned int skipped);

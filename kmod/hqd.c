@@ -201,7 +201,7 @@ ssize_t gpuslot_domain_show_queues(struct gpuslot_domain *d, char *buf)
 
 	spin_lock(&d->lock);
 	list_for_each_entry(f, &d->hqd_files, hqd_node) {
-		if (gpuslot_table_full(len)) {
+		if (gpuslot_table_full(len, GPUSLOT_TABLE_LINE_MAX)) {
 			skipped++;
 			continue;
 		}

@@ -134,8 +134,7 @@ ssize_t gpuslot_domain_show_partitions(struct gpuslot_domain *d, char *buf)
 	k = d->core.k;
 	line_max = 6 + DIV_ROUND_UP(d->parts.nr_units, 4) + 1;
 	for (slot = 0; slot < k; slot++) {
-		/* Room for this line and for "... N more\n". */
-		if (len + line_max > PAGE_SIZE - 32) {
+		if (gpuslot_table_full(len, line_max)) {
 			skipped++;
 			continue;
 		}
