@@ -2,13 +2,14 @@
 # make test-system: boot a Debian 12 root file system (build-rootfs.sh,
 # cached) with systemd as PID 1 on Debian's kernel under QEMU (TCG), install
 # the gpuslot packages in it and run payload/run.sh. Fails on a failed check
-# or on BUG:/WARNING:/Oops/Call Trace in the serial log.
+# or on a kernel bug in the serial log (tests/vm/verdict.sh).
 #
 # usage: run-system-test.sh DEBDIR WORKDIR CACHE
 set -euo pipefail
 debs=$1 work=$2 cache=$3
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$here/../..
+. "$repo/tests/vm/verdict.sh"
 
 bash "$here/build-rootfs.sh" --build "$cache"
 root=$(bash "$here/build-rootfs.sh" --print-dir "$cache")
@@ -36,14 +37,8 @@ timeout "${GPUSLOT_SYSTEM_TIMEOUT:-900}" qemu-system-x86_64 \
 	</dev/null 2>&1 | sed -u 's/\r$//' | tee "$log" || true
 
 status=0
-if grep -nE 'BUG:|WARNING:|Oops|Call Trace|Kernel panic' "$log"; then
-	echo "test-system: the kernel log shows a bug (lines above)"
-	status=1
-fi
+log_shows_bug "$log" test-system && status=1
 grep -qE '(^|: )SYSTEM-TEST-EXIT rc=0$' "$log" || { echo "test-system: the test did not finish with rc=0"; status=1; }
-summary=$(grep -oE 'SYSTEM-TEST: [0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1 | sed 's/SYSTEM-TEST: //')
-[ -n "$summary" ] || summary="0 passed, 1 failed"
-[ $status -eq 0 ] || [[ "$summary" != *" 0 failed" ]] ||
-	summary="${summary% failed}" summary="${summary%, *}, 1 failed"
-echo "$summary"
+closing_summary "$(grep -oE 'SYSTEM-TEST: [0-9]+ passed, [0-9]+ failed' "$log" |
+	tail -n 1 | sed 's/SYSTEM-TEST: //')" $status
 exit $status

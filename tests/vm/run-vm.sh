@@ -12,6 +12,7 @@ kernel=$1 module=$2 suite=$3 work=$4
 shift 4
 GPUSLOT_VM_APPEND=${GPUSLOT_VM_APPEND:-}
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/verdict.sh"
 
 rm -rf "$work/root"
 mkdir -p "$work/root"/{bin,dev,etc,lib/modules,proc,sys,tmp}
@@ -56,12 +57,7 @@ timeout "${GPUSLOT_VM_TIMEOUT:-1200}" qemu-system-x86_64 \
 	</dev/null 2>&1 | sed -u 's/\r$//' | tee "$log" || true
 
 status=0
-# BUG: covers KASAN and might-sleep reports, WARNING: lockdep splats;
-# kmemleak and debugobjects have their own words.
-if grep -nE 'BUG:|WARNING:|Oops|Call Trace|Kernel panic|unreferenced object|ODEBUG' "$log"; then
-	echo "run-vm: the kernel log shows a bug (lines above)"
-	status=1
-fi
+log_shows_bug "$log" run-vm && status=1
 # The contention tests need the CPUs QEMU was given.
 if ! grep -qE 'gpuslot-vm: kernel .*, 4 CPUs$' "$log"; then
 	echo "run-vm: the guest did not bring up 4 CPUs"
@@ -73,9 +69,5 @@ if ! grep -q '^GPUSLOT-VM-EXIT rc=0$' "$log"; then
 fi
 # A benchmark run (RUN_VM_SUMMARY=0) has no tests to sum up.
 [ "${RUN_VM_SUMMARY:-1}" = 1 ] || exit $status
-summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -n 1 || true)
-[ -n "$summary" ] || summary="0 passed, 1 failed"
-[ $status -eq 0 ] || [[ "$summary" != *" 0 failed" ]] ||
-	summary="${summary% failed}" summary="${summary%, *}, 1 failed"
-echo "$summary"
+closing_summary "$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -n 1 || true)" $status
 exit $status
