@@ -2,7 +2,8 @@
 #
 #   make test                 unit tests + the VM suite on Debian's kernel
 #   make test-unit            userspace unit tests (ASan/UBSan)
-#   make test-vm              the VM suite alone; KERNEL=stock (default), rt or debug
+#   make test-vm              the VM suite alone; KERNEL=stock (default), rt,
+#                             6.12 or debug
 #   make fuzz                 libFuzzer on the lock core for FUZZ_SECONDS (60)
 #   make bench                lock benchmarks in the VM, against the alternatives
 #   make bench-host           the same on this host's running kernel (root)
@@ -22,6 +23,8 @@ JOBS ?= $(shell nproc)
 # kernel (that is the CI host's):
 #   stock  Debian 12's linux-image-amd64
 #   rt     Debian 12's linux-image-rt-amd64 (PREEMPT_RT)
+#   6.12   Debian 12's linux-image-6.12-amd64 (the kernel line of Debian 13
+#          and of current Ubuntu releases)
 #   debug  6.1 from Debian's linux-source with lockdep, KASAN, kmemleak and
 #          friends, built by tests/debug-kernel/build.sh and cached in
 #          DEBUG_KERNEL_CACHE
@@ -31,11 +34,13 @@ ifeq ($(KERNEL),stock)
 KPKG := linux-image-amd64
 else ifeq ($(KERNEL),rt)
 KPKG := linux-image-rt-amd64
+else ifeq ($(KERNEL),6.12)
+KPKG := linux-image-6.12-amd64
 else ifeq ($(KERNEL),debug)
 KDIR ?= $(shell bash tests/debug-kernel/build.sh --print-dir $(DEBUG_KERNEL_CACHE))
 KIMAGE ?= $(KDIR)/arch/x86/boot/bzImage
 else
-$(error KERNEL=$(KERNEL): use stock, rt or debug)
+$(error KERNEL=$(KERNEL): use stock, rt, 6.12 or debug)
 endif
 ifdef KPKG
 KVER ?= $(shell dpkg-query -W -f='$${Depends}' $(KPKG) 2>/dev/null | \

@@ -4,8 +4,11 @@
  *
  * A counting reservation against a limit, with waiters served strictly in
  * FIFO order: the head waiter is served first even when a later, smaller
- * request would fit, so a large request is never starved. Pure logic, like
- * core.c: the caller serialises every call and wakes what @granted holds.
+ * request would fit, so a large request is never starved; a request larger
+ * than the limit could never be served, and would block every request
+ * behind it, so the caller refuses it and a lowered limit fails it. Pure
+ * logic, like core.c: the caller serialises every call and wakes what
+ * @done holds.
  */
 #ifndef GPUSLOT_BUDGET_H
 #define GPUSLOT_BUDGET_H
@@ -14,9 +17,11 @@
 #include <linux/types.h>
 
 struct gpuslot_budget_waiter {
-	struct list_head node;	/* in gpuslot_budget.waiters, then @granted */
+	struct list_head node;	/* in gpuslot_budget.waiters, then @done */
 	unsigned int count;	/* queues asked for */
 	bool granted;
+	bool done;		/* granted, or failed with @error */
+	int error;		/* -ENOSPC: @count exceeds a lowered limit */
 };
 
 struct gpuslot_budget {
@@ -31,7 +36,10 @@ void gpuslot_budget_init(struct gpuslot_budget *b, unsigned int limit);
 /* Reserve @count at once: only when nobody waits and it fits. */
 bool gpuslot_budget_try_reserve(struct gpuslot_budget *b, unsigned int count);
 
-/* Queue @w for @count at the tail. Call only after try_reserve failed. */
+/*
+ * Queue @w for @count at the tail. Call only after try_reserve failed, and
+ * only with @count <= the limit.
+ */
 void gpuslot_budget_enqueue(struct gpuslot_budget *b,
 			    struct gpuslot_budget_waiter *w,
 			    unsigned int count);
@@ -39,17 +47,18 @@ void gpuslot_budget_enqueue(struct gpuslot_budget *b,
 /* A waiter gives up; the ones behind it may fit now. */
 void gpuslot_budget_cancel(struct gpuslot_budget *b,
 			   struct gpuslot_budget_waiter *w,
-			   struct list_head *granted);
+			   struct list_head *done);
 
 /* Return @count queues (at most what was reserved); serve waiters. */
 void gpuslot_budget_unreserve(struct gpuslot_budget *b, unsigned int count,
-			      struct list_head *granted);
+			      struct list_head *done);
 
 /*
  * Change the limit. Lowering it below use revokes nothing: new requests
- * wait or fail until use falls below it. Raising it serves waiters.
+ * wait or fail until use falls below it; a waiting request for more than
+ * the new limit fails with -ENOSPC. Raising it serves waiters.
  */
 void gpuslot_budget_set_limit(struct gpuslot_budget *b, unsigned int limit,
-			      struct list_head *granted);
+			      struct list_head *done);
 
 #endif /* GPUSLOT_BUDGET_H */

@@ -4,6 +4,7 @@
  * See core.h for the invariant every function keeps.
  */
 #include <linux/bitops.h>
+#include <linux/errno.h>
 
 #include "core.h"
 
@@ -77,6 +78,8 @@ void gpuslot_core_enqueue(struct gpuslot_core *c,
 	w->allowed = allowed;
 	w->slot = -1;
 	w->granted = false;
+	w->done = false;
+	w->error = 0;
 	list_add_tail(&w->node, &c->waiters);
 	c->nr_waiters++;
 	gpuslot_core_count(c, allowed, true);
@@ -97,7 +100,7 @@ void gpuslot_core_cancel(struct gpuslot_core *c,
  * become wanted; the other free slots are unwanted by the invariant.
  */
 static void gpuslot_core_dispatch(struct gpuslot_core *c, u64 free,
-				  struct list_head *granted)
+				  struct list_head *done)
 {
 	struct gpuslot_core_waiter *w, *tmp;
 
@@ -112,32 +115,58 @@ static void gpuslot_core_dispatch(struct gpuslot_core *c, u64 free,
 			continue;
 		w->slot = __ffs64(take);
 		w->granted = true;
+		w->done = true;
 		c->held |= 1ULL << w->slot;
 		free &= ~(1ULL << w->slot);
-		list_move_tail(&w->node, granted);
+		list_move_tail(&w->node, done);
+		c->nr_waiters--;
+		gpuslot_core_count(c, w->allowed, false);
+	}
+}
+
+/* Fail the waiters that accept no slot below k. */
+static void gpuslot_core_fail_unservable(struct gpuslot_core *c,
+					 struct list_head *done)
+{
+	u64 valid = gpuslot_core_valid(c);
+	struct gpuslot_core_waiter *w, *tmp;
+
+	/* A waiter that accepts any slot always has one below k. */
+	if (c->nr_waiters == c->nr_any)
+		return;
+	list_for_each_entry_safe(w, tmp, &c->waiters, node) {
+		if (w->allowed & valid)
+			continue;
+		w->done = true;
+		w->error = -EINVAL;
+		list_move_tail(&w->node, done);
 		c->nr_waiters--;
 		gpuslot_core_count(c, w->allowed, false);
 	}
 }
 
 void gpuslot_core_release(struct gpuslot_core *c, unsigned int slot,
-			  struct list_head *granted)
+			  struct list_head *done)
 {
 	u64 bit = 1ULL << slot;
 
 	c->held &= ~bit;
 	/* A slot at or above k retires here instead of being handed on. */
-	gpuslot_core_dispatch(c, bit & gpuslot_core_valid(c), granted);
+	gpuslot_core_dispatch(c, bit & gpuslot_core_valid(c), done);
 }
 
 bool gpuslot_core_set_k(struct gpuslot_core *c, unsigned int k,
-			struct list_head *granted)
+			struct list_head *done)
 {
+	bool shrink = k < c->k;
+
 	if (k == c->k)
 		return false;
 	c->k = k;
 	c->generation++;
-	gpuslot_core_dispatch(c, gpuslot_core_valid(c) & ~c->held, granted);
+	if (shrink)
+		gpuslot_core_fail_unservable(c, done);
+	gpuslot_core_dispatch(c, gpuslot_core_valid(c) & ~c->held, done);
 	return true;
 }
 

@@ -4,8 +4,9 @@
  *
  * Pure logic: no sleeping, no allocation, no locking. The caller serialises
  * every call (the module with the domain spinlock) and wakes the waiters a
- * call moves to its @granted list. Keeping the kernel glue out lets the same
- * file be compiled and tested in userspace (tests/unit).
+ * call moves to its @done list: granted, or failed with an error. Keeping
+ * the kernel glue out lets the same file be compiled and tested in
+ * userspace (tests/unit).
  *
  * Invariant kept by every operation: no queued waiter accepts a slot that is
  * free and below k. A new caller may therefore take any free slot it accepts
@@ -19,10 +20,12 @@
 #include <linux/types.h>
 
 struct gpuslot_core_waiter {
-	struct list_head node;	/* in gpuslot_core.waiters, then @granted */
+	struct list_head node;	/* in gpuslot_core.waiters, then @done */
 	u64 allowed;		/* slots this waiter accepts, never 0 */
 	int slot;		/* granted slot, or -1 while queued */
 	bool granted;		/* set with @slot when the slot is handed over */
+	bool done;		/* granted, or failed with @error */
+	int error;		/* -EINVAL: k shrank below every allowed slot */
 };
 
 #define GPUSLOT_CORE_SLOTS 64
@@ -60,15 +63,18 @@ void gpuslot_core_cancel(struct gpuslot_core *c,
 
 /* Free @slot and hand it to the first waiter that accepts it. */
 void gpuslot_core_release(struct gpuslot_core *c, unsigned int slot,
-			  struct list_head *granted);
+			  struct list_head *done);
 
 /*
  * Set k. Growing hands the new free slots to waiters in FIFO order, each
  * the lowest free slot it accepts; shrinking leaves holders alone and the
- * slots >= k retire as they are released. Returns true if k changed.
+ * slots >= k retire as they are released. A waiter that accepts no slot
+ * below the new k can never be served: it leaves the queue for @done with
+ * -EINVAL, as a new caller with its mask would be refused. Returns true if
+ * k changed.
  */
 bool gpuslot_core_set_k(struct gpuslot_core *c, unsigned int k,
-			struct list_head *granted);
+			struct list_head *done);
 
 /* Start a new generation: the slots' partitions changed, k did not. */
 void gpuslot_core_new_generation(struct gpuslot_core *c);

@@ -7,7 +7,9 @@
 #include <linux/bitops.h>
 #include <linux/hrtimer.h>
 #include <linux/ktime.h>
+#include <linux/pid_namespace.h>
 #include <linux/sched/signal.h>
+#include <linux/sched/task.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/sysfs.h>
@@ -20,10 +22,17 @@ struct gpuslot_waiter {
 	struct gpuslot_core_waiter core;
 	struct gpuslot_file *file;
 	struct task_struct *task;
+	/* Valid without a reference while the thread waits here. */
+	struct pid *tgid;
+	struct pid *tid;
 	u64 start_ns;
-	pid_t pid;
-	pid_t tid;
 	char comm[TASK_COMM_LEN];
+	/* The grant, recorded under d->lock: what this call returns. */
+	unsigned int slot;
+	u64 generation;
+	u64 seq;
+	/* Set by the granter once the new holder is boosted. */
+	bool ready;
 };
 
 static struct gpuslot_domain *gpuslot_domains[GPUSLOT_MAX_DOMAINS];
@@ -62,6 +71,7 @@ int gpuslot_domains_create(unsigned int nr, struct kobject *parent)
 		gpuslot_budget_init(&d->budget, GPUSLOT_DEFAULT_HQD_LIMIT);
 		INIT_LIST_HEAD(&d->hqd_files);
 		d->boost_priority = GPUSLOT_DEFAULT_BOOST_PRIORITY;
+		d->max_hold_ms = GPUSLOT_DEFAULT_MAX_HOLD_MS;
 		ret = kobject_init_and_add(&d->kobj, &gpuslot_domain_ktype,
 					   parent, "gpu%u", i);
 		if (ret) {
@@ -106,7 +116,8 @@ void gpuslot_file_init(struct gpuslot_file *f)
 	f->domain = gpuslot_domains[0];
 	f->state = GPUSLOT_FILE_IDLE;
 	INIT_LIST_HEAD(&f->hqd_node);
-	mutex_init(&f->boost_lock);
+	INIT_LIST_HEAD(&f->boost.node);
+	INIT_DELAYED_WORK(&f->overrun_work, gpuslot_overrun_work_fn);
 }
 
 int gpuslot_file_attach(struct gpuslot_file *f, unsigned int id)
@@ -133,7 +144,7 @@ ktime_t gpuslot_deadline(u64 start_ns, u64 timeout_ns)
 			      ns_to_ktime(min_t(u64, timeout_ns, KTIME_MAX)));
 }
 
-int gpuslot_domain_wait(struct gpuslot_domain *d, const bool *granted,
+int gpuslot_domain_wait(struct gpuslot_domain *d, const bool *done,
 			ktime_t *expires)
 	__must_hold(&d->lock)
 {
@@ -141,9 +152,9 @@ int gpuslot_domain_wait(struct gpuslot_domain *d, const bool *granted,
 
 	lockdep_assert_held(&d->lock);
 	for (;;) {
-		/* A grant sets *granted under d->lock, then wakes us. */
+		/* A waker sets *done under d->lock, then wakes us. */
 		set_current_state(TASK_INTERRUPTIBLE);
-		if (*granted)
+		if (*done)
 			break;
 		if (signal_pending(current)) {
 			ret = -EINTR;
@@ -164,7 +175,7 @@ int gpuslot_domain_wait(struct gpuslot_domain *d, const bool *granted,
 	}
 	__set_current_state(TASK_RUNNING);
 	/* A grant that raced with the signal or the timeout wins. */
-	return *granted ? 0 : ret;
+	return *done ? 0 : ret;
 }
 
 /*
@@ -196,12 +207,17 @@ static void gpuslot_grant(struct gpuslot_domain *d, struct gpuslot_waiter *w,
 	f->state = GPUSLOT_FILE_HOLDING;
 	f->slot = slot;
 	f->hold_seq++;
-	f->grant_generation = d->core.generation;
 	f->hold_start_ns = now;
-	f->holder_pid = w->pid;
-	f->holder_tid = w->tid;
+	f->holder_tgid = get_pid(w->tgid);
+	f->holder_tid = get_pid(w->tid);
 	memcpy(f->holder_comm, w->comm, sizeof(f->holder_comm));
+	f->hold_boost = GPUSLOT_HOLD_UNBOOSTED;
 	d->holder[slot] = f;
+	gpuslot_hold_timer_start(d, f);
+
+	w->slot = slot;
+	w->generation = d->core.generation;
+	w->seq = f->hold_seq;
 
 	c->acquisitions++;
 	c->total_wait_ns += wait_ns;
@@ -209,97 +225,94 @@ static void gpuslot_grant(struct gpuslot_domain *d, struct gpuslot_waiter *w,
 	c->wait_hist[gpuslot_hist_bucket(wait_ns)]++;
 }
 
-/*
- * Complete the grants the core made and wake their threads. The woken
- * thread needs d->lock before it looks at its waiter, so the waiter stays
- * valid until this returns.
- */
-static void gpuslot_wake_granted(struct gpuslot_domain *d,
-				 struct list_head *granted)
+void gpuslot_wake_done(struct gpuslot_domain *d, struct list_head *done)
+	__must_hold(&d->lock)
 {
+	bool boost = READ_ONCE(d->boost_priority);
 	struct gpuslot_core_waiter *cw, *tmp;
 	u64 now = ktime_get_ns();
 
 	lockdep_assert_held(&d->lock);
-	list_for_each_entry_safe(cw, tmp, granted, node) {
+	list_for_each_entry_safe(cw, tmp, done, node) {
 		struct gpuslot_waiter *w =
 			container_of(cw, struct gpuslot_waiter, core);
 
+		if (cw->granted) {
+			gpuslot_grant(d, w, cw->slot, now);
+			if (boost) {
+				/* Boosted and woken by gpuslot_finish_handoffs(). */
+				get_task_struct(w->task);
+				continue;
+			}
+		} else {
+			w->file->state = GPUSLOT_FILE_IDLE;
+		}
 		list_del_init(&cw->node);
-		gpuslot_grant(d, w, cw->slot, now);
+		/* The waiter reads ready under d->lock or after its wakeup. */
+		w->ready = true;
 		wake_up_process(w->task);
 	}
 }
 
-/* Give the slot @f holds back to the domain. Called under d->lock. */
+void gpuslot_finish_handoffs(struct gpuslot_domain *d, struct list_head *done)
+{
+	struct gpuslot_core_waiter *cw, *tmp;
+
+	list_for_each_entry_safe(cw, tmp, done, node) {
+		struct gpuslot_waiter *w =
+			container_of(cw, struct gpuslot_waiter, core);
+		struct task_struct *task = w->task;
+
+		list_del_init(&cw->node);
+		gpuslot_file_boost(w->file, d, w->seq, task);
+		/*
+		 * @w lives on the waiter's stack: untouchable once it is
+		 * ready. Pairs with smp_load_acquire() in gpuslot_wait_ready().
+		 */
+		smp_store_release(&w->ready, true);
+		wake_up_process(task);
+		put_task_struct(task);
+	}
+}
+
+/*
+ * Give the slot @f holds back to the domain. Called under d->lock; the
+ * waiters it grants are left on @done for gpuslot_finish_handoffs().
+ */
 static void gpuslot_release_locked(struct gpuslot_domain *d,
-				   struct gpuslot_file *f)
+				   struct gpuslot_file *f,
+				   struct list_head *done)
 {
 	u64 hold_ns = gpuslot_since(ktime_get_ns(), f->hold_start_ns);
-	LIST_HEAD(granted);
 
 	lockdep_assert_held(&d->lock);
 	d->counters.max_hold_ns = max(d->counters.max_hold_ns, hold_ns);
 	d->holder[f->slot] = NULL;
 	f->state = GPUSLOT_FILE_IDLE;
-	gpuslot_core_release(&d->core, f->slot, &granted);
-	gpuslot_wake_granted(d, &granted);
-}
-
-/*
- * Boost the current thread for hold @seq of @f. A release of that hold may
- * already have happened on another thread sharing the file; boost_lock and
- * the sequence check keep a late boost from outliving the hold.
- */
-static void gpuslot_file_boost(struct gpuslot_file *f,
-			       struct gpuslot_domain *d, u64 seq)
-{
-	unsigned int prio = READ_ONCE(d->boost_priority);
-	bool holding;
-
-	/*
-	 * No boost, nothing to order against a release. A boost left from an
-	 * earlier hold is restored by that hold's release, which checks the
-	 * sequence under boost_lock.
-	 */
-	if (!prio)
-		return;
-	mutex_lock(&f->boost_lock);
-	/* A boost of an earlier hold whose release has not restored it yet. */
-	if (f->boost.task && f->boost_seq != seq)
-		gpuslot_boost_restore(&f->boost);
-	spin_lock(&d->lock);
-	holding = f->state == GPUSLOT_FILE_HOLDING && f->hold_seq == seq;
-	spin_unlock(&d->lock);
-	if (holding) {
-		gpuslot_boost_apply(&f->boost, current, prio);
-		f->boost_seq = seq;
-	}
-	mutex_unlock(&f->boost_lock);
-}
-
-static void gpuslot_file_unboost(struct gpuslot_file *f, u64 seq)
-{
-	mutex_lock(&f->boost_lock);
-	if (f->boost.task && f->boost_seq == seq)
-		gpuslot_boost_restore(&f->boost);
-	mutex_unlock(&f->boost_lock);
+	put_pid(f->holder_tgid);
+	put_pid(f->holder_tid);
+	f->holder_tgid = NULL;
+	f->holder_tid = NULL;
+	cancel_delayed_work(&f->overrun_work);
+	gpuslot_core_release(&d->core, f->slot, done);
+	gpuslot_wake_done(d, done);
 }
 
 void gpuslot_file_cleanup(struct gpuslot_file *f)
 {
 	struct gpuslot_domain *d = gpuslot_file_lock(f);
+	LIST_HEAD(done);
 
 	/* No ioctl runs on a file being released: it cannot be ACQUIRING. */
 	if (f->state == GPUSLOT_FILE_HOLDING)
-		gpuslot_release_locked(d, f);
+		gpuslot_release_locked(d, f, &done);
 	gpuslot_hqd_cleanup_locked(d, f);
 	spin_unlock(&d->lock);
+	gpuslot_finish_handoffs(d, &done);
 
-	mutex_lock(&f->boost_lock);
-	gpuslot_boost_restore(&f->boost);
-	mutex_unlock(&f->boost_lock);
-	mutex_destroy(&f->boost_lock);
+	/* Idle now: the work cannot arm itself again. */
+	cancel_delayed_work_sync(&f->overrun_work);
+	gpuslot_file_unboost(f, U64_MAX);
 }
 
 void gpuslot_current_comm(char comm[TASK_COMM_LEN])
@@ -312,22 +325,70 @@ static void gpuslot_waiter_init(struct gpuslot_waiter *w,
 {
 	w->file = f;
 	w->task = current;
-	w->pid = task_tgid_vnr(current);
-	w->tid = task_pid_vnr(current);
+	w->tgid = task_tgid(current);
+	w->tid = task_pid(current);
 	gpuslot_current_comm(w->comm);
 	w->start_ns = ktime_get_ns();
+	w->ready = false;
+}
+
+void gpuslot_escape_name(char out[GPUSLOT_NAME_ESCAPED_LEN],
+			 const char comm[TASK_COMM_LEN])
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned int i, n = 0;
+
+	for (i = 0; i < TASK_COMM_LEN - 1 && comm[i]; i++) {
+		unsigned char c = comm[i];
+
+		if (c > ' ' && c <= '~' && c != '\\') {
+			out[n++] = c;
+			continue;
+		}
+		out[n++] = '\\';
+		out[n++] = 'x';
+		out[n++] = hex[c >> 4];
+		out[n++] = hex[c & 15];
+	}
+	if (!n) {
+		memcpy(out, "\\x00", 4);
+		n = 4;
+	}
+	out[n] = '\0';
+}
+
+pid_t gpuslot_pid_for_reader(struct pid *pid)
+{
+	return pid_nr_ns(pid, task_active_pid_ns(current));
 }
 
 #define GPUSLOT_ACQUIRE_FLAGS (GPUSLOT_ACQUIRE_TRY | GPUSLOT_ACQUIRE_TIMEOUT)
 
-int gpuslot_file_acquire(struct gpuslot_file *f, struct gpuslot_acquire *a)
+/*
+ * The second half of a granted wait: the granter boosts this thread before
+ * it sets @ready, and wakes it after. Not interruptible: the slot is ours
+ * already, and the granter is a few instructions from done.
+ */
+static void gpuslot_wait_ready(struct gpuslot_waiter *w)
+{
+	for (;;) {
+		set_current_state(TASK_UNINTERRUPTIBLE);
+		/* Pairs with smp_store_release() in gpuslot_finish_handoffs(). */
+		if (smp_load_acquire(&w->ready))
+			break;
+		schedule();
+	}
+	__set_current_state(TASK_RUNNING);
+}
+
+int gpuslot_file_acquire(struct gpuslot_file *f, struct gpuslot_acquire *a,
+			 u64 *seq)
 {
 	bool timed = a->flags & GPUSLOT_ACQUIRE_TIMEOUT;
 	u64 allowed = a->allowed_mask ? a->allowed_mask : ~0ULL;
 	struct gpuslot_domain *d;
 	struct gpuslot_waiter w;
 	ktime_t expires = 0;
-	u64 seq;
 	int slot, ret;
 
 	if (a->__reserved || (a->flags & ~GPUSLOT_ACQUIRE_FLAGS) ||
@@ -352,6 +413,8 @@ int gpuslot_file_acquire(struct gpuslot_file *f, struct gpuslot_acquire *a)
 	slot = gpuslot_core_try_acquire(&d->core, allowed);
 	if (slot >= 0) {
 		gpuslot_grant(d, &w, slot, w.start_ns);
+		spin_unlock(&d->lock);
+		gpuslot_file_boost(f, d, w.seq, current);
 		goto granted;
 	}
 	if (a->flags & GPUSLOT_ACQUIRE_TRY) {
@@ -362,7 +425,7 @@ int gpuslot_file_acquire(struct gpuslot_file *f, struct gpuslot_acquire *a)
 	gpuslot_core_enqueue(&d->core, &w.core, allowed);
 	f->state = GPUSLOT_FILE_ACQUIRING;
 	d->counters.contended++;
-	ret = gpuslot_domain_wait(d, &w.core.granted, timed ? &expires : NULL);
+	ret = gpuslot_domain_wait(d, &w.core.done, timed ? &expires : NULL);
 	if (ret) {
 		gpuslot_core_cancel(&d->core, &w.core);
 		f->state = GPUSLOT_FILE_IDLE;
@@ -372,36 +435,56 @@ int gpuslot_file_acquire(struct gpuslot_file *f, struct gpuslot_acquire *a)
 			d->counters.timeouts++;
 		goto unlock;
 	}
-granted:
-	a->slot = f->slot;
-	a->generation = f->grant_generation;
-	seq = f->hold_seq;
+	if (w.core.error) {
+		/* gpuslot_wake_done() made the file idle. */
+		ret = w.core.error;
+		goto unlock;
+	}
 	spin_unlock(&d->lock);
-	gpuslot_file_boost(f, d, seq);
+	gpuslot_wait_ready(&w);
+granted:
+	/* This call's grant: the file may hold a later one by now. */
+	a->slot = w.slot;
+	a->generation = w.generation;
+	*seq = w.seq;
 	return 0;
 unlock:
 	spin_unlock(&d->lock);
 	return ret;
 }
 
-int gpuslot_file_release(struct gpuslot_file *f, struct gpuslot_release *r)
+/* Release the hold of @f: hold @seq only, unless @any. */
+static int gpuslot_release_hold(struct gpuslot_file *f, bool any, u64 seq,
+				unsigned int *slot)
 {
-	struct gpuslot_domain *d;
-	u64 seq;
+	struct gpuslot_domain *d = gpuslot_file_lock(f);
+	LIST_HEAD(done);
 
-	if (r->flags || r->__reserved)
-		return -EINVAL;
-	d = gpuslot_file_lock(f);
-	if (f->state != GPUSLOT_FILE_HOLDING) {
+	if (f->state != GPUSLOT_FILE_HOLDING || (!any && f->hold_seq != seq)) {
 		spin_unlock(&d->lock);
 		return -EPERM;
 	}
-	r->slot = f->slot;
+	if (slot)
+		*slot = f->slot;
 	seq = f->hold_seq;
-	gpuslot_release_locked(d, f);
+	gpuslot_release_locked(d, f, &done);
 	spin_unlock(&d->lock);
+	/* The releasing thread stays boosted while it hands the slot on. */
+	gpuslot_finish_handoffs(d, &done);
 	gpuslot_file_unboost(f, seq);
 	return 0;
+}
+
+int gpuslot_file_release(struct gpuslot_file *f, struct gpuslot_release *r)
+{
+	if (r->flags || r->__reserved)
+		return -EINVAL;
+	return gpuslot_release_hold(f, true, 0, &r->slot);
+}
+
+int gpuslot_file_release_hold(struct gpuslot_file *f, u64 seq)
+{
+	return gpuslot_release_hold(f, false, seq, NULL);
 }
 
 int gpuslot_file_domain_info(struct gpuslot_file *f,
@@ -444,6 +527,7 @@ int gpuslot_file_stats(struct gpuslot_file *f, struct gpuslot_stats *s)
 	s->total_wait_ns = c.total_wait_ns;
 	s->max_wait_ns = c.max_wait_ns;
 	s->max_hold_ns = c.max_hold_ns;
+	s->overruns = c.overruns;
 	BUILD_BUG_ON(sizeof(s->wait_hist) != sizeof(c.wait_hist));
 	memcpy(s->wait_hist, c.wait_hist, sizeof(s->wait_hist));
 	return 0;
@@ -460,22 +544,23 @@ void gpuslot_domain_notify_layout(struct gpuslot_domain *d)
 int gpuslot_domain_set_k(struct gpuslot_domain *d, unsigned int k,
 			 u64 *generation)
 {
-	LIST_HEAD(granted);
+	LIST_HEAD(done);
 	bool changed;
 
 	if (k < 1 || k > GPUSLOT_MAX_SLOTS)
 		return -EINVAL;
 	spin_lock(&d->lock);
-	changed = gpuslot_core_set_k(&d->core, k, &granted);
+	changed = gpuslot_core_set_k(&d->core, k, &done);
 	/* Partitions planned for the old k are the daemon's to redo. */
 	if (gpuslot_partitions_reset(&d->parts) && !changed) {
 		gpuslot_core_new_generation(&d->core);
 		changed = true;
 	}
-	gpuslot_wake_granted(d, &granted);
+	gpuslot_wake_done(d, &done);
 	if (generation)
 		*generation = d->core.generation;
 	spin_unlock(&d->lock);
+	gpuslot_finish_handoffs(d, &done);
 
 	if (changed)
 		gpuslot_domain_notify_layout(d);
@@ -486,7 +571,7 @@ void gpuslot_domain_set_layout(struct gpuslot_domain *d, unsigned int k,
 			       const struct gpuslot_partitions *parts,
 			       unsigned int hqd_limit, u64 *generation)
 {
-	LIST_HEAD(granted);
+	LIST_HEAD(done);
 	bool hqd_changed = false;
 	bool changed;
 
@@ -498,15 +583,16 @@ void gpuslot_domain_set_layout(struct gpuslot_domain *d, unsigned int k,
 	changed = memcmp(&d->parts, parts, sizeof(*parts));
 	if (changed)
 		d->parts = *parts;
-	if (gpuslot_core_set_k(&d->core, k, &granted))
+	if (gpuslot_core_set_k(&d->core, k, &done))
 		changed = true;
 	else if (changed)
 		gpuslot_core_new_generation(&d->core);
-	gpuslot_wake_granted(d, &granted);
+	gpuslot_wake_done(d, &done);
 	if (hqd_limit)
 		hqd_changed = gpuslot_hqd_set_limit_locked(d, hqd_limit);
 	*generation = d->core.generation;
 	spin_unlock(&d->lock);
+	gpuslot_finish_handoffs(d, &done);
 
 	if (changed)
 		gpuslot_domain_notify_layout(d);
@@ -557,9 +643,16 @@ int gpuslot_table_end(char *buf, int len, unsigned int skipped)
 	return len;
 }
 
+static const char *const gpuslot_hold_boost_names[] = {
+	[GPUSLOT_HOLD_UNBOOSTED] = "unboosted",
+	[GPUSLOT_HOLD_BOOSTED] = "boosted",
+	[GPUSLOT_HOLD_OVERRUN] = "overrun",
+};
+
 ssize_t gpuslot_domain_show_holders(struct gpuslot_domain *d, char *buf)
 {
-	unsigned int slot;
+	char name[GPUSLOT_NAME_ESCAPED_LEN];
+	unsigned int slot, skipped = 0;
 	int len = 0;
 	u64 now;
 
@@ -571,19 +664,26 @@ ssize_t gpuslot_domain_show_holders(struct gpuslot_domain *d, char *buf)
 
 		if (!f)
 			continue;
-		len += sysfs_emit_at(buf, len, "%u %d %d %s %llu\n", slot,
-				     f->holder_pid, f->holder_tid,
-				     f->holder_comm,
-				     gpuslot_since(now, f->hold_start_ns));
+		if (gpuslot_table_full(len, GPUSLOT_TABLE_LINE_MAX)) {
+			skipped++;
+			continue;
+		}
+		gpuslot_escape_name(name, f->holder_comm);
+		len += sysfs_emit_at(buf, len, "%u %d %d %s %llu %s\n", slot,
+				     gpuslot_pid_for_reader(f->holder_tgid),
+				     gpuslot_pid_for_reader(f->holder_tid),
+				     name, gpuslot_since(now, f->hold_start_ns),
+				     gpuslot_hold_boost_names[f->hold_boost]);
 	}
 	spin_unlock(&d->lock);
-	return len;
+	return gpuslot_table_end(buf, len, skipped);
 }
 
 ssize_t gpuslot_domain_show_waiters(struct gpuslot_domain *d, char *buf)
 {
+	char name[GPUSLOT_NAME_ESCAPED_LEN];
 	struct gpuslot_core_waiter *cw;
-	unsigned int skipped = 0;
+	unsigned int shown = 0;
 	int len = 0;
 	u64 now;
 
@@ -593,16 +693,19 @@ ssize_t gpuslot_domain_show_waiters(struct gpuslot_domain *d, char *buf)
 		struct gpuslot_waiter *w =
 			container_of(cw, struct gpuslot_waiter, core);
 
-		if (gpuslot_table_full(len, GPUSLOT_TABLE_LINE_MAX)) {
-			skipped++;
-			continue;
-		}
+		/* The rest is counted, not walked. */
+		if (gpuslot_table_full(len, GPUSLOT_TABLE_LINE_MAX))
+			break;
+		gpuslot_escape_name(name, w->comm);
 		len += sysfs_emit_at(buf, len, "%d %d %s %llu 0x%llx\n",
-				     w->pid, w->tid, w->comm,
+				     gpuslot_pid_for_reader(w->tgid),
+				     gpuslot_pid_for_reader(w->tid), name,
 				     gpuslot_since(now, w->start_ns), cw->allowed);
+		shown++;
 	}
+	len = gpuslot_table_end(buf, len, d->core.nr_waiters - shown);
 	spin_unlock(&d->lock);
-	return gpuslot_table_end(buf, len, skipped);
+	return len;
 }
 
 ssize_t gpuslot_domain_show_stats(struct gpuslot_domain *d, char *buf)
@@ -615,10 +718,10 @@ ssize_t gpuslot_domain_show_stats(struct gpuslot_domain *d, char *buf)
 	len = sysfs_emit(buf,
 			 "acquisitions %llu\ncontended %llu\ntimeouts %llu\n"
 			 "interrupted %llu\ntotal_wait_ns %llu\nmax_wait_ns %llu\n"
-			 "max_hold_ns %llu\nwait_hist_log2_ns",
+			 "max_hold_ns %llu\noverruns %llu\nwait_hist_log2_ns",
 			 c.acquisitions, c.contended, c.timeouts,
 			 c.interrupted, c.total_wait_ns, c.max_wait_ns,
-			 c.max_hold_ns);
+			 c.max_hold_ns, c.overruns);
 	for (i = 0; i < GPUSLOT_HIST_BUCKETS; i++)
 		len += sysfs_emit_at(buf, len, " %llu", c.wait_hist[i]);
 	len += sysfs_emit_at(buf, len, "\n");

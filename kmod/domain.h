@@ -6,9 +6,9 @@
 #define GPUSLOT_DOMAIN_H
 
 #include <linux/kobject.h>
-#include <linux/mutex.h>
 #include <linux/sched.h>
 #include <linux/spinlock.h>
+#include <linux/workqueue.h>
 #include <uapi/linux/gpuslot.h>
 
 #include "boost.h"
@@ -29,6 +29,7 @@ struct gpuslot_counters {
 	u64 total_wait_ns;
 	u64 max_wait_ns;
 	u64 max_hold_ns;
+	u64 overruns;
 	u64 wait_hist[GPUSLOT_HIST_BUCKETS];
 };
 
@@ -52,7 +53,9 @@ struct gpuslot_domain {
 	struct gpuslot_file *holder[GPUSLOT_MAX_SLOTS];
 	struct gpuslot_budget budget;	/* hardware queues, see hqd.c */
 	struct list_head hqd_files;	/* files with queues reserved */
+	unsigned int nr_hqd_files;
 	unsigned int boost_priority;	/* 0: no boost */
+	unsigned int max_hold_ms;	/* 0: a boost lasts the whole hold */
 	struct gpuslot_counters counters;
 	struct gpuslot_partitions parts;	/* see layout.c */
 };
@@ -61,6 +64,13 @@ enum gpuslot_file_state {
 	GPUSLOT_FILE_IDLE,
 	GPUSLOT_FILE_ACQUIRING,
 	GPUSLOT_FILE_HOLDING,
+};
+
+/* What the boost of a file's hold is, for the holders table. */
+enum gpuslot_hold_boost {
+	GPUSLOT_HOLD_UNBOOSTED,	/* boost_priority 0, thread already above */
+	GPUSLOT_HOLD_BOOSTED,
+	GPUSLOT_HOLD_OVERRUN,	/* outlived max_hold_ms: boost taken away */
 };
 
 /* One per open file of /dev/gpuslot: the slot is owned by the file. */
@@ -72,23 +82,24 @@ struct gpuslot_file {
 	enum gpuslot_file_state state;
 	unsigned int slot;
 	u64 hold_seq;		/* bumped on every grant */
-	u64 grant_generation;
 	u64 hold_start_ns;
-	pid_t holder_pid;
-	pid_t holder_tid;
+	/* The acquiring thread, printed in each reader's PID namespace. */
+	struct pid *holder_tgid;
+	struct pid *holder_tid;
 	char holder_comm[TASK_COMM_LEN];
+	enum gpuslot_hold_boost hold_boost;
+	/* Ends the boost of a hold that outlives max_hold_ms; see boost_sched.c */
+	struct delayed_work overrun_work;
 
 	/* Hardware queues reserved here, under domain->lock; see hqd.c. */
 	unsigned int hqd_reserved;
 	unsigned int hqd_waiting;	/* threads waiting in RESERVE */
 	struct list_head hqd_node;	/* in domain->hqd_files while reserved */
-	pid_t hqd_pid;
+	struct pid *hqd_tgid;
 	char hqd_comm[TASK_COMM_LEN];
 
-	/* Serialises boost and restore, which sleep, against each other. */
-	struct mutex boost_lock;
-	struct gpuslot_boost boost;
-	u64 boost_seq;		/* the hold @boost belongs to */
+	/* Under the boost ledger's mutex (boost_sched.c). */
+	struct gpuslot_boost_hold boost;
 };
 
 int gpuslot_domains_create(unsigned int nr, struct kobject *parent);
@@ -104,8 +115,12 @@ struct gpuslot_domain *gpuslot_file_lock(struct gpuslot_file *f)
 void gpuslot_file_cleanup(struct gpuslot_file *f);
 
 int gpuslot_file_attach(struct gpuslot_file *f, unsigned int id);
-int gpuslot_file_acquire(struct gpuslot_file *f, struct gpuslot_acquire *a);
+/* ACQUIRE; *@seq: the hold granted, for gpuslot_file_release_hold(). */
+int gpuslot_file_acquire(struct gpuslot_file *f, struct gpuslot_acquire *a,
+			 u64 *seq);
 int gpuslot_file_release(struct gpuslot_file *f, struct gpuslot_release *r);
+/* Release hold @seq of @f, and no later one; -EPERM if it is over. */
+int gpuslot_file_release_hold(struct gpuslot_file *f, u64 seq);
 int gpuslot_file_domain_info(struct gpuslot_file *f,
 			     struct gpuslot_domain_info *info);
 int gpuslot_file_stats(struct gpuslot_file *f, struct gpuslot_stats *s);
@@ -113,13 +128,31 @@ int gpuslot_file_stats(struct gpuslot_file *f, struct gpuslot_stats *s);
 /* The absolute end of a relative timeout that starts at @start_ns. */
 ktime_t gpuslot_deadline(u64 start_ns, u64 timeout_ns);
 /*
- * Sleep with d->lock held (dropped while asleep) until a waker sets
- * *granted under d->lock, a signal arrives (-EINTR) or *expires passes
- * (-ETIMEDOUT; NULL waits without a deadline). A grant wins every race.
+ * Sleep with d->lock held (dropped while asleep) until a waker sets *done
+ * under d->lock, a signal arrives (-EINTR) or *expires passes (-ETIMEDOUT;
+ * NULL waits without a deadline). *done wins every race.
  */
-int gpuslot_domain_wait(struct gpuslot_domain *d, const bool *granted,
+int gpuslot_domain_wait(struct gpuslot_domain *d, const bool *done,
 			ktime_t *expires)
 	__must_hold(&d->lock);
+
+/* The boost of a file's holds, boost_sched.c. */
+void gpuslot_boost_setup(void);
+/*
+ * Boost @p for hold @seq of @f in @d if that hold is still the file's
+ * current one. May sleep: call without d->lock.
+ */
+void gpuslot_file_boost(struct gpuslot_file *f, struct gpuslot_domain *d,
+			u64 seq, struct task_struct *p);
+/* End the boost of hold @seq of @f (or an older one). May sleep. */
+void gpuslot_file_unboost(struct gpuslot_file *f, u64 seq);
+/* Start the max_hold_ms clock of @f's new hold. Called under d->lock. */
+void gpuslot_hold_timer_start(struct gpuslot_domain *d,
+			      struct gpuslot_file *f);
+void gpuslot_overrun_work_fn(struct work_struct *work);
+int gpuslot_domain_set_max_hold_ms(struct gpuslot_domain *d,
+				   unsigned int ms);
+unsigned int gpuslot_domain_max_hold_ms(struct gpuslot_domain *d);
 
 /* Hardware-queue budget, hqd.c. */
 int gpuslot_file_reserve_queues(struct gpuslot_file *f,
@@ -147,6 +180,15 @@ int gpuslot_domain_set_k(struct gpuslot_domain *d, unsigned int k,
 void gpuslot_domain_set_layout(struct gpuslot_domain *d, unsigned int k,
 			       const struct gpuslot_partitions *parts,
 			       unsigned int hqd_limit, u64 *generation);
+/*
+ * Complete grants that the core made under d->lock: those that need no
+ * boost are woken at once and leave @done; the rest stay on it for
+ * gpuslot_finish_handoffs(), which boosts each one, without d->lock, before
+ * it wakes it: the new holder is SCHED_FIFO before the scheduler sees it.
+ */
+void gpuslot_wake_done(struct gpuslot_domain *d, struct list_head *done)
+	__must_hold(&d->lock);
+void gpuslot_finish_handoffs(struct gpuslot_domain *d, struct list_head *done);
 /* Tell pollers of sysfs that the layout changed. */
 void gpuslot_domain_notify_layout(struct gpuslot_domain *d);
 int gpuslot_domain_set_boost_priority(struct gpuslot_domain *d,
@@ -166,11 +208,22 @@ void gpuslot_domain_free(struct kobject *kobj);
 void gpuslot_current_comm(char comm[TASK_COMM_LEN]);
 
 /*
+ * A thread name as one word of a sysfs table: every byte outside '!'..'~',
+ * and the backslash, as \xHH; an empty name as \x00. A name can then
+ * neither add a line nor shift a column.
+ */
+#define GPUSLOT_NAME_ESCAPED_LEN (4 * (TASK_COMM_LEN - 1) + 1)
+void gpuslot_escape_name(char out[GPUSLOT_NAME_ESCAPED_LEN],
+			 const char comm[TASK_COMM_LEN]);
+/* @pid as the reading task sees it: 0 outside its PID namespace. */
+pid_t gpuslot_pid_for_reader(struct pid *pid);
+
+/*
  * The sysfs tables are formatted under a spinlock, one line per entry. A
  * table stops while its longest line (@line_max) and the "... N more"
  * summary that gpuslot_table_end() adds still fit in the page.
  */
-#define GPUSLOT_TABLE_LINE_MAX 96	/* holders, waiters, queues */
+#define GPUSLOT_TABLE_LINE_MAX 128	/* holders, waiters, queues */
 #define GPUSLOT_TABLE_MORE_MAX 32	/* "... 4294967295 more\n" */
 static inline bool gpuslot_table_full(int len, int line_max)
 {

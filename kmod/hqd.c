@@ -10,6 +10,8 @@
  * budget (budget.c) turns the silent collapse into ENOSPC or a FIFO wait.
  */
 #include <linux/ktime.h>
+#include <linux/pid.h>
+#include <linux/sched/signal.h>
 #include <linux/sched.h>
 #include <linux/sysfs.h>
 
@@ -20,7 +22,7 @@ struct gpuslot_hqd_waiter {
 	struct gpuslot_budget_waiter budget;
 	struct gpuslot_file *file;
 	struct task_struct *task;
-	pid_t pid;
+	struct pid *tgid;	/* valid while the thread waits here */
 	char comm[TASK_COMM_LEN];
 };
 
@@ -34,24 +36,27 @@ static void gpuslot_hqd_credit(struct gpuslot_domain *d,
 	lockdep_assert_held(&d->lock);
 	if (!f->hqd_reserved) {
 		list_add_tail(&f->hqd_node, &d->hqd_files);
-		f->hqd_pid = w->pid;
+		d->nr_hqd_files++;
+		f->hqd_tgid = get_pid(w->tgid);
 		memcpy(f->hqd_comm, w->comm, sizeof(f->hqd_comm));
 	}
 	f->hqd_reserved += count;
 }
 
-static void gpuslot_hqd_wake_granted(struct gpuslot_domain *d,
-				     struct list_head *granted)
+/* Credit the granted waiters of @done and wake every one. */
+static void gpuslot_hqd_wake_done(struct gpuslot_domain *d,
+				  struct list_head *done)
 {
 	struct gpuslot_budget_waiter *bw, *tmp;
 
 	lockdep_assert_held(&d->lock);
-	list_for_each_entry_safe(bw, tmp, granted, node) {
+	list_for_each_entry_safe(bw, tmp, done, node) {
 		struct gpuslot_hqd_waiter *w =
 			container_of(bw, struct gpuslot_hqd_waiter, budget);
 
 		list_del_init(&bw->node);
-		gpuslot_hqd_credit(d, w, bw->count);
+		if (bw->granted)
+			gpuslot_hqd_credit(d, w, bw->count);
 		wake_up_process(w->task);
 	}
 }
@@ -60,14 +65,18 @@ static void gpuslot_hqd_wake_granted(struct gpuslot_domain *d,
 static void gpuslot_hqd_debit(struct gpuslot_domain *d,
 			      struct gpuslot_file *f, unsigned int count)
 {
-	LIST_HEAD(granted);
+	LIST_HEAD(done);
 
 	lockdep_assert_held(&d->lock);
 	f->hqd_reserved -= count;
-	if (!f->hqd_reserved)
+	if (!f->hqd_reserved) {
 		list_del_init(&f->hqd_node);
-	gpuslot_budget_unreserve(&d->budget, count, &granted);
-	gpuslot_hqd_wake_granted(d, &granted);
+		d->nr_hqd_files--;
+		put_pid(f->hqd_tgid);
+		f->hqd_tgid = NULL;
+	}
+	gpuslot_budget_unreserve(&d->budget, count, &done);
+	gpuslot_hqd_wake_done(d, &done);
 }
 
 void gpuslot_hqd_cleanup_locked(struct gpuslot_domain *d,
@@ -86,7 +95,7 @@ int gpuslot_file_reserve_queues(struct gpuslot_file *f,
 	struct gpuslot_hqd_waiter w = {
 		.file = f,
 		.task = current,
-		.pid = task_tgid_vnr(current),
+		.tgid = task_tgid(current),
 	};
 	struct gpuslot_domain *d;
 	ktime_t expires = 0;
@@ -102,6 +111,11 @@ int gpuslot_file_reserve_queues(struct gpuslot_file *f,
 		expires = gpuslot_deadline(ktime_get_ns(), r->timeout_ns);
 
 	d = gpuslot_file_lock(f);
+	/* More than the limit could never be served, and would block the queue. */
+	if (r->count > d->budget.limit) {
+		ret = -EINVAL;
+		goto unlock;
+	}
 	if (gpuslot_budget_try_reserve(&d->budget, r->count)) {
 		gpuslot_hqd_credit(d, &w, r->count);
 		goto done;
@@ -113,17 +127,21 @@ int gpuslot_file_reserve_queues(struct gpuslot_file *f,
 
 	gpuslot_budget_enqueue(&d->budget, &w.budget, r->count);
 	f->hqd_waiting++;
-	ret = gpuslot_domain_wait(d, &w.budget.granted,
+	ret = gpuslot_domain_wait(d, &w.budget.done,
 				  timed ? &expires : NULL);
 	f->hqd_waiting--;
 	if (ret) {
-		LIST_HEAD(granted);
+		LIST_HEAD(done);
 
 		/* The waiters behind this one may fit now. */
-		gpuslot_budget_cancel(&d->budget, &w.budget, &granted);
-		gpuslot_hqd_wake_granted(d, &granted);
+		gpuslot_budget_cancel(&d->budget, &w.budget, &done);
+		gpuslot_hqd_wake_done(d, &done);
 		goto unlock;
 	}
+	/* A lowered limit that this request no longer fits under. */
+	ret = w.budget.error;
+	if (ret)
+		goto unlock;
 done:
 	r->reserved = f->hqd_reserved;
 	r->hqd_used = d->budget.used;
@@ -154,12 +172,12 @@ int gpuslot_file_unreserve_queues(struct gpuslot_file *f,
 
 bool gpuslot_hqd_set_limit_locked(struct gpuslot_domain *d, unsigned int limit)
 {
-	LIST_HEAD(granted);
+	LIST_HEAD(done);
 	bool changed = d->budget.limit != limit;
 
 	lockdep_assert_held(&d->lock);
-	gpuslot_budget_set_limit(&d->budget, limit, &granted);
-	gpuslot_hqd_wake_granted(d, &granted);
+	gpuslot_budget_set_limit(&d->budget, limit, &done);
+	gpuslot_hqd_wake_done(d, &done);
 	return changed;
 }
 
@@ -195,19 +213,23 @@ unsigned int gpuslot_domain_hqd_waiters(struct gpuslot_domain *d)
 
 ssize_t gpuslot_domain_show_queues(struct gpuslot_domain *d, char *buf)
 {
+	char name[GPUSLOT_NAME_ESCAPED_LEN];
 	struct gpuslot_file *f;
-	unsigned int skipped = 0;
+	unsigned int shown = 0;
 	int len = 0;
 
 	spin_lock(&d->lock);
 	list_for_each_entry(f, &d->hqd_files, hqd_node) {
-		if (gpuslot_table_full(len, GPUSLOT_TABLE_LINE_MAX)) {
-			skipped++;
-			continue;
-		}
-		len += sysfs_emit_at(buf, len, "%d %s %u\n", f->hqd_pid,
-				     f->hqd_comm, f->hqd_reserved);
+		/* The rest is counted, not walked. */
+		if (gpuslot_table_full(len, GPUSLOT_TABLE_LINE_MAX))
+			break;
+		gpuslot_escape_name(name, f->hqd_comm);
+		len += sysfs_emit_at(buf, len, "%d %s %u\n",
+				     gpuslot_pid_for_reader(f->hqd_tgid), name,
+				     f->hqd_reserved);
+		shown++;
 	}
+	len = gpuslot_table_end(buf, len, d->nr_hqd_files - shown);
 	spin_unlock(&d->lock);
-	return gpuslot_table_end(buf, len, skipped);
+	return len;
 }

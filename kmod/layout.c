@@ -25,8 +25,11 @@ int gpuslot_file_set_layout(struct gpuslot_file *f, struct gpuslot_layout *l)
 	size_t bytes;
 	int ret;
 
-	if (l->flags || l->k < 1 || l->k > GPUSLOT_MAX_SLOTS ||
+	if ((l->flags & ~GPUSLOT_LAYOUT_MAX_HOLD) || l->__reserved ||
+	    l->k < 1 || l->k > GPUSLOT_MAX_SLOTS ||
 	    l->hqd_limit > GPUSLOT_MAX_HQD ||
+	    l->max_hold_ms > GPUSLOT_MAX_MAX_HOLD_MS ||
+	    (!(l->flags & GPUSLOT_LAYOUT_MAX_HOLD) && l->max_hold_ms) ||
 	    gpuslot_partitions_check_kind(l->unit_kind, l->unit_size,
 					  l->nr_units))
 		return -EINVAL;
@@ -50,6 +53,8 @@ int gpuslot_file_set_layout(struct gpuslot_file *f, struct gpuslot_layout *l)
 	ret = gpuslot_partitions_check(parts, l->k);
 	if (ret)
 		goto out;
+	if (l->flags & GPUSLOT_LAYOUT_MAX_HOLD)
+		gpuslot_domain_set_max_hold_ms(d, l->max_hold_ms);
 	gpuslot_domain_set_layout(d, l->k, parts, l->hqd_limit,
 				  &l->generation);
 out:
@@ -64,7 +69,7 @@ int gpuslot_file_get_layout(struct gpuslot_file *f, struct gpuslot_layout *l)
 	unsigned int n;
 	int ret = 0;
 
-	if (l->flags)
+	if (l->flags || l->__reserved)
 		return -EINVAL;
 	parts = kmalloc(sizeof(*parts), GFP_KERNEL);
 	if (!parts)
@@ -74,6 +79,7 @@ int gpuslot_file_get_layout(struct gpuslot_file *f, struct gpuslot_layout *l)
 	l->k = d->core.k;
 	l->hqd_limit = d->budget.limit;
 	l->generation = d->core.generation;
+	l->max_hold_ms = d->max_hold_ms;
 	spin_unlock(&d->lock);
 
 	l->unit_kind = parts->unit_kind;

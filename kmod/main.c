@@ -22,7 +22,11 @@ MODULE_PARM_DESC(domains, "Number of lock domains, one per GPU (1-16, default 1)
 
 static struct kobject *gpuslot_sysfs_root;
 
-static int gpuslot_ioc_version(struct gpuslot_file *f, void *arg)
+/*
+ * Each command runs with @cookie, where a command that can be undone keeps
+ * what its undo needs (the hold ACQUIRE granted).
+ */
+static int gpuslot_ioc_version(struct gpuslot_file *f, void *arg, u64 *cookie)
 {
 	struct gpuslot_version *v = arg;
 
@@ -35,32 +39,35 @@ static int gpuslot_ioc_version(struct gpuslot_file *f, void *arg)
 	return 0;
 }
 
-static int gpuslot_ioc_attach(struct gpuslot_file *f, void *arg)
+static int gpuslot_ioc_attach(struct gpuslot_file *f, void *arg, u64 *cookie)
 {
 	struct gpuslot_attach *a = arg;
 
 	return gpuslot_file_attach(f, a->domain);
 }
 
-static int gpuslot_ioc_acquire(struct gpuslot_file *f, void *arg)
+static int gpuslot_ioc_acquire(struct gpuslot_file *f, void *arg, u64 *cookie)
 {
-	return gpuslot_file_acquire(f, arg);
+	return gpuslot_file_acquire(f, arg, cookie);
 }
 
-/* Undo a grant whose result could not be copied out to the caller. */
-static void gpuslot_ioc_acquire_undo(struct gpuslot_file *f, void *arg)
+/*
+ * Undo a grant whose result could not be copied out to the caller: that
+ * hold only. Another thread sharing the file may have released it and
+ * taken a new one meanwhile, and that one is not ours to end.
+ */
+static void gpuslot_ioc_acquire_undo(struct gpuslot_file *f, void *arg,
+				     u64 cookie)
 {
-	struct gpuslot_release r = {};
-
-	gpuslot_file_release(f, &r);
+	gpuslot_file_release_hold(f, cookie);
 }
 
-static int gpuslot_ioc_release(struct gpuslot_file *f, void *arg)
+static int gpuslot_ioc_release(struct gpuslot_file *f, void *arg, u64 *cookie)
 {
 	return gpuslot_file_release(f, arg);
 }
 
-static int gpuslot_ioc_set_k(struct gpuslot_file *f, void *arg)
+static int gpuslot_ioc_set_k(struct gpuslot_file *f, void *arg, u64 *cookie)
 {
 	struct gpuslot_set_k *s = arg;
 
@@ -70,24 +77,27 @@ static int gpuslot_ioc_set_k(struct gpuslot_file *f, void *arg)
 				    &s->generation);
 }
 
-static int gpuslot_ioc_domain_info(struct gpuslot_file *f, void *arg)
+static int gpuslot_ioc_domain_info(struct gpuslot_file *f, void *arg,
+				   u64 *cookie)
 {
 	return gpuslot_file_domain_info(f, arg);
 }
 
-static int gpuslot_ioc_get_stats(struct gpuslot_file *f, void *arg)
+static int gpuslot_ioc_get_stats(struct gpuslot_file *f, void *arg,
+				 u64 *cookie)
 {
 	return gpuslot_file_stats(f, arg);
 }
 
-static int gpuslot_ioc_reserve_queues(struct gpuslot_file *f, void *arg)
+static int gpuslot_ioc_reserve_queues(struct gpuslot_file *f, void *arg,
+				      u64 *cookie)
 {
 	return gpuslot_file_reserve_queues(f, arg);
 }
 
 /* Undo a reservation whose result could not be copied out. */
 static void gpuslot_ioc_reserve_queues_undo(struct gpuslot_file *f,
-					    void *arg)
+					    void *arg, u64 cookie)
 {
 	struct gpuslot_reserve_queues *r = arg;
 	struct gpuslot_unreserve_queues u = { .count = r->count };
@@ -95,19 +105,22 @@ static void gpuslot_ioc_reserve_queues_undo(struct gpuslot_file *f,
 	gpuslot_file_unreserve_queues(f, &u);
 }
 
-static int gpuslot_ioc_unreserve_queues(struct gpuslot_file *f, void *arg)
+static int gpuslot_ioc_unreserve_queues(struct gpuslot_file *f, void *arg,
+					u64 *cookie)
 {
 	return gpuslot_file_unreserve_queues(f, arg);
 }
 
-static int gpuslot_ioc_set_layout(struct gpuslot_file *f, void *arg)
+static int gpuslot_ioc_set_layout(struct gpuslot_file *f, void *arg,
+				  u64 *cookie)
 {
 	if (!capable(CAP_SYS_ADMIN))
 		return -EPERM;
 	return gpuslot_file_set_layout(f, arg);
 }
 
-static int gpuslot_ioc_get_layout(struct gpuslot_file *f, void *arg)
+static int gpuslot_ioc_get_layout(struct gpuslot_file *f, void *arg,
+				  u64 *cookie)
 {
 	return gpuslot_file_get_layout(f, arg);
 }
@@ -125,47 +138,72 @@ union gpuslot_ioctl_buf {
 	struct gpuslot_layout layout;
 };
 
+/* How a command's struct goes back to the caller. */
+enum gpuslot_copy_back {
+	/* No output: nothing is written (ATTACH). */
+	GPUSLOT_COPY_NONE,
+	/* Changes nothing, or undoes its change if the copy fails. */
+	GPUSLOT_COPY_AFTER,
+	/*
+	 * Changes state and cannot undo it: the struct is written back
+	 * before the command acts, so that an unwritable one fails with
+	 * EFAULT having changed nothing.
+	 */
+	GPUSLOT_COPY_PROBED,
+};
+
 struct gpuslot_ioctl_op {
 	unsigned int size;	/* the struct as this module knows it */
 	unsigned int min_size;	/* the first version of the struct */
-	int (*execute)(struct gpuslot_file *f, void *arg);
-	void (*undo)(struct gpuslot_file *f, void *arg);
+	enum gpuslot_copy_back copy;
+	int (*execute)(struct gpuslot_file *f, void *arg, u64 *cookie);
+	void (*undo)(struct gpuslot_file *f, void *arg, u64 cookie);
 };
 
-#define GPUSLOT_OP(_cmd, _fn, _undo, _type, _size_ver0)			\
+#define GPUSLOT_OP(_cmd, _fn, _copy, _undo, _type, _size_ver0)		\
 	[_IOC_NR(_cmd)] = {						\
 		.size = sizeof(_type),					\
 		.min_size = _size_ver0,					\
+		.copy = _copy,						\
 		.execute = _fn,						\
 		.undo = _undo,						\
 	}
 
 static const struct gpuslot_ioctl_op gpuslot_ioctl_ops[] = {
-	GPUSLOT_OP(GPUSLOT_IOC_VERSION, gpuslot_ioc_version, NULL,
+	GPUSLOT_OP(GPUSLOT_IOC_VERSION, gpuslot_ioc_version,
+		   GPUSLOT_COPY_AFTER, NULL,
 		   struct gpuslot_version, GPUSLOT_VERSION_SIZE_VER0),
-	GPUSLOT_OP(GPUSLOT_IOC_ATTACH, gpuslot_ioc_attach, NULL,
+	GPUSLOT_OP(GPUSLOT_IOC_ATTACH, gpuslot_ioc_attach,
+		   GPUSLOT_COPY_NONE, NULL,
 		   struct gpuslot_attach, GPUSLOT_ATTACH_SIZE_VER0),
 	GPUSLOT_OP(GPUSLOT_IOC_ACQUIRE, gpuslot_ioc_acquire,
-		   gpuslot_ioc_acquire_undo, struct gpuslot_acquire,
-		   GPUSLOT_ACQUIRE_SIZE_VER0),
-	GPUSLOT_OP(GPUSLOT_IOC_RELEASE, gpuslot_ioc_release, NULL,
+		   GPUSLOT_COPY_AFTER, gpuslot_ioc_acquire_undo,
+		   struct gpuslot_acquire, GPUSLOT_ACQUIRE_SIZE_VER0),
+	GPUSLOT_OP(GPUSLOT_IOC_RELEASE, gpuslot_ioc_release,
+		   GPUSLOT_COPY_PROBED, NULL,
 		   struct gpuslot_release, GPUSLOT_RELEASE_SIZE_VER0),
-	GPUSLOT_OP(GPUSLOT_IOC_SET_K, gpuslot_ioc_set_k, NULL,
+	GPUSLOT_OP(GPUSLOT_IOC_SET_K, gpuslot_ioc_set_k,
+		   GPUSLOT_COPY_PROBED, NULL,
 		   struct gpuslot_set_k, GPUSLOT_SET_K_SIZE_VER0),
-	GPUSLOT_OP(GPUSLOT_IOC_DOMAIN_INFO, gpuslot_ioc_domain_info, NULL,
+	GPUSLOT_OP(GPUSLOT_IOC_DOMAIN_INFO, gpuslot_ioc_domain_info,
+		   GPUSLOT_COPY_AFTER, NULL,
 		   struct gpuslot_domain_info, GPUSLOT_DOMAIN_INFO_SIZE_VER0),
-	GPUSLOT_OP(GPUSLOT_IOC_GET_STATS, gpuslot_ioc_get_stats, NULL,
+	GPUSLOT_OP(GPUSLOT_IOC_GET_STATS, gpuslot_ioc_get_stats,
+		   GPUSLOT_COPY_AFTER, NULL,
 		   struct gpuslot_stats, GPUSLOT_STATS_SIZE_VER0),
 	GPUSLOT_OP(GPUSLOT_IOC_RESERVE_QUEUES, gpuslot_ioc_reserve_queues,
-		   gpuslot_ioc_reserve_queues_undo,
+		   GPUSLOT_COPY_AFTER, gpuslot_ioc_reserve_queues_undo,
 		   struct gpuslot_reserve_queues,
 		   GPUSLOT_RESERVE_QUEUES_SIZE_VER0),
 	GPUSLOT_OP(GPUSLOT_IOC_UNRESERVE_QUEUES, gpuslot_ioc_unreserve_queues,
-		   NULL, struct gpuslot_unreserve_queues,
+		   GPUSLOT_COPY_PROBED, NULL,
+		   struct gpuslot_unreserve_queues,
 		   GPUSLOT_UNRESERVE_QUEUES_SIZE_VER0),
-	GPUSLOT_OP(GPUSLOT_IOC_SET_LAYOUT, gpuslot_ioc_set_layout, NULL,
+	GPUSLOT_OP(GPUSLOT_IOC_SET_LAYOUT, gpuslot_ioc_set_layout,
+		   GPUSLOT_COPY_PROBED, NULL,
 		   struct gpuslot_layout, GPUSLOT_LAYOUT_SIZE_VER0),
-	GPUSLOT_OP(GPUSLOT_IOC_GET_LAYOUT, gpuslot_ioc_get_layout, NULL,
+	GPUSLOT_OP(GPUSLOT_IOC_GET_LAYOUT, gpuslot_ioc_get_layout,
+		   GPUSLOT_COPY_AFTER, NULL,
 		   struct gpuslot_layout, GPUSLOT_LAYOUT_SIZE_VER0),
 };
 
@@ -183,6 +221,7 @@ static_assert(sizeof(struct gpuslot_reserve_queues) >=
 static_assert(sizeof(struct gpuslot_unreserve_queues) >=
 	      GPUSLOT_UNRESERVE_QUEUES_SIZE_VER0);
 static_assert(sizeof(struct gpuslot_layout) >= GPUSLOT_LAYOUT_SIZE_VER0);
+static_assert(sizeof(union gpuslot_ioctl_buf) <= GPUSLOT_MAX_STRUCT_SIZE);
 
 /*
  * Every command is _IO(GPUSLOT_IOC_MAGIC, nr) and its struct starts with
@@ -197,7 +236,8 @@ static long gpuslot_ioctl(struct file *file, unsigned int cmd,
 	const struct gpuslot_ioctl_op *op;
 	union gpuslot_ioctl_buf buf;
 	unsigned int nr = _IOC_NR(cmd);
-	u32 usize;
+	u64 cookie = 0;
+	u32 usize, out;
 	int ret;
 
 	if (cmd != _IO(GPUSLOT_IOC_MAGIC, nr) ||
@@ -210,16 +250,28 @@ static long gpuslot_ioctl(struct file *file, unsigned int cmd,
 		return -EFAULT;
 	if (usize < op->min_size)
 		return -EINVAL;
+	/* Not a size to scan user memory for zeros over. */
+	if (usize > GPUSLOT_MAX_STRUCT_SIZE)
+		return -E2BIG;
 	ret = copy_struct_from_user(&buf, op->size, uarg, usize);
 	if (ret)
 		return ret;
+	out = min_t(u32, usize, op->size);
 
-	ret = op->execute(f, &buf);
-	if (ret)
+	if (op->copy == GPUSLOT_COPY_PROBED && copy_to_user(uarg, &buf, out))
+		return -EFAULT;
+	ret = op->execute(f, &buf, &cookie);
+	if (ret || op->copy == GPUSLOT_COPY_NONE)
 		return ret;
-	if (copy_to_user(uarg, &buf, min_t(u32, usize, op->size))) {
+	if (copy_to_user(uarg, &buf, out)) {
+		/*
+		 * A probed struct that faults now was unmapped by the caller
+		 * meanwhile: the command took effect, and says so.
+		 */
+		if (op->copy == GPUSLOT_COPY_PROBED)
+			return 0;
 		if (op->undo)
-			op->undo(f, &buf);
+			op->undo(f, &buf, cookie);
 		return -EFAULT;
 	}
 	return 0;
@@ -255,7 +307,7 @@ static const struct file_operations gpuslot_fops = {
 	.release = gpuslot_release,
 	.unlocked_ioctl = gpuslot_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,
-	.llseek = no_llseek,
+	/* No .llseek: with nonseekable_open(), lseek() fails with ESPIPE. */
 };
 
 static struct miscdevice gpuslot_misc = {
@@ -274,6 +326,7 @@ static int __init gpuslot_init(void)
 		return -EINVAL;
 	}
 
+	gpuslot_boost_setup();
 	gpuslot_sysfs_root = gpuslot_sysfs_create();
 	if (!gpuslot_sysfs_root)
 		return -ENOMEM;

@@ -11,6 +11,7 @@ packages=(
 	debhelper dh-dkms debootstrap dpkg-dev
 	linux-image-amd64 linux-headers-amd64 linux-source
 	linux-image-rt-amd64 linux-headers-rt-amd64
+	linux-image-6.12-amd64 linux-headers-6.12-amd64
 	clang libclang-rt-14-dev
 	qemu-system-x86 busybox-static cpio kmod sparse
 	libelf-dev libssl-dev bc flex bison xz-utils

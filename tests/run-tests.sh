@@ -2,10 +2,11 @@
 # `make test`: run the test steps, then one closing line
 # "N passed, N failed" over all of them.
 #
-# Steps (GPUSLOT_TEST_STEPS, default "unit vm-stock vm-rt"):
+# Steps (GPUSLOT_TEST_STEPS, default "unit vm-stock vm-rt vm-6.12"):
 #   unit       userspace unit tests (ctest)
 #   vm-stock   the VM suite on Debian's linux-image-amd64
 #   vm-rt      the VM suite on Debian's linux-image-rt-amd64 (PREEMPT_RT)
+#   vm-6.12    the VM suite on Debian's linux-image-6.12-amd64
 #   vm-debug   the VM suite on the lockdep/KASAN/kmemleak debug kernel
 #   fuzz       the lock core's fuzzer for FUZZ_SECONDS; counts as one test
 #   system     the Debian packages on a booted Debian 12 with systemd
@@ -13,7 +14,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 logs=${BUILD:-$PWD/build}/logs
 mkdir -p "$logs"
-steps=${GPUSLOT_TEST_STEPS:-unit vm-stock vm-rt}
+steps=${GPUSLOT_TEST_STEPS:-unit vm-stock vm-rt vm-6.12}
 
 total_passed=0 total_failed=0 report=""
 for step in $steps; do

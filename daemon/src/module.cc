@@ -10,6 +10,7 @@
 #include <charconv>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 namespace fs = std::filesystem;
@@ -231,14 +232,44 @@ template <class T> bool number(const std::string &s, T *out, int base = 10)
 	return err == std::errc() && end == v.data() + v.size() && !v.empty();
 }
 
-// A task name may hold spaces: it is every word between @before and @after.
-std::string middle(const std::vector<std::string> &w, size_t before,
-		   size_t after)
+// A task name as the module writes it: one word, each byte outside
+// '!'..'~' and the backslash as \xHH, an empty name as \x00. Anything else
+// is refused: a table line is never taken for more than it says.
+bool unescape_name(const std::string &in, std::string *out)
 {
-	std::string out;
-	for (size_t i = before; i + after < w.size(); i++)
-		out += (out.empty() ? "" : " ") + w[i];
-	return out;
+	std::string name;
+	if (in == "\\x00") {
+		out->clear();
+		return true;
+	}
+	for (size_t i = 0; i < in.size(); i++) {
+		unsigned char c = in[i];
+		if (c <= ' ' || c > '~')
+			return false;
+		if (c != '\\') {
+			name += char(c);
+			continue;
+		}
+		unsigned int byte;
+		if (i + 3 >= in.size() || in[i + 1] != 'x' ||
+		    !number(in.substr(i + 2, 2), &byte, 16) || !byte)
+			return false;
+		name += char(byte);
+		i += 3;
+	}
+	*out = name;
+	return !name.empty();
+}
+
+std::optional<HoldBoost> hold_boost(const std::string &w)
+{
+	if (w == "boosted")
+		return HoldBoost::boosted;
+	if (w == "unboosted")
+		return HoldBoost::unboosted;
+	if (w == "overrun")
+		return HoldBoost::overrun;
+	return std::nullopt;
 }
 
 class Reader {
@@ -304,6 +335,7 @@ bool read_domain_state(const fs::path &root, unsigned int domain,
 	Reader r(domain_dir(root, domain), error);
 	if (!r.value("k", &s.k) || !r.value("generation", &s.generation) ||
 	    !r.value("boost_priority", &s.boost_priority) ||
+	    !r.value("max_hold_ms", &s.max_hold_ms) ||
 	    !r.value("hqd_limit", &s.hqd_limit) ||
 	    !r.value("hqd_used", &s.hqd_used) ||
 	    !r.value("hqd_waiters", &s.hqd_waiters))
@@ -332,11 +364,15 @@ bool read_domain_state(const fs::path &root, unsigned int domain,
 		return true;
 	});
 	ok = ok && r.lines("holders", [&](const auto &w, const std::string &) {
+		if (w.size() == 3 && w[0] == "...")
+			return true; // 64 holders with long names
 		Holder h;
-		if (w.size() < 5 || !number(w[0], &h.slot) || !number(w[1], &h.pid) ||
-		    !number(w[2], &h.tid) || !number(w.back(), &h.held_ns))
+		auto boost = w.size() == 6 ? hold_boost(w[5]) : std::nullopt;
+		if (!boost || !number(w[0], &h.slot) || !number(w[1], &h.pid) ||
+		    !number(w[2], &h.tid) || !unescape_name(w[3], &h.comm) ||
+		    !number(w[4], &h.held_ns))
 			return false;
-		h.comm = middle(w, 3, 1);
+		h.boost = *boost;
 		s.holders.push_back(h);
 		return true;
 	});
@@ -344,11 +380,10 @@ bool read_domain_state(const fs::path &root, unsigned int domain,
 		if (w.size() == 3 && w[0] == "...")
 			return number(w[1], &s.more_waiters);
 		Waiter x;
-		if (w.size() < 5 || !number(w[0], &x.pid) || !number(w[1], &x.tid) ||
-		    !number(w[w.size() - 2], &x.waited_ns) ||
-		    !number(w.back(), &x.allowed, 16))
+		if (w.size() != 5 || !number(w[0], &x.pid) || !number(w[1], &x.tid) ||
+		    !unescape_name(w[2], &x.comm) || !number(w[3], &x.waited_ns) ||
+		    !number(w[4], &x.allowed, 16))
 			return false;
-		x.comm = middle(w, 2, 2);
 		s.waiters.push_back(x);
 		return true;
 	});
@@ -356,11 +391,15 @@ bool read_domain_state(const fs::path &root, unsigned int domain,
 		if (w.size() == 3 && w[0] == "...")
 			return true;
 		QueueUser q;
-		if (w.size() < 3 || !number(w[0], &q.pid) ||
-		    !number(w.back(), &q.reserved))
+		if (w.size() != 3 || !number(w[0], &q.pid) ||
+		    !unescape_name(w[1], &q.comm) || !number(w[2], &q.reserved))
 			return false;
-		q.comm = middle(w, 1, 1);
 		s.queues.push_back(q);
+		return true;
+	});
+	ok = ok && r.lines("stats", [&](const auto &w, const std::string &) {
+		if (w.size() == 2 && w[0] == "overruns")
+			return number(w[1], &s.overruns);
 		return true;
 	});
 	if (!ok)

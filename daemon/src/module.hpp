@@ -60,11 +60,19 @@ private:
 	int fd_ = -1;
 };
 
+// A hold's SCHED_FIFO boost, as the holders table shows it.
+enum class HoldBoost {
+	unboosted, // boost_priority 0, or the thread already ran above it
+	boosted,
+	overrun, // held past max_hold_ms: the boost was taken away
+};
+
 struct Holder {
 	unsigned int slot = 0;
 	int pid = 0, tid = 0;
 	std::string comm;
 	uint64_t held_ns = 0;
+	HoldBoost boost = HoldBoost::unboosted;
 };
 
 struct Waiter {
@@ -86,6 +94,8 @@ struct DomainState {
 	unsigned int k = 0;
 	uint64_t generation = 0;
 	unsigned int boost_priority = 0;
+	unsigned int max_hold_ms = 0;
+	uint64_t overruns = 0; // stats: holds that outlived max_hold_ms
 	unsigned int hqd_limit = 0, hqd_used = 0, hqd_waiters = 0;
 	uint32_t unit_kind = GPUSLOT_UNIT_NONE;
 	unsigned int nr_units = 0, unit_size = 0;

@@ -25,6 +25,46 @@ std::string human_ns(uint64_t ns)
 
 namespace {
 
+// A thread name for a terminal: bytes outside ' '..'~' as \xHH.
+std::string shown_name(const std::string &comm)
+{
+	std::string out;
+	for (unsigned char c : comm) {
+		if (c >= ' ' && c <= '~' && c != '\\') {
+			out += char(c);
+			continue;
+		}
+		char b[8];
+		snprintf(b, sizeof(b), "\\x%02x", c);
+		out += b;
+	}
+	return out;
+}
+
+const char *boost_name(HoldBoost b)
+{
+	switch (b) {
+	case HoldBoost::boosted:
+		return "boosted";
+	case HoldBoost::overrun:
+		return "overrun";
+	default:
+		return "unboosted";
+	}
+}
+
+// What a holder's line says of its boost, where it is not the usual.
+std::string boost_note(const DomainState &s, const Holder &h)
+{
+	if (h.boost == HoldBoost::overrun)
+		return ", past max_hold_ms " + std::to_string(s.max_hold_ms) +
+		       " ms: boost taken away";
+	if (h.boost == HoldBoost::unboosted && s.boost_priority)
+		return ", not boosted (already at or above SCHED_FIFO " +
+		       std::to_string(s.boost_priority) + ")";
+	return "";
+}
+
 unsigned int popcount(const gpuslot_partition &p)
 {
 	unsigned int n = 0;
@@ -78,8 +118,13 @@ std::string status_text(const std::vector<StatusGpu> &gpus)
 		out << "\n  k " << s.k << ", generation " << s.generation
 		    << ", boost "
 		    << (s.boost_priority ? "SCHED_FIFO " + std::to_string(s.boost_priority)
-					 : std::string("off"))
-		    << ", HQDs " << s.hqd_used << "/" << s.hqd_limit << " reserved";
+					 : std::string("off"));
+		if (s.boost_priority)
+			out << " for at most "
+			    << (s.max_hold_ms ? std::to_string(s.max_hold_ms) + " ms"
+					      : std::string("the whole hold"))
+			    << " (" << s.overruns << " overruns)";
+		out << ", HQDs " << s.hqd_used << "/" << s.hqd_limit << " reserved";
 		if (s.hqd_waiters)
 			out << ", " << s.hqd_waiters << " waiting for queues";
 		out << "\n";
@@ -93,9 +138,9 @@ std::string status_text(const std::vector<StatusGpu> &gpus)
 			bool held = false;
 			for (const Holder &h : s.holders)
 				if (h.slot == slot) {
-					out << "held by " << h.pid << " " << h.comm
+					out << "held by " << h.pid << " " << shown_name(h.comm)
 					    << " (tid " << h.tid << ") for "
-					    << human_ns(h.held_ns);
+					    << human_ns(h.held_ns) << boost_note(s, h);
 					held = true;
 				}
 			out << (held ? "" : "free") << "\n";
@@ -103,12 +148,12 @@ std::string status_text(const std::vector<StatusGpu> &gpus)
 		for (const Holder &h : s.holders)
 			if (h.slot >= s.k)
 				out << "  retiring slot " << h.slot << ": held by "
-				    << h.pid << " " << h.comm << " for "
-				    << human_ns(h.held_ns) << "\n";
+				    << h.pid << " " << shown_name(h.comm) << " for "
+				    << human_ns(h.held_ns) << boost_note(s, h) << "\n";
 
 		out << "  waiters: " << s.waiters.size() + s.more_waiters;
 		for (const Waiter &w : s.waiters)
-			out << "\n    " << w.pid << " " << w.comm << " (tid " << w.tid
+			out << "\n    " << w.pid << " " << shown_name(w.comm) << " (tid " << w.tid
 			    << ") waiting " << human_ns(w.waited_ns) << ", slots "
 			    << (w.allowed == ~0ULL ? std::string("any") : [&] {
 				       char b[24];
@@ -131,7 +176,7 @@ std::string status_text(const std::vector<StatusGpu> &gpus)
 				out << "  no partitions: every slot runs on the whole GPU\n";
 		}
 		for (const QueueUser &q : s.queues)
-			out << "  queues: " << q.pid << " " << q.comm << " reserved "
+			out << "  queues: " << q.pid << " " << shown_name(q.comm) << " reserved "
 			    << q.reserved << "\n";
 		if (g.audited) {
 			if (g.over.empty())
@@ -164,7 +209,8 @@ std::string status_json(const std::vector<StatusGpu> &gpus)
 					j["holder"] = {{"pid", h.pid},
 						       {"tid", h.tid},
 						       {"comm", h.comm},
-						       {"held_ns", h.held_ns}};
+						       {"held_ns", h.held_ns},
+						       {"boost", boost_name(h.boost)}};
 			slots.push_back(j);
 		}
 		nlohmann::json waiters = nlohmann::json::array();
@@ -183,6 +229,8 @@ std::string status_json(const std::vector<StatusGpu> &gpus)
 				    {"k", s.k},
 				    {"generation", s.generation},
 				    {"boost_priority", s.boost_priority},
+				    {"max_hold_ms", s.max_hold_ms},
+				    {"overruns", s.overruns},
 				    {"unit_kind", unit_kind_name(s.unit_kind)},
 				    {"nr_units", s.nr_units},
 				    {"hqd_limit", s.hqd_limit},

@@ -8,6 +8,7 @@
 // checks: at most k holders among slots below k, no slot held twice, the
 // core and the model agree on every grant (FIFO among eligible waiters),
 // and no waiter is left queued while a slot it allows is free.
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -63,6 +64,22 @@ struct Model {
 		return -1;
 	}
 
+	// After k shrinks: waiters that allow no slot below k can never be
+	// served and leave the queue (the module fails them with EINVAL).
+	std::vector<int> fail_unservable()
+	{
+		std::vector<int> failed;
+		for (auto it = queue.begin(); it != queue.end();) {
+			if (it->allowed & valid()) {
+				++it;
+				continue;
+			}
+			failed.push_back(it->id);
+			it = queue.erase(it);
+		}
+		return failed;
+	}
+
 	// Serve waiters in FIFO order, each the lowest free slot it allows.
 	std::vector<std::pair<int, unsigned int>> serve()
 	{
@@ -95,6 +112,8 @@ public:
 		Client &c = clients_[id];
 		if (c.w || c.slot >= 0)
 			return; // one slot or one wait per client
+		if (!(allowed & model_.valid()))
+			return; // EINVAL: no slot below k in the mask
 		// A newcomer may take a free slot only if no waiter allows it.
 		int want = model_.lowest_free(allowed);
 		for (auto &q : model_.queue)
@@ -148,7 +167,8 @@ public:
 		CHECK(changed == (k != model_.k));
 		CHECK(core_.generation == gen + (changed ? 1 : 0));
 		model_.k = k;
-		absorb(&granted, model_.serve());
+		auto failed = model_.fail_unservable();
+		absorb(&granted, model_.serve(), failed);
 	}
 
 	// A client dies: it leaves the queue or gives its slot back.
@@ -184,6 +204,8 @@ public:
 					wanting[s] += q.allowed >> s & 1;
 		}
 		CHECK(core_.nr_any == any);
+		for (auto &q : model_.queue)
+			CHECK(q.allowed & model_.valid());
 		for (unsigned int s = 0; s < 64; s++)
 			CHECK(core_.nr_wanting[s] == wanting[s]);
 	}
@@ -196,15 +218,26 @@ public:
 	}
 
 private:
-	// The core's grants must be the model's, in the same order.
+	// The core's grants must be the model's, in the same order, after
+	// the waiters it failed (@failed, in queue order).
 	void absorb(list_head *granted,
-		    const std::vector<std::pair<int, unsigned int>> &expected)
+		    const std::vector<std::pair<int, unsigned int>> &expected,
+		    const std::vector<int> &failed = {})
 	{
-		size_t i = 0;
+		size_t i = 0, f = 0;
 		while (!list_empty(granted)) {
 			auto *w = container_of(granted->next, gpuslot_core_waiter,
 					       node);
 			list_del_init(&w->node);
+			if (!w->granted) {
+				CHECK(f < failed.size());
+				Client &c = clients_[failed[f]];
+				CHECK(c.w.get() == w);
+				CHECK(w->done && w->error == -EINVAL);
+				c.w.reset();
+				f++;
+				continue;
+			}
 			CHECK(i < expected.size());
 			Client &c = clients_[expected[i].first];
 			CHECK(c.w.get() == w);
@@ -215,6 +248,7 @@ private:
 			i++;
 		}
 		CHECK(i == expected.size());
+		CHECK(f == failed.size());
 	}
 
 	gpuslot_core core_{};

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <list>
 #include <memory>
 #include <random>
@@ -20,6 +21,10 @@ public:
 
 	bool reserve(int id, unsigned int count, bool wait)
 	{
+		// The module refuses more than the limit before the budget
+		// sees it (EINVAL): it could never be served.
+		if (count > b_.limit)
+			return false;
 		if (gpuslot_budget_try_reserve(&b_, count)) {
 			held_.push_back({id, count});
 			return true;
@@ -70,6 +75,12 @@ public:
 	size_t holders() const { return held_.size(); }
 	size_t queued() const { return queue_.size(); }
 	unsigned int head_count() const { return queue_.front().w->count; }
+	unsigned int queued_count(size_t i) const
+	{
+		auto it = queue_.begin();
+		std::advance(it, i);
+		return it->w->count;
+	}
 	int queued_id(size_t i) const
 	{
 		auto it = queue_.begin();
@@ -78,6 +89,7 @@ public:
 	}
 
 private:
+	// The ids granted, in order, and ~id for each request failed.
 	std::vector<int> collect(list_head *granted)
 	{
 		std::vector<int> ids;
@@ -85,7 +97,17 @@ private:
 			auto *w = container_of(granted->next,
 					       gpuslot_budget_waiter, node);
 			list_del_init(&w->node);
-			EXPECT_TRUE(w->granted);
+			EXPECT_TRUE(w->done);
+			if (!w->granted) {
+				EXPECT_EQ(w->error, -ENOSPC);
+				EXPECT_GT(w->count, b_.limit);
+				auto it = std::find_if(queue_.begin(), queue_.end(),
+						       [w](auto &q) { return q.w.get() == w; });
+				EXPECT_NE(it, queue_.end());
+				ids.push_back(~it->id);
+				queue_.erase(it);
+				continue;
+			}
 			// Grants come off the head of the queue, in order.
 			EXPECT_EQ(queue_.front().w.get(), w);
 			held_.push_back({queue_.front().id, w->count});
@@ -167,6 +189,22 @@ TEST(Budget, LoweringTheLimitRevokesNothing)
 	EXPECT_EQ(b.set_limit(11), std::vector<int>{3});
 }
 
+TEST(Budget, ALoweredLimitFailsTheRequestsItCanNeverHold)
+{
+	Budget b(24);
+	ASSERT_TRUE(b.reserve(0, 20, false));
+	EXPECT_FALSE(b.reserve(1, 10, true));
+	EXPECT_FALSE(b.reserve(2, 4, true));
+	EXPECT_FALSE(b.reserve(3, 9, true));
+	// 10 and 9 can never fit under 8; 4 waits for the holder.
+	EXPECT_EQ(b.set_limit(8), (std::vector<int>{~1, ~3}));
+	EXPECT_EQ(b.queued(), 1u);
+	EXPECT_EQ(b.unreserve(0), std::vector<int>{2});
+	// More than the limit is never queued.
+	EXPECT_FALSE(b.reserve(4, 9, true));
+	EXPECT_EQ(b.queued(), 0u);
+}
+
 TEST(Budget, RandomizedOperationsKeepInvariants)
 {
 	std::mt19937 rng(777);
@@ -186,6 +224,8 @@ TEST(Budget, RandomizedOperationsKeepInvariants)
 		const gpuslot_budget &r = b.raw();
 		ASSERT_EQ(r.used, b.held_sum());
 		ASSERT_EQ(r.nr_waiters, b.queued());
+		for (size_t i = 0; i < b.queued(); i++)
+			ASSERT_LE(b.queued_count(i), r.limit);
 		// Nobody waits while the head would fit.
 		if (b.queued()) {
 			ASSERT_TRUE(r.used > r.limit ||

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cerrno>
 #include <cstdint>
 #include <list>
 #include <map>
@@ -22,9 +23,12 @@ class Lock {
 public:
 	explicit Lock(unsigned int k) { gpuslot_core_init(&core_, k); }
 
-	// Returns the slot taken at once, or -1 after queueing waiter @id.
+	// Returns the slot taken at once, or -1 after queueing waiter @id, or
+	// -2 for a mask with no slot below k (the module's EINVAL).
 	int acquire(int id, uint64_t allowed = ~0ULL)
 	{
+		if (!(allowed & gpuslot_core_valid(&core_)))
+			return -2;
 		int slot = gpuslot_core_try_acquire(&core_, allowed);
 		if (slot >= 0) {
 			holder_[slot] = id;
@@ -93,6 +97,7 @@ private:
 				    [id](const Queued &q) { return q.id == id; });
 	}
 
+	// The ids granted, in grant order, and ~id for each waiter failed.
 	std::vector<int> collect(list_head *granted)
 	{
 		std::vector<int> ids;
@@ -105,8 +110,16 @@ private:
 						       return q.w.get() == cw;
 					       });
 			EXPECT_NE(it, queue_.end());
+			EXPECT_TRUE(cw->done);
+			if (!cw->granted) {
+				// Failed: no slot below k is acceptable to it.
+				EXPECT_EQ(cw->error, -EINVAL);
+				EXPECT_EQ(cw->allowed & gpuslot_core_valid(&core_), 0u);
+				ids.push_back(~it->id);
+				queue_.erase(it);
+				continue;
+			}
 			EXPECT_GE(cw->slot, 0);
-			EXPECT_TRUE(cw->granted);
 			EXPECT_EQ(holder_.count(cw->slot), 0u)
 				<< "slot " << cw->slot << " granted twice";
 			holder_[cw->slot] = it->id;
@@ -233,6 +246,22 @@ TEST(Core, ShrinkRetiresSlotsAsTheyAreReleased)
 	EXPECT_FALSE(l.try_acquire(5, bit(3), &slot)); // slot 3 is gone
 }
 
+TEST(Core, ShrinkFailsWaitersThatAcceptNoSlotBelowK)
+{
+	Lock l(4);
+	for (int id = 0; id < 4; id++)
+		ASSERT_EQ(l.acquire(id), id);
+	ASSERT_EQ(l.acquire(10, bit(3)), -1);
+	ASSERT_EQ(l.acquire(11, bit(1) | bit(3)), -1);
+	ASSERT_EQ(l.acquire(12, bit(2)), -1);
+	ASSERT_EQ(l.acquire(13), -1);
+	EXPECT_EQ(l.set_k(2), (std::vector<int>{~10, ~12}));
+	EXPECT_EQ(l.queued(), 2u);
+	EXPECT_EQ(l.core().nr_wanting[3], 1u); // 11's mask is still counted
+	EXPECT_EQ(l.release(1), std::vector<int>{11});
+	EXPECT_EQ(l.release(0), std::vector<int>{13});
+}
+
 // Properties checked after every step of the randomized run.
 void check_invariants(const Lock &l)
 {
@@ -257,6 +286,9 @@ void check_invariants(const Lock &l)
 				wanting[s] += q.w->allowed >> s & 1;
 	}
 	ASSERT_EQ(c.nr_any, any);
+	for (auto &q : l.queue())
+		ASSERT_NE(q.w->allowed & gpuslot_core_valid(&c), 0u)
+			<< "waiter " << q.id << " waits for slots that no longer exist";
 	for (unsigned int s = 0; s < 64; s++)
 		ASSERT_EQ(c.nr_wanting[s], wanting[s]) << "slot " << s;
 }

@@ -27,14 +27,16 @@ protected:
 		write("k", "3\n");
 		write("generation", "9\n");
 		write("boost_priority", "50\n");
+		write("max_hold_ms", "500\n");
+		write("stats", "acquisitions 10\nmax_hold_ns 9\noverruns 2\nwait_hist_log2_ns 0 1\n");
 		write("hqd_limit", "24\n");
 		write("hqd_used", "6\n");
 		write("hqd_waiters", "0\n");
 		write("units", "amd-cu 60 1\n");
 		write("partitions", "0 0x111111111111111\n1 0x222222222222222\n2 all\n");
-		write("holders", "1 700 701 Web Content 1500000\n");
+		write("holders", "1 700 701 Web\\x20Content 1500000 overrun\n");
 		write("waiters", "800 802 planner 2500 0xffffffffffffffff\n... 4 more\n");
-		write("queues", "700 Web Content 6\n");
+		write("queues", "700 Web\\x20Content 6\n");
 	}
 	void TearDown() override { fs::remove_all(root_); }
 
@@ -63,6 +65,10 @@ TEST_F(ModuleState, ParsesEveryFile)
 	ASSERT_EQ(s.holders.size(), 1u);
 	EXPECT_EQ(s.holders[0].comm, "Web Content"); // a name with a space
 	EXPECT_EQ(s.holders[0].held_ns, 1500000u);
+	EXPECT_EQ(s.holders[0].boost, gpuslot::HoldBoost::overrun);
+	EXPECT_EQ(s.max_hold_ms, 500u);
+	EXPECT_EQ(s.overruns, 2u);
+	EXPECT_EQ(s.queues[0].comm, "Web Content");
 	ASSERT_EQ(s.waiters.size(), 1u);
 	EXPECT_EQ(s.waiters[0].allowed, ~0ULL);
 	EXPECT_EQ(s.more_waiters, 4u);
@@ -70,9 +76,40 @@ TEST_F(ModuleState, ParsesEveryFile)
 	EXPECT_EQ(s.queues[0].reserved, 6u);
 }
 
+// The module escapes names; a line that is not exactly what it writes is
+// refused, never read as something else.
+TEST_F(ModuleState, NamesAreUnescapedAndStrayWordsRefused)
+{
+	write("holders", "0 5 6 a\\x0a3\\x5c 9 boosted\n1 7 7 \\x00 1 unboosted\n");
+	gpuslot::DomainState s;
+	std::string err;
+	ASSERT_TRUE(gpuslot::read_domain_state(root_, 0, &s, &err)) << err;
+	ASSERT_EQ(s.holders.size(), 2u);
+	EXPECT_EQ(s.holders[0].comm, "a\n3\\");
+	EXPECT_EQ(s.holders[1].comm, "");
+	gpuslot::StatusGpu g;
+	g.state = s;
+	std::string text = gpuslot::status_text({g});
+	EXPECT_NE(text.find("held by 5 a\\x0a3\\x5c (tid 6)"), std::string::npos) << text;
+	EXPECT_NE(text.find("not boosted"), std::string::npos) << text;
+	for (const char *bad : {"0 5 6 Web Content 9 boosted\n", "0 5 6 a 9\n",
+				"0 5 6 a\\x 9 boosted\n", "0 5 6 a\\x0g 9 boosted\n",
+				"0 5 6 a\\y00 9 boosted\n", "0 5 6 a\\x00b 9 boosted\n",
+				"0 5 6 a 9 fast\n"}) {
+		write("holders", bad);
+		EXPECT_FALSE(gpuslot::read_domain_state(root_, 0, &s, &err)) << bad;
+	}
+	write("holders", "");
+	write("queues", "700 a b 6\n");
+	EXPECT_FALSE(gpuslot::read_domain_state(root_, 0, &s, &err));
+	write("queues", "");
+	write("waiters", "1 1 a b 5 0x1\n");
+	EXPECT_FALSE(gpuslot::read_domain_state(root_, 0, &s, &err));
+}
+
 TEST_F(ModuleState, ABadFileIsNamedWithItsLine)
 {
-	write("holders", "1 700 701 x 5\nbroken\n");
+	write("holders", "1 700 701 x 5 boosted\nbroken\n");
 	gpuslot::DomainState s;
 	std::string err;
 	EXPECT_FALSE(gpuslot::read_domain_state(root_, 0, &s, &err));
@@ -163,7 +200,10 @@ TEST_F(ModuleState, StatusDrawsTheSlotsOnTheGpu)
 	g.audited = true;
 	g.over = {{700, "Web Content", 0, 8, 6}};
 	std::string t = gpuslot::status_text({g});
-	EXPECT_NE(t.find("k 3, generation 9, boost SCHED_FIFO 50, HQDs 6/24 reserved"),
+	EXPECT_NE(t.find("k 3, generation 9, boost SCHED_FIFO 50 for at most 500 ms "
+			 "(2 overruns), HQDs 6/24 reserved"),
+		  std::string::npos) << t;
+	EXPECT_NE(t.find("for 1.5 ms, past max_hold_ms 500 ms: boost taken away"),
 		  std::string::npos) << t;
 	EXPECT_NE(t.find("B slot 1  15 CUs 0x222222222222222"), std::string::npos) << t;
 	EXPECT_NE(t.find("held by 700 Web Content (tid 701) for 1.5 ms"), std::string::npos) << t;

@@ -12,6 +12,14 @@
  * know are zero, otherwise the call fails with E2BIG. Output fields are
  * copied back only up to the size userspace passed. Reserved and padding
  * members must be zero (EINVAL otherwise), and so must unknown flag bits.
+ * A size over 4096 (one page) fails with E2BIG, as sched_setattr(2) and
+ * clone3(2) do.
+ *
+ * A call never fails after it took effect. Commands with output members
+ * other than their result (ACQUIRE, RESERVE_QUEUES) undo their change when
+ * the result cannot be copied out (EFAULT); the other commands that change
+ * state write the struct back before they act (EFAULT, nothing changed, if
+ * it is not writable), and ATTACH writes nothing back.
  *
  * The command numbers carry no size: the size lives in the struct, as in
  * iommufd. The magic 0xC6 is unassigned in
@@ -25,6 +33,8 @@
 #include <linux/types.h>
 
 #define GPUSLOT_API_VERSION	1
+/* The largest struct size a caller may pass (E2BIG above). */
+#define GPUSLOT_MAX_STRUCT_SIZE	4096
 
 /* Upper bound on k: a slot set is one __u64. */
 #define GPUSLOT_MAX_SLOTS	64
@@ -34,6 +44,13 @@
 #define GPUSLOT_MAX_HQD		1024
 /* Default hqd_limit: the HQDs amdgpu leaves to user queues on gfx9/MI. */
 #define GPUSLOT_DEFAULT_HQD_LIMIT	24
+/*
+ * A holder keeps its SCHED_FIFO boost for at most max_hold_ms (0: no
+ * bound); past it the boost ends and the hold counts as an overrun. The
+ * slot itself stays held: the GPU work cannot be revoked.
+ */
+#define GPUSLOT_DEFAULT_MAX_HOLD_MS	500
+#define GPUSLOT_MAX_MAX_HOLD_MS		3600000
 /* Buckets of the log2 wait-time histogram in struct gpuslot_stats. */
 #define GPUSLOT_HIST_BUCKETS	32
 
@@ -90,7 +107,23 @@ struct gpuslot_attach {
  * already acquiring on this file; EAGAIN (TRY) no slot free now;
  * ETIMEDOUT; EINTR a signal arrived before a slot was granted (the waiter
  * left the queue; if the grant and the signal race, the grant wins and the
- * call succeeds).
+ * call succeeds); EINVAL also when k shrinks, while the call waits, below
+ * every slot of @allowed_mask: the waiter leaves the queue at once, as a
+ * new call with that mask would be refused.
+ *
+ * @slot and @generation describe the grant this call received. Threads
+ * sharing the open file (threads, fork, SCM_RIGHTS) share its slot: another
+ * of them may release it, and take a new one, before this call returns.
+ *
+ * The boost: unless boost_priority is 0, the thread that called ACQUIRE runs
+ * SCHED_FIFO at boost_priority while the file holds the slot. A waiter is
+ * boosted by the thread that hands it the slot, before it is woken. A
+ * thread already at that RT priority or above, or SCHED_DEADLINE, is left
+ * as it is. A thread holding slots through several files (GPUs) has one
+ * boost, at the highest priority of its holds, and gets its own attributes
+ * back when its last hold ends. At the end of a hold the thread gets its
+ * attributes back unless it moved itself above the boost priority or to
+ * SCHED_DEADLINE meanwhile. max_hold_ms bounds the boost of one hold.
  */
 #define GPUSLOT_ACQUIRE_TRY	_BITUL(0)
 #define GPUSLOT_ACQUIRE_TIMEOUT	_BITUL(1)
@@ -157,6 +190,8 @@ struct gpuslot_domain_info {
  * same numbers as /sys/kernel/gpuslot/gpu<N>/stats.
  * @wait_hist[i] counts granted waits of [2^i, 2^(i+1)) ns, with 0 ns in
  * bucket 0 and everything of 2^31 ns or more in the last bucket.
+ * @overruns: holds that outlived max_hold_ms and lost their boost (since
+ * size 328).
  */
 struct gpuslot_stats {
 	__u32 size;
@@ -169,6 +204,7 @@ struct gpuslot_stats {
 	__u64 max_wait_ns;
 	__u64 max_hold_ns;
 	__u64 wait_hist[GPUSLOT_HIST_BUCKETS];
+	__u64 overruns;
 };
 
 /*
@@ -189,13 +225,15 @@ struct gpuslot_stats {
  *              strict FIFO order, and a request that does not wait never
  *              overtakes a waiting one.
  * @timeout_ns: in, relative; must be 0 unless RESERVE_TIMEOUT.
- * @count:      in, queues to add, 1 .. GPUSLOT_MAX_HQD.
+ * @count:      in, queues to add, 1 .. the domain's limit (EINVAL
+ *              otherwise: such a request could never be served).
  * @reserved:   out, this file's reservation after the call.
  * @hqd_used:   out, the domain's reserved total after the call.
  * @hqd_limit:  out, the domain's limit.
  *
  * Errors: ENOSPC the budget cannot hold @count now (the library turns it
- * into a message naming who holds the budget); ETIMEDOUT; EINTR.
+ * into a message naming who holds the budget), or a waiting request no
+ * longer fits under a lowered limit; ETIMEDOUT; EINTR.
  * Everything a file reserved returns when its last descriptor closes.
  */
 #define GPUSLOT_RESERVE_WAIT	_BITUL(0)
@@ -255,7 +293,8 @@ struct gpuslot_partition {
  * SET_K.
  * GPUSLOT_IOC_GET_LAYOUT - read them back (any user).
  *
- * @flags:         in, must be 0.
+ * @flags:         in, SET: GPUSLOT_LAYOUT_MAX_HOLD sets @max_hold_ms too;
+ *                 GET: 0.
  * @k:             SET in, 1 .. GPUSLOT_MAX_SLOTS; GET out.
  * @unit_kind:     SET in, a GPUSLOT_UNIT_* value; GET out.
  * @unit_size:     SET in, 1 for AMD_CU, the SMs of a group for
@@ -271,12 +310,16 @@ struct gpuslot_partition {
  * @partitions:    in, a user pointer to an array of struct
  *                 gpuslot_partition, one per slot from slot 0.
  * @generation:    out, the generation after SET, or the current one.
+ * @max_hold_ms:   SET in with GPUSLOT_LAYOUT_MAX_HOLD, 0 ..
+ *                 GPUSLOT_MAX_MAX_HOLD_MS; GET out (since size 56).
  *
  * SET fails with EINVAL, changing nothing, when a field is out of range, a
  * partition uses a unit at or past @nr_units, a partition is given with
  * unit kind NONE, or two partitions that are not the whole GPU share a
  * unit: partitions that overlap are not isolated from each other.
  */
+#define GPUSLOT_LAYOUT_MAX_HOLD	_BITUL(0)
+
 struct gpuslot_layout {
 	__u32 size;
 	__u32 flags;
@@ -288,6 +331,8 @@ struct gpuslot_layout {
 	__u32 nr_partitions;
 	__u64 partitions;
 	__u64 generation;
+	__u32 max_hold_ms;
+	__u32 __reserved;
 };
 
 /*

@@ -2,6 +2,7 @@
 #include "device.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <poll.h>
 #include <sys/ioctl.h>
 #include <sys/klog.h>
@@ -11,7 +12,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -271,6 +274,8 @@ pid_t spawn(const std::function<int()> &fn)
 		int rc = 99;
 		try {
 			rc = fn();
+		} catch (const std::exception &e) {
+			fprintf(stderr, "child %d: %s\n", getpid(), e.what());
 		} catch (...) {
 		}
 		_exit(rc);
@@ -343,7 +348,8 @@ Sched get_sched(pid_t tid)
 {
 	SchedAttr a{};
 	if (syscall(SYS_sched_getattr, tid, &a, sizeof(a), 0))
-		throw std::runtime_error("sched_getattr failed");
+		throw std::runtime_error("sched_getattr of tid " + std::to_string(tid) +
+					 " failed: " + strerror(errno));
 	return {a.sched_policy, a.sched_priority, a.sched_nice, a.sched_flags};
 }
 
@@ -368,9 +374,84 @@ void reset_domain(unsigned int domain)
 	Dev d;
 	Layout none;
 	none.hqd_limit = GPUSLOT_DEFAULT_HQD_LIMIT;
+	// max_hold_ms may be missing: the suite also runs against older
+	// modules, to show which of its tests they fail.
+	std::string max_hold = sysfs_path(domain, "max_hold_ms");
 	if (d.attach(domain) || d.set_layout(none) ||
-	    write_file(sysfs_path(domain, "boost_priority"), "50"))
+	    write_file(sysfs_path(domain, "boost_priority"), "50") ||
+	    (access(max_hold.c_str(), F_OK) == 0 &&
+	     write_file(max_hold, std::to_string(GPUSLOT_DEFAULT_MAX_HOLD_MS))))
 		throw std::runtime_error("cannot reset the domain");
+}
+
+int load_module(const std::string &params)
+{
+	const char *ko = getenv("GPUSLOT_KO");
+	int fd = open(ko ? ko : "/lib/modules/gpuslot.ko", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno;
+	int err = syscall(SYS_finit_module, fd, params.c_str(), 0) ? errno : 0;
+	::close(fd);
+	return err;
+}
+
+int unload_module()
+{
+	return syscall(SYS_delete_module, "gpuslot", O_NONBLOCK) ? errno : 0;
+}
+
+int pin_to_cpu(int cpu)
+{
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(0, sizeof(set), &set) ? errno : 0;
+}
+
+namespace {
+const char kRtRuntime[] = "/proc/sys/kernel/sched_rt_runtime_us";
+}
+
+CpuHog::CpuHog(int cpu, unsigned int prio, const std::atomic<bool> &stop,
+	       int max_ms)
+{
+	saved_runtime_ = read_file(kRtRuntime);
+	if (write_file(kRtRuntime, "-1"))
+		throw std::runtime_error("cannot turn RT throttling off");
+	thread_ = std::thread([this, cpu, prio, &stop, max_ms] {
+		sched_param p{};
+		p.sched_priority = int(prio);
+		if (pin_to_cpu(cpu) || sched_setscheduler(0, SCHED_FIFO, &p))
+			return;
+		started_ = true;
+		auto end = std::chrono::steady_clock::now() +
+			   std::chrono::milliseconds(max_ms);
+		while (std::chrono::steady_clock::now() < end)
+			if (stop.load()) {
+				stopped_by_flag_ = true;
+				return;
+			}
+	});
+	if (!wait_until([this] { return started_.load(); }, 2000)) {
+		thread_.join();
+		write_file(kRtRuntime, saved_runtime_);
+		throw std::runtime_error("the CPU hog did not start");
+	}
+	// Give the hog the CPU: anything below it there stops running now.
+	usleep(20000);
+}
+
+bool CpuHog::join()
+{
+	if (thread_.joinable())
+		thread_.join();
+	return stopped_by_flag_;
+}
+
+CpuHog::~CpuHog()
+{
+	join();
+	write_file(kRtRuntime, saved_runtime_);
 }
 
 } // namespace gpuslot::test

@@ -5,8 +5,10 @@
 #include <linux/gpuslot.h>
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -136,7 +138,32 @@ int *child_failed_line();
 		}							\
 	} while (0)
 
-// Reset domain @domain to k = 1, the default boost priority and hqd_limit.
+// Reset domain @domain to k = 1, the default boost priority, max_hold_ms
+// and hqd_limit.
 void reset_domain(unsigned int domain = 0);
+
+// insmod gpuslot.ko (GPUSLOT_KO) with @params, and rmmod: 0 or errno.
+int load_module(const std::string &params);
+int unload_module();
+
+// Run on CPU @cpu only: 0 or errno.
+int pin_to_cpu(int cpu);
+
+// A SCHED_FIFO thread that keeps CPU @cpu busy until @stop is set or
+// @max_ms pass; RT throttling is off while any runs, so that nothing but a
+// higher RT priority gets that CPU.
+class CpuHog {
+public:
+	CpuHog(int cpu, unsigned int prio, const std::atomic<bool> &stop,
+	       int max_ms);
+	~CpuHog();
+	// Wait for the hog to stop; true if @stop ended it, not the clock.
+	bool join();
+
+private:
+	std::thread thread_;
+	std::atomic<bool> started_{false}, stopped_by_flag_{false};
+	std::string saved_runtime_;
+};
 
 } // namespace gpuslot::test

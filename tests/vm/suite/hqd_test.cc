@@ -336,5 +336,43 @@ TEST_F(Hqd, LimitCanBeLoweredAndRaisedUnderLoad)
 	EXPECT_EQ(kernel_log_problems(), std::vector<std::string>{});
 }
 
+// Defect 5: a request for more than the limit could never be served and
+// would block every request behind it: refused at once; and a waiting
+// request that a lowered limit makes impossible fails.
+TEST_F(Hqd, RequestsOverTheLimitNeverBlockTheQueue)
+{
+	Dev a;
+	for (uint32_t flags : {0u, unsigned(GPUSLOT_RESERVE_WAIT)}) {
+		EXPECT_EQ(a.reserve(25, flags).err, EINVAL);
+		EXPECT_EQ(a.reserve(GPUSLOT_MAX_HQD, flags).err, EINVAL);
+	}
+	EXPECT_EQ(a.reserve(25, GPUSLOT_RESERVE_TIMEOUT, 200'000'000).err, EINVAL);
+	EXPECT_EQ(hqd_used(), 0u);
+	EXPECT_EQ(domain_file("hqd_waiters"), "0\n");
+
+	// Two waiters behind a holder of 20: one for 10, one for 4.
+	ASSERT_EQ(a.reserve(20).err, 0);
+	Pipe r10, r4, go;
+	pid_t w10 = spawn_reserver(r10, go, "big", 10, GPUSLOT_RESERVE_TIMEOUT,
+				   20'000'000'000ULL);
+	ASSERT_TRUE(wait_queue_waiters(1));
+	pid_t w4 = spawn_reserver(r4, go, "small", 4, GPUSLOT_RESERVE_TIMEOUT,
+				  20'000'000'000ULL);
+	ASSERT_TRUE(wait_queue_waiters(2));
+	// Limit 8: the request for 10 can never fit and fails now; the one
+	// for 4 still waits for the holder.
+	ASSERT_EQ(write_file(sysfs_path(0, "hqd_limit"), "8"), 0);
+	EXPECT_EQ(r10.get(2000), -ENOSPC);
+	EXPECT_EQ(r4.get(200), -1);
+	EXPECT_EQ(domain_file("hqd_waiters"), "1\n");
+	ASSERT_EQ(a.unreserve(20), 0);
+	EXPECT_EQ(r4.get(), 4);
+	go.put(1);
+	go.put(1);
+	expect_child_ok(w10);
+	expect_child_ok(w4);
+	EXPECT_EQ(kernel_log_problems(), std::vector<std::string>{});
+}
+
 } // namespace
 } // namespace gpuslot::test

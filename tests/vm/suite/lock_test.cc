@@ -514,6 +514,47 @@ TEST_F(Lock, SetKGrowAndShrink)
 	EXPECT_EQ(domain_file("k"), "2\n");
 }
 
+// Defect 6: a waiter whose every allowed slot is gone after k shrinks
+// fails at once with EINVAL, as a new call with its mask would; a waiter
+// that still has a slot below k keeps its place.
+TEST_F(Lock, ShrinkingKFailsWaitersThatCanNeverBeServed)
+{
+	ASSERT_EQ(write_file(sysfs_path(0, "k"), "4"), 0);
+	Dev h[4];
+	for (unsigned int s = 0; s < 4; s++)
+		ASSERT_EQ(h[s].acquire(0, 0, bit(s)).slot, s);
+	Pipe gone, kept, go;
+	pid_t only3 = spawn([&gone] {
+		Dev d;
+		// Untimed: it must not sleep on a slot that no longer exists.
+		gone.put(d.acquire(0, 0, bit(3)).err);
+		return 0;
+	});
+	ASSERT_TRUE(wait_waiters(1));
+	pid_t one_or_3 = spawn([&kept, &go] {
+		Dev d;
+		auto r = d.acquire(GPUSLOT_ACQUIRE_TIMEOUT, 20'000'000'000ULL,
+				   bit(1) | bit(3));
+		kept.put(r.err ? -r.err : int(r.slot));
+		CHILD_REQUIRE(go.get() == 1);
+		return 0;
+	});
+	ASSERT_TRUE(wait_waiters(2));
+	ASSERT_EQ(write_file(sysfs_path(0, "k"), "2"), 0);
+	int err = gone.get(5000);
+	EXPECT_EQ(err, EINVAL);
+	if (err == -1)
+		kill(only3, SIGKILL); // still asleep: do not hang the suite
+	wait_child(only3);
+	EXPECT_EQ(kept.get(200), -1);
+	EXPECT_EQ(split_lines(domain_file("waiters")).size(), 1u);
+	for (auto &d : h)
+		ASSERT_EQ(d.release(), 0);
+	EXPECT_EQ(kept.get(), 1);
+	go.put(1);
+	expect_child_ok(one_or_3);
+}
+
 // 9. boost: SCHED_FIFO while holding, the exact attributes back afterwards
 int boost_case(uint32_t policy, uint32_t prio, int32_t nice,
 	       uint32_t expect_policy, uint32_t expect_prio)
@@ -631,8 +672,9 @@ TEST_F(Lock, SysfsReportsStateAndRejectsBadWrites)
 	auto holders = split_lines(domain_file("holders"));
 	ASSERT_EQ(holders.size(), 1u);
 	auto hw = split_words(holders[0]);
-	ASSERT_EQ(hw.size(), 5u);
+	ASSERT_EQ(hw.size(), 6u);
 	EXPECT_EQ(hw[0], "0");
+	EXPECT_EQ(hw[5], "boosted");
 	EXPECT_EQ(hw[1], std::to_string(getpid()));
 	EXPECT_EQ(hw[2], std::to_string(gettid()));
 	auto waiters = split_lines(domain_file("waiters"));
@@ -649,10 +691,11 @@ TEST_F(Lock, SysfsReportsStateAndRejectsBadWrites)
 	EXPECT_GE(waited, 20'000'000u);
 
 	auto stats = split_lines(domain_file("stats"));
-	ASSERT_EQ(stats.size(), 8u);
+	ASSERT_EQ(stats.size(), 9u);
 	EXPECT_EQ(stats[0], "acquisitions " + std::to_string(h.stats().acquisitions));
 	EXPECT_EQ(stats[1], "contended " + std::to_string(h.stats().contended));
-	EXPECT_EQ(split_words(stats[7]).size(), 1u + GPUSLOT_HIST_BUCKETS);
+	EXPECT_EQ(stats[7], "overruns " + std::to_string(h.stats().overruns));
+	EXPECT_EQ(split_words(stats[8]).size(), 1u + GPUSLOT_HIST_BUCKETS);
 
 	// Bad values: EINVAL, nothing changes.
 	uint64_t gen = h.info().generation;

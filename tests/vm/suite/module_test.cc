@@ -15,27 +15,6 @@
 namespace gpuslot::test {
 namespace {
 
-const char *module_path()
-{
-	const char *ko = getenv("GPUSLOT_KO");
-	return ko ? ko : "/lib/modules/gpuslot.ko";
-}
-
-int load(const std::string &params)
-{
-	int fd = open(module_path(), O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno;
-	int err = syscall(SYS_finit_module, fd, params.c_str(), 0) ? errno : 0;
-	close(fd);
-	return err;
-}
-
-int unload()
-{
-	return syscall(SYS_delete_module, "gpuslot", O_NONBLOCK) ? errno : 0;
-}
-
 bool loaded()
 {
 	return access("/sys/module/gpuslot", F_OK) == 0;
@@ -47,17 +26,17 @@ TEST(Module, LoadUnloadCyclesAndBusyRefusal)
 	ASSERT_TRUE(loaded());
 	{
 		Dev d;
-		EXPECT_EQ(unload(), EWOULDBLOCK);
+		EXPECT_EQ(unload_module(), EWOULDBLOCK);
 		EXPECT_TRUE(loaded());
 		EXPECT_EQ(read_file("/sys/module/gpuslot/refcnt"), "1\n");
 	}
 	EXPECT_EQ(read_file("/sys/module/gpuslot/refcnt"), "0\n");
 
 	for (int i = 0; i < 20; i++) {
-		ASSERT_EQ(unload(), 0) << "cycle " << i;
+		ASSERT_EQ(unload_module(), 0) << "cycle " << i;
 		ASSERT_FALSE(loaded());
 		ASSERT_NE(access("/dev/gpuslot", F_OK), 0);
-		ASSERT_EQ(load(""), 0) << "cycle " << i;
+		ASSERT_EQ(load_module(""), 0) << "cycle " << i;
 		Dev d;
 		auto r = d.acquire();
 		ASSERT_EQ(r.err, 0);
@@ -66,11 +45,11 @@ TEST(Module, LoadUnloadCyclesAndBusyRefusal)
 	}
 
 	// The "domains" parameter: 1..16, one domain per GPU.
-	ASSERT_EQ(unload(), 0);
-	EXPECT_EQ(load("domains=0"), EINVAL);
-	EXPECT_EQ(load("domains=17"), EINVAL);
+	ASSERT_EQ(unload_module(), 0);
+	EXPECT_EQ(load_module("domains=0"), EINVAL);
+	EXPECT_EQ(load_module("domains=17"), EINVAL);
 	EXPECT_FALSE(loaded());
-	ASSERT_EQ(load("domains=2"), 0);
+	ASSERT_EQ(load_module("domains=2"), 0);
 	{
 		Dev d0, d1;
 		gpuslot_version v{};
@@ -87,8 +66,8 @@ TEST(Module, LoadUnloadCyclesAndBusyRefusal)
 			  1u);
 		EXPECT_EQ(d1.attach(2), EINVAL);
 	}
-	ASSERT_EQ(unload(), 0);
-	ASSERT_EQ(load(""), 0);
+	ASSERT_EQ(unload_module(), 0);
+	ASSERT_EQ(load_module(""), 0);
 	EXPECT_EQ(kernel_log_problems(), std::vector<std::string>{});
 }
 

@@ -65,6 +65,11 @@ static inline int list_empty(const struct list_head *head)
 
 #define list_entry(ptr, type, member) container_of(ptr, type, member)
 
+#define list_for_each_entry(pos, head, member)				\
+	for (pos = list_entry((head)->next, __typeof__(*pos), member);	\
+	     &pos->member != (head);					\
+	     pos = list_entry(pos->member.next, __typeof__(*pos), member))
+
 #define list_for_each_entry_safe(pos, n, head, member)			\
 	for (pos = list_entry((head)->next, __typeof__(*pos), member),	\
 	     n = list_entry(pos->member.next, __typeof__(*pos), member);	\

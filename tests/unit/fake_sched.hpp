@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: GPL-2.0
+// A stand-in for the scheduler under the boost ledger (kmod/boost.c): each
+// fake task keeps its attributes as sched_setattr() would, and counts its
+// references, so that tests and the fuzzer can check what the ledger did.
+#pragma once
+
+#include <cstdint>
+#include <cstdlib>
+
+#include <linux/sched.h> // SCHED_DEADLINE
+#include <sched.h>       // SCHED_OTHER
+
+extern "C" {
+#include "boost.h"
+}
+
+struct task_struct {
+	gpuslot_sched_attr attr{SCHED_OTHER, 0, 0, false};
+	bool exiting = false;
+	int refs = 0;
+	unsigned long sets = 0; // set_attr calls
+};
+
+namespace fake_sched {
+
+inline bool is_rt(unsigned int policy)
+{
+	return policy == SCHED_FIFO || policy == SCHED_RR;
+}
+
+// What sched_setattr() does with the fields the ledger uses: an RT policy
+// keeps the nice value, a fair one takes it and has RT priority 0.
+inline void apply(task_struct *p, const gpuslot_sched_attr &a)
+{
+	unsigned int nice = p->attr.nice;
+	p->attr = a;
+	if (is_rt(a.policy))
+		p->attr.nice = int(nice);
+	else
+		p->attr.rt_priority = 0;
+}
+
+inline void get_attr(task_struct *p, gpuslot_sched_attr *a)
+{
+	*a = p->attr;
+}
+
+inline int set_attr(task_struct *p, const gpuslot_sched_attr *a)
+{
+	if (is_rt(a->policy) && (a->rt_priority < 1 || a->rt_priority > 99))
+		std::abort(); // the ledger never asks for a bad priority
+	p->sets++;
+	apply(p, *a);
+	return 0;
+}
+
+inline bool exiting(task_struct *p)
+{
+	return p->exiting;
+}
+
+inline gpuslot_boost_thread *new_thread(task_struct *p)
+{
+	p->refs++;
+	return new gpuslot_boost_thread{};
+}
+
+inline void free_thread(gpuslot_boost_thread *t)
+{
+	t->task->refs--;
+	delete t;
+}
+
+inline const gpuslot_boost_ops ops = {
+	.get_attr = get_attr,
+	.set_attr = set_attr,
+	.exiting = exiting,
+	.new_thread = new_thread,
+	.free_thread = free_thread,
+};
+
+} // namespace fake_sched

@@ -1,0 +1,311 @@
+// SPDX-License-Identifier: GPL-2.0
+// The SCHED_FIFO boost around a hold: when a thread gets it back, nested
+// holds, threads that share a file, the boost at handoff, max_hold_ms.
+#include <gtest/gtest.h>
+
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <thread>
+
+#include "device.h"
+
+namespace gpuslot::test {
+namespace {
+
+std::string domain_file(const char *attr, unsigned int domain = 0)
+{
+	return read_file(sysfs_path(domain, attr));
+}
+
+bool same_sched(const Sched &a, const Sched &b)
+{
+	return a.policy == b.policy && a.priority == b.priority &&
+	       a.nice == b.nice && a.flags == b.flags;
+}
+
+class Boost : public testing::Test {
+protected:
+	void SetUp() override
+	{
+		reset_domain(0);
+		*child_failed_line() = 0;
+	}
+	void TearDown() override
+	{
+		EXPECT_TRUE(wait_until([] {
+			return domain_file("holders").empty() &&
+			       domain_file("waiters").empty();
+		})) << domain_file("holders") << domain_file("waiters");
+		reset_domain(0);
+	}
+	static void expect_child_ok(pid_t pid)
+	{
+		EXPECT_EQ(wait_child(pid), 0)
+			<< "child failed its check at line "
+			<< *child_failed_line();
+	}
+};
+
+// Defect 1: a holder that changes its own priority while holding, then
+// releases, gets its own attributes back unless it went above the boost.
+int change_while_holding(uint32_t policy, uint32_t prio, int32_t nice,
+			 bool expect_restore)
+{
+	CHILD_REQUIRE(set_sched(SCHED_OTHER, 0, 5) == 0);
+	Sched before = get_sched();
+	Dev d;
+	CHILD_REQUIRE(d.acquire().err == 0);
+	CHILD_REQUIRE(get_sched().policy == SCHED_FIFO);
+	CHILD_REQUIRE(set_sched(policy, prio, nice) == 0);
+	Sched changed = get_sched();
+	CHILD_REQUIRE(d.release() == 0);
+	Sched after = get_sched();
+	CHILD_REQUIRE(same_sched(after, expect_restore ? before : changed));
+	return 0;
+}
+
+TEST_F(Boost, AHolderThatLowersItsOwnPriorityIsStillRestored)
+{
+	// FIFO 50 -> 49, as any RT thread may do: back to SCHED_OTHER nice 5.
+	expect_child_ok(spawn([] {
+		return change_while_holding(SCHED_FIFO, 49, 0, true);
+	}));
+	expect_child_ok(spawn([] {
+		return change_while_holding(SCHED_RR, 10, 0, true);
+	}));
+	expect_child_ok(spawn([] {
+		return change_while_holding(SCHED_OTHER, 0, 3, true);
+	}));
+	// Above the boost: the thread took over; it is left as it set itself.
+	expect_child_ok(spawn([] {
+		return change_while_holding(SCHED_FIFO, 70, 0, false);
+	}));
+}
+
+// Defect 4: one thread holding two slots (two files of one domain) keeps
+// its boost until the last release.
+TEST_F(Boost, NestedHoldsOfOneDomainKeepTheBoostUntilTheLast)
+{
+	ASSERT_EQ(write_file(sysfs_path(0, "k"), "2"), 0);
+	expect_child_ok(spawn([] {
+		CHILD_REQUIRE(set_sched(SCHED_OTHER, 0, 5) == 0);
+		Sched before = get_sched();
+		Dev a, b;
+		CHILD_REQUIRE(a.acquire().err == 0);
+		CHILD_REQUIRE(b.acquire().err == 0);
+		CHILD_REQUIRE(a.release() == 0);
+		Sched mid = get_sched();
+		CHILD_REQUIRE(mid.policy == SCHED_FIFO && mid.priority == 50);
+		CHILD_REQUIRE(b.release() == 0);
+		CHILD_REQUIRE(same_sched(get_sched(), before));
+		return 0;
+	}));
+}
+
+// Defect 4 across GPUs with different boost priorities: the thread runs at
+// the highest priority it holds, and ends at its own attributes.
+TEST_F(Boost, NestedHoldsOfTwoDomainsRunAtTheHighestAndEndRestored)
+{
+	ASSERT_EQ(unload_module(), 0);
+	ASSERT_EQ(load_module("domains=2"), 0);
+	ASSERT_EQ(write_file(sysfs_path(0, "boost_priority"), "30"), 0);
+	ASSERT_EQ(write_file(sysfs_path(1, "boost_priority"), "60"), 0);
+	for (bool low_first : {true, false}) {
+		for (bool release_low_first : {true, false}) {
+			expect_child_ok(spawn([=] {
+				CHILD_REQUIRE(set_sched(SCHED_OTHER, 0, 4) == 0);
+				Sched before = get_sched();
+				Dev low, high;
+				CHILD_REQUIRE(high.attach(1) == 0);
+				Dev &first = low_first ? low : high;
+				Dev &second = low_first ? high : low;
+				CHILD_REQUIRE(first.acquire().err == 0);
+				CHILD_REQUIRE(second.acquire().err == 0);
+				CHILD_REQUIRE(get_sched().priority == 60);
+				Dev &out = release_low_first ? low : high;
+				Dev &last = release_low_first ? high : low;
+				CHILD_REQUIRE(out.release() == 0);
+				Sched mid = get_sched();
+				CHILD_REQUIRE(mid.policy == SCHED_FIFO);
+				CHILD_REQUIRE(mid.priority == (release_low_first ? 60u : 30u));
+				CHILD_REQUIRE(last.release() == 0);
+				CHILD_REQUIRE(same_sched(get_sched(), before));
+				return 0;
+			}));
+		}
+	}
+	ASSERT_EQ(unload_module(), 0);
+	ASSERT_EQ(load_module(""), 0);
+}
+
+// Defects 2 and 3: threads A and B share one file. A waits; the slot is
+// handed to the file while A cannot run (a FIFO 90 thread holds A's CPU);
+// B releases that hold and takes a new one after a layout change. A must
+// return its own grant, and each thread's boost must end with its hold.
+TEST_F(Boost, ThreadsSharingAFileEachKeepTheirOwnHold)
+{
+	expect_child_ok(spawn([] {
+		CHILD_REQUIRE(set_sched(SCHED_OTHER, 0, 0) == 0);
+		Sched own = get_sched();
+		Dev holder, shared;
+		CHILD_REQUIRE(holder.acquire().err == 0);
+		uint64_t gen_at_grant = holder.info().generation;
+
+		std::atomic<pid_t> a_tid{0};
+		std::atomic<int> a_err{-1};
+		std::atomic<unsigned int> a_slot{99};
+		std::atomic<uint64_t> a_gen{0};
+		std::thread a([&] {
+			a_tid = gettid();
+			if (pin_to_cpu(1))
+				return;
+			auto r = shared.acquire();
+			a_slot = r.slot;
+			a_gen = r.generation;
+			a_err = r.err;
+		});
+		CHILD_REQUIRE(wait_waiters(1));
+		CHILD_REQUIRE(pin_to_cpu(2) == 0);
+
+		std::atomic<bool> stop{false};
+		CpuHog hog(1, 90, stop, 3000);
+		CHILD_REQUIRE(holder.release() == 0);
+		// A has the slot, and its boost, before it runs.
+		Sched a_granted = get_sched(a_tid);
+		CHILD_REQUIRE(a_granted.policy == SCHED_FIFO);
+		CHILD_REQUIRE(a_granted.priority == 50);
+		CHILD_REQUIRE(a_err == -1);
+
+		// B ends A's hold: A's boost ends with it.
+		CHILD_REQUIRE(write_file(sysfs_path(0, "k"), "2") == 0);
+		CHILD_REQUIRE(shared.release() == 0);
+		CHILD_REQUIRE(same_sched(get_sched(a_tid), own));
+		auto b = shared.try_acquire();
+		CHILD_REQUIRE(b.err == 0);
+		CHILD_REQUIRE(b.generation > gen_at_grant);
+		CHILD_REQUIRE(get_sched().policy == SCHED_FIFO);
+
+		stop = true;
+		CHILD_REQUIRE(hog.join());
+		a.join();
+		// A's call returns the grant it got, not B's.
+		CHILD_REQUIRE(a_err == 0);
+		CHILD_REQUIRE(a_slot == 0);
+		CHILD_REQUIRE(a_gen == gen_at_grant);
+		// A's late return did not touch B's boost, nor take it over.
+		Sched b_held = get_sched();
+		CHILD_REQUIRE(b_held.policy == SCHED_FIFO && b_held.priority == 50);
+		CHILD_REQUIRE(shared.release() == 0);
+		CHILD_REQUIRE(same_sched(get_sched(), own));
+		return 0;
+	}));
+}
+
+// The boost at handoff: a SCHED_OTHER waiter whose CPU a FIFO 40 thread
+// keeps busy still runs at once when it is granted, because the releasing
+// thread boosts it to FIFO 50 before it wakes it.
+TEST_F(Boost, AGrantedWaiterIsBoostedBeforeItIsWoken)
+{
+	expect_child_ok(spawn([] {
+		Dev holder;
+		CHILD_REQUIRE(holder.acquire().err == 0);
+		std::atomic<bool> returned{false};
+		std::atomic<uint32_t> policy{0};
+		std::thread w([&] {
+			if (pin_to_cpu(1) || set_sched(SCHED_OTHER, 0, 0))
+				return;
+			Dev d;
+			if (d.acquire().err == 0) {
+				policy = get_sched().policy;
+				returned = true;
+				d.release();
+			}
+		});
+		CHILD_REQUIRE(wait_waiters(1));
+		CHILD_REQUIRE(pin_to_cpu(2) == 0);
+		bool by_flag;
+		{
+			CpuHog hog(1, 40, returned, 1500);
+			CHILD_REQUIRE(holder.release() == 0);
+			by_flag = hog.join();
+		}
+		w.join();
+		CHILD_REQUIRE(returned);
+		CHILD_REQUIRE(policy == SCHED_FIFO);
+		// The waiter returned while the hog still had its CPU.
+		CHILD_REQUIRE(by_flag);
+		return 0;
+	}));
+}
+
+// max_hold_ms: a hold past it loses its boost, not its slot; it is
+// flagged in holders and counted in stats.
+TEST_F(Boost, MaxHoldEndsTheBoostButNotTheHold)
+{
+	EXPECT_EQ(domain_file("max_hold_ms"),
+		  std::to_string(GPUSLOT_DEFAULT_MAX_HOLD_MS) + "\n");
+	for (const char *bad : {"3600001", "-1", "x", "\n"})
+		EXPECT_EQ(write_file(sysfs_path(0, "max_hold_ms"), bad), EINVAL)
+			<< bad;
+	ASSERT_EQ(write_file(sysfs_path(0, "max_hold_ms"), "100"), 0);
+	Dev probe;
+	uint64_t overruns = probe.stats().overruns;
+	expect_child_ok(spawn([] {
+		CHILD_REQUIRE(set_sched(SCHED_OTHER, 0, 2) == 0);
+		Sched before = get_sched();
+		Dev d;
+		CHILD_REQUIRE(d.acquire().err == 0);
+		CHILD_REQUIRE(get_sched().policy == SCHED_FIFO);
+		auto boosted = split_words(domain_file("holders"));
+		CHILD_REQUIRE(boosted.size() == 6 && boosted[5] == "boosted");
+		CHILD_REQUIRE(wait_until([&] {
+			return same_sched(get_sched(), before);
+		}, 3000));
+		auto over = split_words(domain_file("holders"));
+		CHILD_REQUIRE(over.size() == 6 && over[5] == "overrun");
+		CHILD_REQUIRE(d.info().nr_holders == 1);
+		CHILD_REQUIRE(d.release() == 0);
+		CHILD_REQUIRE(same_sched(get_sched(), before));
+		return 0;
+	}));
+	EXPECT_EQ(probe.stats().overruns, overruns + 1);
+	auto stats = split_lines(domain_file("stats"));
+	EXPECT_NE(std::find(stats.begin(), stats.end(),
+			    "overruns " + std::to_string(overruns + 1)),
+		  stats.end());
+
+	// The layout carries it too; 0 turns the bound off.
+	Layout l;
+	ASSERT_EQ(probe.get_layout(l), 0);
+	gpuslot_layout a{};
+	a.size = sizeof(a);
+	a.k = 1;
+	a.flags = GPUSLOT_LAYOUT_MAX_HOLD;
+	a.max_hold_ms = 0;
+	EXPECT_EQ(ioctl_errno(probe.fd(), GPUSLOT_IOC_SET_LAYOUT, &a), 0);
+	EXPECT_EQ(domain_file("max_hold_ms"), "0\n");
+	a.flags = 0;
+	a.max_hold_ms = 7; // without the flag: refused
+	EXPECT_EQ(ioctl_errno(probe.fd(), GPUSLOT_IOC_SET_LAYOUT, &a), EINVAL);
+	a.flags = GPUSLOT_LAYOUT_MAX_HOLD;
+	a.max_hold_ms = GPUSLOT_MAX_MAX_HOLD_MS + 1;
+	EXPECT_EQ(ioctl_errno(probe.fd(), GPUSLOT_IOC_SET_LAYOUT, &a), EINVAL);
+	a.max_hold_ms = 250;
+	EXPECT_EQ(ioctl_errno(probe.fd(), GPUSLOT_IOC_SET_LAYOUT, &a), 0);
+	gpuslot_layout g{};
+	g.size = sizeof(g);
+	ASSERT_EQ(ioctl_errno(probe.fd(), GPUSLOT_IOC_GET_LAYOUT, &g), 0);
+	EXPECT_EQ(g.max_hold_ms, 250u);
+	// A layout set without the flag keeps the bound.
+	a.flags = 0;
+	a.max_hold_ms = 0;
+	EXPECT_EQ(ioctl_errno(probe.fd(), GPUSLOT_IOC_SET_LAYOUT, &a), 0);
+	EXPECT_EQ(domain_file("max_hold_ms"), "250\n");
+	EXPECT_EQ(kernel_log_problems(), std::vector<std::string>{});
+}
+
+} // namespace
+} // namespace gpuslot::test

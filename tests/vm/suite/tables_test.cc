@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: GPL-2.0
+// The sysfs tables (holders, waiters, queues) against what a thread can
+// put in its name, and across PID namespaces.
+#include <gtest/gtest.h>
+
+#include <sched.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "device.h"
+
+namespace gpuslot::test {
+namespace {
+
+std::string domain_file(const char *attr)
+{
+	return read_file(sysfs_path(0, attr));
+}
+
+class Tables : public testing::Test {
+protected:
+	void SetUp() override
+	{
+		reset_domain(0);
+		*child_failed_line() = 0;
+	}
+	void TearDown() override { reset_domain(0); }
+};
+
+// Defect 11: a thread named "a 1\n3 1 1 f" must not add a holder line for
+// slot 3 owned by pid 1; every name is one escaped word.
+TEST_F(Tables, ThreadNamesCannotForgeLines)
+{
+	const char *forged = "a 1\n3 1 1 f";
+	const std::string escaped = "a\\x201\\x0a3\\x201\\x201\\x20f";
+	Dev h;
+	ASSERT_EQ(h.reserve(1).err, 0);
+	ASSERT_EQ(h.acquire().err, 0);
+	Pipe ready, go;
+	pid_t child = spawn([&] {
+		prctl(PR_SET_NAME, forged);
+		Dev d;
+		CHILD_REQUIRE(d.reserve(2).err == 0);
+		ready.put(1);
+		CHILD_REQUIRE(d.acquire().err == 0); // waits behind h
+		CHILD_REQUIRE(go.get() == 1);
+		return 0;
+	});
+	ASSERT_EQ(ready.get(), 1);
+	ASSERT_TRUE(wait_waiters(1));
+
+	auto waiters = split_lines(domain_file("waiters"));
+	ASSERT_EQ(waiters.size(), 1u);
+	auto ww = split_words(waiters[0]);
+	ASSERT_EQ(ww.size(), 5u);
+	EXPECT_EQ(ww[2], escaped);
+	auto queues = split_lines(domain_file("queues"));
+	ASSERT_EQ(queues.size(), 2u);
+	EXPECT_EQ(split_words(queues[1]), (std::vector<std::string>{
+		std::to_string(child), escaped, "2"}));
+
+	ASSERT_EQ(h.release(), 0);
+	ASSERT_TRUE(wait_until([] { return domain_file("waiters").empty(); }));
+	auto holders = split_lines(domain_file("holders"));
+	ASSERT_EQ(holders.size(), 1u) << domain_file("holders");
+	auto hw = split_words(holders[0]);
+	ASSERT_EQ(hw.size(), 6u);
+	EXPECT_EQ(hw[1], std::to_string(child));
+	EXPECT_EQ(hw[3], escaped);
+	go.put(1);
+	EXPECT_EQ(wait_child(child), 0) << *child_failed_line();
+
+	// An empty name and a backslash.
+	child = spawn([&] {
+		prctl(PR_SET_NAME, "");
+		Dev d;
+		CHILD_REQUIRE(d.acquire().err == 0);
+		auto w = split_words(domain_file("holders"));
+		CHILD_REQUIRE(w.size() == 6 && w[3] == "\\x00");
+		CHILD_REQUIRE(d.release() == 0);
+		prctl(PR_SET_NAME, "a\\b");
+		CHILD_REQUIRE(d.acquire().err == 0);
+		w = split_words(domain_file("holders"));
+		CHILD_REQUIRE(w.size() == 6 && w[3] == "a\\x5cb");
+		return 0;
+	});
+	EXPECT_EQ(wait_child(child), 0) << *child_failed_line();
+	EXPECT_EQ(h.unreserve(1), 0);
+}
+
+// Defect 8: a holder in a child PID namespace is pid 1 there; readers in
+// the parent namespace see its pid there, readers inside see 1.
+TEST_F(Tables, PidsArePrintedInTheReadersNamespace)
+{
+	Pipe outer_pid, go;
+	pid_t parent = spawn([&] {
+		CHILD_REQUIRE(unshare(CLONE_NEWPID) == 0);
+		Pipe inner_ready;
+		pid_t inner = spawn([&] {
+			CHILD_REQUIRE(getpid() == 1);
+			Dev d;
+			CHILD_REQUIRE(d.acquire().err == 0);
+			CHILD_REQUIRE(d.reserve(1).err == 0);
+			auto w = split_words(domain_file("holders"));
+			CHILD_REQUIRE(w.size() == 6 && w[1] == "1" && w[2] == "1");
+			auto q = split_words(domain_file("queues"));
+			CHILD_REQUIRE(q.size() == 3 && q[0] == "1");
+			inner_ready.put(1);
+			CHILD_REQUIRE(go.get() == 1);
+			return 0;
+		});
+		CHILD_REQUIRE(inner_ready.get() == 1);
+		outer_pid.put(inner);
+		return wait_child(inner);
+	});
+	int inner = outer_pid.get();
+	ASSERT_GT(inner, 1);
+	auto w = split_words(domain_file("holders"));
+	ASSERT_EQ(w.size(), 6u);
+	EXPECT_EQ(w[1], std::to_string(inner));
+	EXPECT_EQ(w[2], std::to_string(inner));
+	auto q = split_words(domain_file("queues"));
+	ASSERT_EQ(q.size(), 3u);
+	EXPECT_EQ(q[0], std::to_string(inner));
+	go.put(1);
+	EXPECT_EQ(wait_child(parent), 0) << *child_failed_line();
+}
+
+} // namespace
+} // namespace gpuslot::test
