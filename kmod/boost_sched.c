@@ -107,8 +107,11 @@ void gpuslot_file_boost(struct gpuslot_file *f, struct gpuslot_domain *d,
 				      p, prio);
 	if (boosted) {
 		spin_lock(&d->lock);
-		if (f->hold_seq == seq && f->hold_boost == GPUSLOT_HOLD_UNBOOSTED)
+		if (f->state == GPUSLOT_FILE_HOLDING && f->hold_seq == seq &&
+		    f->hold_boost == GPUSLOT_HOLD_UNBOOSTED) {
 			f->hold_boost = GPUSLOT_HOLD_BOOSTED;
+			gpuslot_hold_timer_start(d, f);
+		}
 		spin_unlock(&d->lock);
 	}
 	mutex_unlock(&gpuslot_boost_mutex);
@@ -130,10 +133,13 @@ void gpuslot_file_unboost(struct gpuslot_file *f, u64 seq)
 void gpuslot_hold_timer_start(struct gpuslot_domain *d,
 			      struct gpuslot_file *f)
 {
+	u64 max_ns = (u64)d->max_hold_ms * NSEC_PER_MSEC;
+	u64 held = ktime_get_ns() - f->hold_start_ns;
+
 	lockdep_assert_held(&d->lock);
-	if (d->max_hold_ms && d->boost_priority)
+	if (max_ns)
 		mod_delayed_work(system_wq, &f->overrun_work,
-				 msecs_to_jiffies(d->max_hold_ms));
+				 nsecs_to_jiffies(held < max_ns ? max_ns - held : 0));
 }
 
 void gpuslot_overrun_work_fn(struct work_struct *work)
@@ -148,7 +154,7 @@ void gpuslot_overrun_work_fn(struct work_struct *work)
 	bool overrun = false;
 
 	if (f->state == GPUSLOT_FILE_HOLDING && max_ns &&
-	    f->hold_boost != GPUSLOT_HOLD_OVERRUN) {
+	    f->hold_boost == GPUSLOT_HOLD_BOOSTED) {
 		held = ktime_get_ns() - f->hold_start_ns;
 		if (held >= max_ns) {
 			overrun = true;

@@ -213,7 +213,6 @@ static void gpuslot_grant(struct gpuslot_domain *d, struct gpuslot_waiter *w,
 	memcpy(f->holder_comm, w->comm, sizeof(f->holder_comm));
 	f->hold_boost = GPUSLOT_HOLD_UNBOOSTED;
 	d->holder[slot] = f;
-	gpuslot_hold_timer_start(d, f);
 
 	w->slot = slot;
 	w->generation = d->core.generation;

@@ -146,7 +146,10 @@ void gpuslot_file_boost(struct gpuslot_file *f, struct gpuslot_domain *d,
 			u64 seq, struct task_struct *p);
 /* End the boost of hold @seq of @f (or an older one). May sleep. */
 void gpuslot_file_unboost(struct gpuslot_file *f, u64 seq);
-/* Start the max_hold_ms clock of @f's new hold. Called under d->lock. */
+/*
+ * Start the max_hold_ms clock of @f's hold, which has just been boosted;
+ * it counts from the grant. Called under d->lock.
+ */
 void gpuslot_hold_timer_start(struct gpuslot_domain *d,
 			      struct gpuslot_file *f);
 void gpuslot_overrun_work_fn(struct work_struct *work);

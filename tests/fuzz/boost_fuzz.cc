@@ -11,6 +11,9 @@
 // own scheduling, and exit. A reference model, written from the rules in
 // boost.c's header alone, says what every thread must run at after each
 // step, and the ledger's records must belong to live holds only.
+#define FUZZ_TARGET "boost_fuzz"
+#include "fuzz_check.hpp"
+
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -22,24 +25,7 @@
 
 namespace {
 
-unsigned long long total_ops;
-
-void report_total()
-{
-	std::fprintf(stderr, "boost_fuzz: %llu operations checked\n", total_ops);
-}
-
-[[noreturn]] void finding(const char *what)
-{
-	std::fprintf(stderr, "boost_fuzz: invariant broken: %s\n", what);
-	std::abort();
-}
-
-#define CHECK(cond)							\
-	do {								\
-		if (!(cond))						\
-			finding(#cond);					\
-	} while (0)
+using fuzz_check::total_ops;
 
 constexpr int kThreads = 4, kFiles = 4;
 constexpr unsigned int kPrio[2] = {30, 60}; // per GPU; files 0-1, 2-3
@@ -266,7 +252,7 @@ private:
 
 extern "C" int LLVMFuzzerInitialize(int *, char ***)
 {
-	std::atexit(report_total);
+	std::atexit(fuzz_check::report_total);
 	return 0;
 }
 

@@ -8,6 +8,9 @@
 // checks: at most k holders among slots below k, no slot held twice, the
 // core and the model agree on every grant (FIFO among eligible waiters),
 // and no waiter is left queued while a slot it allows is free.
+#define FUZZ_TARGET "core_fuzz"
+#include "fuzz_check.hpp"
+
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -23,24 +26,7 @@ extern "C" {
 
 namespace {
 
-unsigned long long total_ops;
-
-void report_total()
-{
-	std::fprintf(stderr, "core_fuzz: %llu operations checked\n", total_ops);
-}
-
-[[noreturn]] void finding(const char *what)
-{
-	std::fprintf(stderr, "core_fuzz: invariant broken: %s\n", what);
-	std::abort();
-}
-
-#define CHECK(cond)							\
-	do {								\
-		if (!(cond))						\
-			finding(#cond);					\
-	} while (0)
+using fuzz_check::total_ops;
 
 // The specification, written plainly: a FIFO list of waiters and a map of
 // held slots.
@@ -260,7 +246,7 @@ private:
 
 extern "C" int LLVMFuzzerInitialize(int *, char ***)
 {
-	std::atexit(report_total);
+	std::atexit(fuzz_check::report_total);
 	return 0;
 }
 
