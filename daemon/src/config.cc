@@ -42,6 +42,8 @@ GpuSettings Config::for_gpu(unsigned int domain) const
 		s.boost_priority = g.boost_priority;
 	if (g.hqd_limit)
 		s.hqd_limit = g.hqd_limit;
+	if (g.mask_algorithm)
+		s.mask_algorithm = g.mask_algorithm;
 	return s;
 }
 
@@ -134,9 +136,21 @@ int on_key(void *user, const char *section, const char *key,
 				    "': expected 1 to 1024 (empty: num_cp_queues "
 				    "of the GPU)");
 		g->hqd_limit = v;
+	} else if (name == "mask_algorithm") {
+		MaskAlgorithm a;
+		if (std::string(value) == "auto")
+			g->mask_algorithm.reset();
+		else if (parse_algorithm(value, &a))
+			g->mask_algorithm = a;
+		else
+			return fail("mask_algorithm '" + std::string(value) +
+				    "': expected auto, A (Linux <= 5.14), B "
+				    "(5.15-5.19), C (6.0-6.5) or D (6.6 and later, "
+				    "and every MI300)");
 	} else {
 		return fail("unknown key '" + name + "' in [" + sec +
-			    "]; known: k, sizes, boost_priority, hqd_limit");
+			    "]; known: k, sizes, boost_priority, hqd_limit, "
+			    "mask_algorithm");
 	}
 	return 1;
 }

@@ -8,6 +8,8 @@
 #include <optional>
 #include <string>
 
+#include "cu_mask.hpp"
+
 namespace gpuslot {
 
 // What the config says about one GPU; unset keys fall back to [default],
@@ -17,6 +19,7 @@ struct GpuSettings {
 	std::optional<std::string> sizes;	    // "30,10,10,10", "50%,50%"
 	std::optional<unsigned int> boost_priority; // 0 .. 99
 	std::optional<unsigned int> hqd_limit;	    // 1 .. 1024
+	std::optional<MaskAlgorithm> mask_algorithm; // unset: auto
 
 	// k, else the number of sizes, else @current (the module's k).
 	unsigned int k_or(unsigned int current) const;

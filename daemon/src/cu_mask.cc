@@ -4,6 +4,7 @@
 #include <sys/utsname.h>
 
 #include <cstdio>
+#include <fstream>
 
 namespace gpuslot {
 
@@ -32,6 +33,83 @@ const char *algorithm_name(MaskAlgorithm a)
 	case MaskAlgorithm::D: return "D (Linux >= 6.6)";
 	}
 	return "?";
+}
+
+bool parse_algorithm(const std::string &text, MaskAlgorithm *out)
+{
+	static const std::pair<const char *, MaskAlgorithm> names[] = {
+		{"A", MaskAlgorithm::A}, {"B", MaskAlgorithm::B},
+		{"C", MaskAlgorithm::C}, {"D", MaskAlgorithm::D}};
+	for (auto &[n, a] : names)
+		if (text == n) {
+			*out = a;
+			return true;
+		}
+	return false;
+}
+
+// The newest kernel line whose amdkfd walk the table was checked against
+// (../shared/reference/amd-kfd.md 1.5: v6.19).
+constexpr unsigned int kNewestKnownMajor = 6, kNewestKnownMinor = 19;
+
+AlgorithmChoice choose_algorithm(const GfxVersion &gfx,
+				 const std::string &release,
+				 const std::string &amdgpu_version,
+				 const std::optional<MaskAlgorithm> &forced)
+{
+	AlgorithmChoice c;
+	// GC 9.4.3, the MI300 family, is gfx940 to gfx942 (and later).
+	const bool xcc_walk_only = gfx >= GfxVersion{9, 4, 0} && gfx.major == 9;
+	MaskAlgorithm by_release = MaskAlgorithm::D;
+	unsigned int major = 0, minor = 0;
+	const bool readable = algorithm_for_kernel(release, &by_release) &&
+			      std::sscanf(release.c_str(), "%u.%u", &major, &minor) == 2;
+	if (forced) {
+		c.algorithm = *forced;
+		c.why = std::string("mask_algorithm ") + algorithm_name(*forced) +
+			", as configured";
+	} else if (xcc_walk_only) {
+		c.algorithm = MaskAlgorithm::D;
+		c.why = "D: " + gfx.name() + " has only ever been masked with the "
+			"XCC walk";
+	} else if (!amdgpu_version.empty()) {
+		c.algorithm = MaskAlgorithm::D;
+		c.why = "D: amdgpu " + amdgpu_version + " is an out-of-tree "
+			"driver (amdgpu-dkms), newer than Linux " + release;
+	} else if (!readable) {
+		c.algorithm = MaskAlgorithm::D;
+		c.why = "D, the newest walk";
+		c.notes.push_back("kernel release '" + release + "' cannot be read; "
+				  "assuming the newest CU-mask walk (D). Set "
+				  "mask_algorithm in gpuslotd.conf if that is wrong");
+	} else {
+		c.algorithm = by_release;
+		c.why = std::string(algorithm_name(by_release)) + ", by Linux " +
+			release;
+		if (major > kNewestKnownMajor ||
+		    (major == kNewestKnownMajor && minor > kNewestKnownMinor))
+			c.notes.push_back("Linux " + release + " is newer than the "
+					  "kernels gpuslot's CU-mask table was checked "
+					  "against (up to 6.19); assuming their walk (D)");
+	}
+	// The 9.4.3 masking fix came with the XCC walk (about 6.6): an older
+	// amdkfd masks XCC 0 only and runs the other XCCs unmasked.
+	if (xcc_walk_only && amdgpu_version.empty() && readable &&
+	    by_release != MaskAlgorithm::D && !forced)
+		c.notes.push_back("warning: Linux " + release + " predates amdkfd's "
+				  "GFX 9.4.3 CU-masking fix (about 6.6): with its "
+				  "own amdgpu, XCCs 1-7 of " + gfx.name() +
+				  " run unmasked. Use amdgpu-dkms or a kernel of "
+				  "6.6 or later");
+	return c;
+}
+
+std::string amdgpu_module_version(const std::string &sysfs_module_dir)
+{
+	std::ifstream in(sysfs_module_dir + "/version");
+	std::string v;
+	std::getline(in, v);
+	return v;
 }
 
 unsigned int CuShape::total() const

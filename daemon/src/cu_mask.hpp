@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,34 @@ enum class MaskAlgorithm {
 // the text is not a release.
 bool algorithm_for_kernel(const std::string &release, MaskAlgorithm *out);
 const char *algorithm_name(MaskAlgorithm a);
+// "A".."D" -> the algorithm; false for anything else.
+bool parse_algorithm(const std::string &text, MaskAlgorithm *out);
+
+// Which walk amdkfd uses for @gpu. The kernel release alone cannot say:
+// ROCm's amdgpu-dkms and vendor kernels (RHEL 9, Ubuntu HWE) carry a newer
+// amdkfd than their version number. In order:
+//  - @forced (gpuslotd.conf mask_algorithm, gpuslotctl --mask-algorithm);
+//  - GC 9.4.3 and later (MI300: gfx940-942, gfx950) only ever had the XCC
+//    walk (D);
+//  - an out-of-tree amdgpu (amdgpu-dkms: /sys/module/amdgpu/version
+//    exists, @amdgpu_version) carries the newest walk (D);
+//  - the release's table entry; a release past the table's newest kernel,
+//    or one that cannot be read, gets the newest walk, with a note.
+// @notes gets every assumption and warning; known-broken combinations
+// (MI300 on a kernel before the 9.4.3 masking fix: XCCs 1-7 run unmasked)
+// are warnings there too.
+struct AlgorithmChoice {
+	MaskAlgorithm algorithm = MaskAlgorithm::D;
+	std::string why;		// one line: how it was chosen
+	std::vector<std::string> notes; // assumptions and warnings
+};
+AlgorithmChoice choose_algorithm(const GfxVersion &gfx,
+				 const std::string &release,
+				 const std::string &amdgpu_version,
+				 const std::optional<MaskAlgorithm> &forced);
+// /sys/module/amdgpu/version, or "" where the in-tree driver has none.
+std::string amdgpu_module_version(const std::string &sysfs_module_dir =
+					  "/sys/module/amdgpu");
 // uname -r: the release whose mapping applies unless told otherwise.
 std::string running_kernel_release();
 

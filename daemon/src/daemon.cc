@@ -165,6 +165,12 @@ void rearm(int fd)
 
 } // namespace
 
+AlgorithmChoice Daemon::walk(const Managed &m, const GpuSettings &settings) const
+{
+	return choose_algorithm(m.gpu.gfx, kernel_, amdgpu_version_,
+				settings.mask_algorithm);
+}
+
 bool Daemon::apply(Managed &m, const GpuSettings &settings, unsigned int k,
 		   unsigned int hqd_limit, const std::string &why,
 		   std::string *error)
@@ -174,7 +180,8 @@ bool Daemon::apply(Managed &m, const GpuSettings &settings, unsigned int k,
 	std::vector<std::string> notes;
 	if (!(m.nvidia ? plan_nv_layout(m.nv, k, settings.sizes, hqd_limit, &layout, &notes,
 					error)
-		       : plan_layout(m.gpu, m.shape, algorithm_, k, settings.sizes, hqd_limit,
+		       : plan_layout(m.gpu, m.shape, walk(m, settings).algorithm, k,
+				     settings.sizes, hqd_limit,
 				     &layout, &notes, error))) {
 		*error = name + ": cannot plan k = " + std::to_string(k) + ": " +
 			 *error;
@@ -232,10 +239,9 @@ bool Daemon::start(std::string *error)
 		return false;
 	const std::string kernel =
 		options_.kernel.empty() ? running_kernel_release() : options_.kernel;
-	if (!algorithm_for_kernel(kernel, &algorithm_)) {
-		*error = "kernel release '" + kernel + "' is not one gpuslotd can read";
-		return false;
-	}
+	kernel_ = kernel;
+	// --kernel describes another host: its amdgpu is not this one's.
+	amdgpu_version_ = options_.kernel.empty() ? amdgpu_module_version() : "";
 	auto topo = read_topology(options_.topology);
 	NvTopologyResult nv;
 	if (!topo.error.empty()) {
@@ -294,13 +300,15 @@ bool Daemon::start(std::string *error)
 			m->gpu = topo.gpus[i];
 			std::string note;
 			m->shape = gpu_shape(m->gpu, options_.dri, &note);
+			const AlgorithmChoice w = walk(*m, config_.for_gpu(m->domain));
 			log_(LOG_INFO, name + ": " + m->gpu.gfx.name() + " (KFD node " +
 					       std::to_string(m->gpu.node_id) + "), " +
 					       std::to_string(m->gpu.active_cus()) + " CUs, " +
 					       std::to_string(m->gpu.num_cp_queues) +
-					       " HQDs; " + note + "; CU-mask mapping " +
-					       algorithm_name(algorithm_) + " (Linux " +
-					       kernel + ")");
+					       " HQDs; " + note + "; CU-mask walk " + w.why);
+			for (const std::string &n : w.notes)
+				log_(n.starts_with("warning") ? LOG_WARNING : LOG_NOTICE,
+				     name + ": " + n);
 		}
 		if (m->dev.open(options_.device, error))
 			return false;
@@ -350,7 +358,8 @@ bool Daemon::reload(std::string *error)
 		const bool ok = m->nvidia
 					? plan_nv_layout(m->nv, s.k_or(m->k), s.sizes, 0, &dry, &notes,
 							 error)
-					: plan_layout(m->gpu, m->shape, algorithm_, s.k_or(m->k),
+					: plan_layout(m->gpu, m->shape, walk(*m, s).algorithm,
+						      s.k_or(m->k),
 						      s.sizes, 0, &dry, &notes, error);
 		if (!ok) {
 			*error = name_of(m->domain) + ": " + *error +
@@ -403,7 +412,9 @@ void Daemon::check_domains()
 		for (const auto &p : now.partitions)
 			masks.push_back(mask_from_partition(p, now.nr_units));
 		auto findings = now.unit_kind == GPUSLOT_UNIT_AMD_CU
-					? lint_masks(m->shape, algorithm_, masks)
+					? lint_masks(m->shape,
+						     walk(*m, config_.for_gpu(m->domain)).algorithm,
+						     masks)
 					: std::vector<LintFinding>{};
 		log_(LOG_INFO, name + ": partitions set outside gpuslotd (generation " +
 				       std::to_string(now.generation) + "); keeping them" +

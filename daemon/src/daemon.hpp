@@ -84,11 +84,14 @@ private:
 	bool apply(Managed &m, const GpuSettings &settings, unsigned int k,
 		   unsigned int hqd_limit, const std::string &why,
 		   std::string *error);
+	// The CU-mask walk for @m under @settings (see choose_algorithm()).
+	AlgorithmChoice walk(const Managed &m, const GpuSettings &settings) const;
 
 	DaemonOptions options_;
 	Log log_;
 	Config config_;
-	MaskAlgorithm algorithm_ = MaskAlgorithm::C;
+	std::string kernel_;	     // the release whose walk applies
+	std::string amdgpu_version_; // amdgpu-dkms, when loaded
 	std::vector<std::unique_ptr<Managed>> gpus_;
 	size_t last_over_ = 0;
 };

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -59,8 +60,10 @@ const char kUsage[] =
 	"  --sysfs-root PATH  the module's sysfs (default /sys/kernel/gpuslot)\n"
 	"  --state-dir PATH   where gpuslotd writes audit.json (default /run/gpuslot)\n"
 	"  --dri PATH         render nodes for libdrm's CU bitmap (default /dev/dri)\n"
-	"  --kernel RELEASE   the kernel whose CU-mask mapping applies (default:\n"
-	"                     this one's, uname -r)\n"
+	"  --kernel RELEASE   the kernel whose CU-mask walk applies (default: this\n"
+	"                     one's, uname -r, or amdgpu-dkms's where it is loaded)\n"
+	"  --mask-algorithm W the walk itself: A, B, C, D, or auto (default): D on\n"
+	"                     MI300 (GC 9.4.3+), else by kernel release\n"
 	"\n"
 	"Domain N is the N-th GPU of KFD topology in node order, as gpuslotd maps them.\n"
 	"Exit status: 0 done, 1 failed (or lint found an error), 2 bad usage.\n";
@@ -88,8 +91,18 @@ struct Options {
 	unsigned int k = 0;
 	int domain = -1;
 	bool json = false, force = false, nvidia = false;
-	gpuslot::MaskAlgorithm algorithm = gpuslot::MaskAlgorithm::C;
+	bool kernel_given = false; // --kernel: another host, not this one
+	std::optional<gpuslot::MaskAlgorithm> forced; // --mask-algorithm
 };
+
+// The CU-mask walk amdkfd uses for @gpu: see choose_algorithm(). The
+// out-of-tree driver check asks this host only when --kernel is not given.
+gpuslot::AlgorithmChoice walk_for(const Options &o, const gpuslot::GpuNode &gpu)
+{
+	return gpuslot::choose_algorithm(gpu.gfx, o.kernel,
+					 o.kernel_given ? "" : gpuslot::amdgpu_module_version(),
+					 o.forced);
+}
 
 bool whole_number(const char *text, unsigned long lo, unsigned long hi,
 		  unsigned long *out)
@@ -110,6 +123,7 @@ int parse_options(int argc, char **argv, Options *o)
 		{"state-dir", required_argument, nullptr, 'D'},
 		{"dri", required_argument, nullptr, 'r'},
 		{"kernel", required_argument, nullptr, 'K'},
+		{"mask-algorithm", required_argument, nullptr, 'm'},
 		{"sizes", required_argument, nullptr, 's'},
 		{"k", required_argument, nullptr, 'k'},
 		{"domain", required_argument, nullptr, 'd'},
@@ -128,7 +142,20 @@ int parse_options(int argc, char **argv, Options *o)
 		case 'S': o->sysfs = optarg; break;
 		case 'D': o->state_dir = optarg; break;
 		case 'r': o->dri = optarg; break;
-		case 'K': o->kernel = optarg; break;
+		case 'K':
+			o->kernel = optarg;
+			o->kernel_given = true;
+			break;
+		case 'm': {
+			gpuslot::MaskAlgorithm a;
+			if (std::string(optarg) == "auto")
+				break;
+			if (!gpuslot::parse_algorithm(optarg, &a))
+				return usage_error("--mask-algorithm '" + std::string(optarg) +
+						   "': expected auto, A, B, C or D");
+			o->forced = a;
+			break;
+		}
 		case 's': o->sizes = optarg; break;
 		case 'j': o->json = true; break;
 		case 'f': o->force = true; break;
@@ -152,9 +179,10 @@ int parse_options(int argc, char **argv, Options *o)
 	}
 	for (int i = optind; i < argc; i++)
 		o->args.push_back(argv[i]);
+	gpuslot::MaskAlgorithm unused;
 	if (o->kernel.empty())
 		o->kernel = gpuslot::running_kernel_release();
-	if (!gpuslot::algorithm_for_kernel(o->kernel, &o->algorithm))
+	else if (!gpuslot::algorithm_for_kernel(o->kernel, &unused))
 		return usage_error("--kernel '" + o->kernel +
 				   "': expected a release such as 6.1.0-56-amd64");
 	return 0;
@@ -235,7 +263,8 @@ int plan(const Options &o)
 	std::vector<gpuslot::GpuPlan> plans;
 	bool failed = false;
 	for (const auto &gpu : topo.gpus) {
-		gpuslot::GpuPlan p{gpu, gpuslot::uniform_shape(gpu), o.algorithm, {}};
+		auto walk = walk_for(o, gpu);
+		gpuslot::GpuPlan p{gpu, gpuslot::uniform_shape(gpu), walk.algorithm, {}};
 		std::vector<unsigned int> sizes;
 		std::string err;
 		if (!o.sizes.empty() &&
@@ -244,7 +273,10 @@ int plan(const Options &o)
 		unsigned int slots = o.k ? o.k : unsigned(sizes.size());
 		if (!slots)
 			return usage_error("give --k or --sizes");
-		p.plan = gpuslot::plan_partitions(p.shape, o.algorithm, slots, sizes);
+		p.plan = gpuslot::plan_partitions(p.shape, walk.algorithm, slots, sizes);
+		p.plan.notes.insert(p.plan.notes.begin(), walk.notes.begin(),
+				    walk.notes.end());
+		p.plan.notes.insert(p.plan.notes.begin(), "mask walk " + walk.why);
 		failed |= !p.plan.error.empty();
 		plans.push_back(std::move(p));
 	}
@@ -299,7 +331,7 @@ int status(const Options &o)
 			g.gpu = topo.gpus[d];
 			std::string note;
 			g.shape = gpuslot::gpu_shape(g.gpu, o.dri, &note);
-			g.algorithm = o.algorithm;
+			g.algorithm = walk_for(o, g.gpu).algorithm;
 		}
 		g.audited = audited;
 		for (const auto &e : over)
@@ -403,7 +435,7 @@ int lint(const Options &o)
 	}
 	std::string note;
 	auto shape = gpuslot::gpu_shape(gpu, o.dri, &note);
-	auto findings = lint_slots(shape, o.algorithm, masks);
+	auto findings = lint_slots(shape, walk_for(o, gpu).algorithm, masks);
 	print_findings(o, findings);
 	if (!o.json && findings.empty())
 		std::printf("%zu mask(s) on %s (%u CUs): no problem found\n",
@@ -450,7 +482,7 @@ int set_partitions(const Options &o)
 	if (s.unit_kind == GPUSLOT_UNIT_AMD_CU && gpu_of_domain(o, domain, &gpu, &err)) {
 		std::string note;
 		auto findings = lint_slots(gpuslot::gpu_shape(gpu, o.dri, &note),
-					   o.algorithm, masks);
+					   walk_for(o, gpu).algorithm, masks);
 		print_findings(o, findings);
 		if (has_error(findings) && !o.force)
 			return fail("refusing to write partitions lint calls wrong "

@@ -77,8 +77,10 @@ int check_config(const gpuslot::DaemonOptions &o)
 		log_line(LOG_ERR, topo.error);
 		return 1;
 	}
-	gpuslot::MaskAlgorithm algorithm;
-	if (!gpuslot::algorithm_for_kernel(o.kernel, &algorithm))
+	gpuslot::MaskAlgorithm unused;
+	const std::string kernel =
+		o.kernel.empty() ? gpuslot::running_kernel_release() : o.kernel;
+	if (!o.kernel.empty() && !gpuslot::algorithm_for_kernel(o.kernel, &unused))
 		return usage_error("--kernel '" + o.kernel + "' is not a release");
 	std::vector<gpuslot::GpuPlan> plans;
 	int status = 0;
@@ -86,8 +88,12 @@ int check_config(const gpuslot::DaemonOptions &o)
 		const auto &gpu = topo.gpus[i];
 		gpuslot::GpuSettings s = config.for_gpu(unsigned(i));
 		std::string note;
+		auto walk = gpuslot::choose_algorithm(
+			gpu.gfx, kernel,
+			o.kernel.empty() ? gpuslot::amdgpu_module_version() : "",
+			s.mask_algorithm);
 		gpuslot::GpuPlan p{gpu, gpuslot::gpu_shape(gpu, o.dri, &note),
-				   algorithm, {}};
+				   walk.algorithm, {}};
 		std::vector<unsigned int> sizes;
 		if (s.sizes && !gpuslot::parse_sizes(*s.sizes, gpu.active_cus(),
 						     &sizes, &error)) {
@@ -96,7 +102,10 @@ int check_config(const gpuslot::DaemonOptions &o)
 		}
 		// Without k or sizes the module's k stays; show k = 1.
 		unsigned int k = s.k_or(1);
-		p.plan = gpuslot::plan_partitions(p.shape, algorithm, k, sizes);
+		p.plan = gpuslot::plan_partitions(p.shape, walk.algorithm, k, sizes);
+		p.plan.notes.insert(p.plan.notes.begin(), walk.notes.begin(),
+				    walk.notes.end());
+		p.plan.notes.insert(p.plan.notes.begin(), "mask walk " + walk.why);
 		p.plan.notes.insert(p.plan.notes.begin(), note);
 		if (!p.plan.error.empty())
 			status = 1;

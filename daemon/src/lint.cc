@@ -108,6 +108,29 @@ void lint_one(const CuShape &shape, MaskAlgorithm algorithm,
 		}
 	}
 
+	// A dispatch on a multi-XCC GPU (SPX) runs on every XCC in turn.
+	if (shape.xccs > 1) {
+		std::vector<unsigned int> per_xcc(shape.xccs, 0);
+		for (size_t i : set)
+			if (i < slots.size())
+				per_xcc[slots[i].xcc]++;
+		std::vector<size_t> empty;
+		for (unsigned int x = 0; x < shape.xccs; x++)
+			if (!per_xcc[x])
+				empty.push_back(x);
+		if (!empty.empty()) {
+			std::string list;
+			for (size_t x : empty)
+				list += (list.empty() ? "" : ", ") + std::to_string(x);
+			add(LintFinding::kError,
+			    (empty.size() == 1 ? "XCC " : "XCCs ") + list +
+				    (empty.size() == 1 ? " has" : " have") + " no CU",
+			    "a dispatch is spread over every XCC of the node: its "
+			    "share on an XCC without CUs never runs, and the job hangs");
+			return;
+		}
+	}
+
 	// CUs per shader engine, over all XCCs.
 	std::map<unsigned int, unsigned int> per_se;
 	for (size_t i : set)

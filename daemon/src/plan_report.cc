@@ -3,16 +3,21 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <sstream>
 
 namespace gpuslot {
 namespace {
 
+// CUs per shader array the picture has room for: more than a CU mask can
+// reach (16), as KFD may report.
+constexpr unsigned int kArrayCus = 64;
+
 // Owner slot of every (xcc, se, sh, cu), or -1.
 std::vector<int> owners(const GpuPlan &p)
 {
 	const CuShape &s = p.shape;
-	std::vector<int> own(s.xccs * s.se_per_xcc * s.sh_per_se * 16, -1);
+	std::vector<int> own(s.xccs * s.se_per_xcc * s.sh_per_se * kArrayCus, -1);
 	auto slots = mask_bit_slots(s, p.algorithm);
 	for (size_t j = 0; j < p.plan.partitions.size(); j++) {
 		const auto &mask = p.plan.partitions[j].mask;
@@ -20,10 +25,12 @@ std::vector<int> owners(const GpuPlan &p)
 			if (!(mask[i / 32] >> (i % 32) & 1))
 				continue;
 			const CuSlot &c = slots[i];
-			unsigned int width = s.wgp ? 2 : 1;
+			// Walks A and B map single CUs even on gfx10+.
+			unsigned int width = s.wgp && p.algorithm != MaskAlgorithm::A &&
+						     p.algorithm != MaskAlgorithm::B ? 2 : 1;
 			for (unsigned int w = 0; w < width; w++)
 				own[((c.xcc * s.se_per_xcc + c.se) * s.sh_per_se +
-				     c.sh) * 16 + c.cu + w] = int(j);
+				     c.sh) * kArrayCus + c.cu + w] = int(j);
 		}
 	}
 	return own;
@@ -43,9 +50,10 @@ std::string draw_partitions(const GpuPlan &p)
 			out << "SE" << se << (se < 10 ? "  " : " ");
 			for (unsigned int sh = 0; sh < s.sh_per_se; sh++) {
 				out << '|';
-				for (unsigned int cu = 0; cu < s.at(x, se, sh); cu++) {
+				for (unsigned int cu = 0;
+				     cu < std::min(s.at(x, se, sh), kArrayCus); cu++) {
 					int o = own[((x * s.se_per_xcc + se) *
-						     s.sh_per_se + sh) * 16 + cu];
+						     s.sh_per_se + sh) * kArrayCus + cu];
 					out << (o < 0 ? '.' : char(o < 26 ? 'A' + o : 'a' + o - 26));
 				}
 			}

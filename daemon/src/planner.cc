@@ -2,7 +2,10 @@
 #include "planner.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <map>
+#include <set>
+#include <tuple>
 #include <numeric>
 #include <sstream>
 
@@ -63,17 +66,16 @@ bool parse_sizes(const std::string &text, unsigned int total_cus,
 namespace {
 
 // A unit is what the hardware allocates: a CU, or a WGP (two CUs) on
-// gfx10+.
+// gfx10+. Units are counted only where a mask bit can reach them.
 struct Units {
 	unsigned int size;		       // CUs per unit
-	std::vector<unsigned int> free_per_se; // [global SE]
+	std::vector<unsigned int> free_per_se; // [SE of one XCC, or global]
 	std::vector<unsigned int> cap_per_se;
-	std::vector<std::vector<unsigned int>> xcc_ses; // global SE indices
+	std::vector<std::vector<unsigned int>> xcc_ses; // SE indices per XCC
 };
 
 // The order in which a partition takes SEs: round robin over the XCCs
-// (the freest XCC first), within each XCC the freest SE first. The first
-// m SEs are then spread over the XCCs within one of each other.
+// (the freest XCC first), within each XCC the freest SE first.
 std::vector<unsigned int> se_order(const Units &u)
 {
 	auto by_free = [&](const std::vector<unsigned int> &v) {
@@ -105,10 +107,8 @@ std::vector<unsigned int> se_order(const Units &u)
 	return out;
 }
 
-
-
-// @n units over the SEs in @use (each at most its free units): c or c+1
-// each. Safe when every used SE gets at least 2 units, or all get 1.
+// @n units over @m SEs, c or c+1 each: safe when every used SE gets at
+// least 2 units, or all get 1.
 bool safe_split(unsigned int n, unsigned int m)
 {
 	if (m == 0 || n < m)
@@ -117,8 +117,35 @@ bool safe_split(unsigned int n, unsigned int m)
 	return c >= 2 || r == 0;
 }
 
+// Whole, untouched SEs whose capacities add up to exactly @n, fewest SEs
+// first: SEs of different sizes pack too (80,80,72,72 on an MI300X).
+std::vector<unsigned int> whole_ses_for(const Units &u,
+					const std::vector<unsigned int> &candidates,
+					unsigned int n)
+{
+	std::vector<unsigned int> whole;
+	for (unsigned int se : candidates)
+		if (u.free_per_se[se] == u.cap_per_se[se] && u.cap_per_se[se])
+			whole.push_back(se);
+	if (whole.size() > 16)
+		whole.resize(16); // 65536 subsets at most
+	std::vector<unsigned int> best;
+	for (uint32_t set = 1; set < (1u << whole.size()); set++) {
+		unsigned int sum = 0;
+		std::vector<unsigned int> pick;
+		for (unsigned int i = 0; i < whole.size(); i++)
+			if (set >> i & 1) {
+				sum += u.cap_per_se[whole[i]];
+				pick.push_back(whole[i]);
+			}
+		if (sum == n && (best.empty() || pick.size() < best.size()))
+			best = pick;
+	}
+	return best;
+}
+
 // Chooses SEs and per-SE unit counts for @n units, taking SEs in the
-// order of @candidates; returns the counts per global SE, or empty.
+// order of @candidates; returns the counts per SE, or empty.
 std::vector<unsigned int> place(const Units &u,
 				const std::vector<unsigned int> &candidates,
 				unsigned int n, bool *packed)
@@ -128,22 +155,12 @@ std::vector<unsigned int> place(const Units &u,
 	std::vector<unsigned int> take(nse, 0);
 	*packed = false;
 
-	// SE-packed: whole, untouched SEs of equal capacity.
-	std::vector<unsigned int> whole;
-	for (unsigned int se : candidates)
-		if (u.free_per_se[se] == u.cap_per_se[se] && u.cap_per_se[se])
-			whole.push_back(se);
+	auto whole = whole_ses_for(u, candidates, n);
 	if (!whole.empty()) {
-		unsigned int cap = u.cap_per_se[whole[0]];
-		bool equal = std::all_of(whole.begin(), whole.end(), [&](unsigned s) {
-			return u.cap_per_se[s] == cap;
-		});
-		if (equal && n % cap == 0 && n / cap <= whole.size()) {
-			for (unsigned int i = 0; i < n / cap; i++)
-				take[whole[i]] = cap;
-			*packed = true;
-			return take;
-		}
+		for (unsigned int se : whole)
+			take[se] = u.cap_per_se[se];
+		*packed = true;
+		return take;
 	}
 
 	// SE-distributed: over as many SEs as possible.
@@ -161,6 +178,188 @@ std::vector<unsigned int> place(const Units &u,
 		return take;
 	}
 	return {};
+}
+
+// A partition's units over the SEs of one XCC.
+using Split = std::vector<unsigned int>;
+
+// Placements of @n units in @free, best first: whole SEs (packed), then
+// even spreads (every used SE within one unit of the others), widest and
+// freest first. An uneven spread would make its smallest SE the
+// bottleneck of every dispatch, so none is offered.
+std::vector<Split> candidates(const Units &u, const Split &free, unsigned int n)
+{
+	const unsigned int nse = unsigned(free.size());
+	std::vector<Split> out;
+	Units now = u;
+	now.free_per_se = free;
+	std::vector<unsigned int> all(nse);
+	std::iota(all.begin(), all.end(), 0);
+	auto whole = whole_ses_for(now, all, n);
+	if (!whole.empty()) {
+		Split t(nse, 0);
+		for (unsigned int se : whole)
+			t[se] = free[se];
+		out.push_back(t);
+	}
+	struct Option {
+		Split t;
+		unsigned int m, room;
+	};
+	std::vector<Option> spread;
+	for (uint32_t set = 1; nse <= 8 && set < (1u << nse); set++) {
+		const unsigned int m = unsigned(std::popcount(set));
+		if (!safe_split(n, m))
+			continue;
+		const unsigned int c = n / m, r = n % m;
+		std::vector<unsigned int> ses;
+		unsigned int room = 0;
+		for (unsigned int se = 0; se < nse; se++)
+			if (set >> se & 1) {
+				ses.push_back(se);
+				room += free[se];
+			}
+		// The r SEs with the most room take c + 1.
+		std::stable_sort(ses.begin(), ses.end(), [&](unsigned a, unsigned b) {
+			return free[a] > free[b];
+		});
+		Split t(nse, 0);
+		bool fits = true;
+		for (unsigned int i = 0; i < m && fits; i++) {
+			t[ses[i]] = c + (i < r ? 1 : 0);
+			fits = free[ses[i]] >= t[ses[i]];
+		}
+		if (fits && std::find(out.begin(), out.end(), t) == out.end())
+			spread.push_back({t, m, room});
+	}
+	std::stable_sort(spread.begin(), spread.end(),
+			 [](const Option &a, const Option &b) {
+				 return a.m != b.m ? a.m > b.m : a.room > b.room;
+			 });
+	for (auto &o : spread)
+		out.push_back(o.t);
+	return out;
+}
+
+// Depth-first search for a placement of every partition's @want units
+// (in @order), within @budget steps.
+bool search(const Units &u, const std::vector<unsigned int> &want,
+	    const std::vector<unsigned int> &order, size_t at, Split &free,
+	    std::vector<Split> &take, long &budget)
+{
+	if (at == order.size())
+		return true;
+	if (--budget < 0)
+		return false;
+	const unsigned int j = order[at];
+	unsigned int left = 0, need = 0;
+	for (unsigned int f : free)
+		left += f;
+	for (size_t i = at; i < order.size(); i++)
+		need += want[order[i]];
+	if (need > left)
+		return false;
+	for (const Split &t : candidates(u, free, want[j])) {
+		for (size_t se = 0; se < free.size(); se++)
+			free[se] -= t[se];
+		take[j] = t;
+		if (search(u, want, order, at + 1, free, take, budget))
+			return true;
+		for (size_t se = 0; se < free.size(); se++)
+			free[se] += t[se];
+		if (budget < 0)
+			return false;
+	}
+	return false;
+}
+
+// The CUs a mask bit enables: one, or the two of its WGP under a WGP walk.
+unsigned int cus_per_bit(const CuShape &shape, MaskAlgorithm a)
+{
+	return shape.wgp && a != MaskAlgorithm::A && a != MaskAlgorithm::B ? 2 : 1;
+}
+
+using CuKey = std::tuple<unsigned, unsigned, unsigned, unsigned>; // xcc se sh cu
+
+// Every CU that some mask bit reaches, per (xcc, se, sh): the CU columns.
+std::map<std::tuple<unsigned, unsigned, unsigned>, std::set<unsigned>>
+reachable(const CuShape &shape, MaskAlgorithm a, const std::vector<CuSlot> &slots)
+{
+	std::map<std::tuple<unsigned, unsigned, unsigned>, std::set<unsigned>> r;
+	for (const CuSlot &s : slots)
+		for (unsigned int c = 0; c < cus_per_bit(shape, a); c++)
+			r[{s.xcc, s.se, s.sh}].insert(s.cu + c);
+	return r;
+}
+
+// Why amdkfd cannot mask @shape with walk @a as a partition needs, or "".
+std::string walk_problem(const CuShape &shape, MaskAlgorithm a,
+			 const std::vector<CuSlot> &slots)
+{
+	if (slots.empty())
+		return "amdkfd cannot mask CUs on a GPU with " +
+		       std::to_string(shape.se_per_xcc) + " shader engines and " +
+		       std::to_string(shape.sh_per_se) +
+		       " shader arrays each per XCC (at most 8 and 2): every "
+		       "masked queue would get no CU and hang";
+	if (a == MaskAlgorithm::A && shape.sh_per_se > 1)
+		return std::string("walk ") + algorithm_name(a) +
+		       " cannot address the second shader array of each SE: "
+		       "masks on this GPU need Linux 5.15 or later";
+	if (shape.xccs > 1 && a != MaskAlgorithm::D)
+		return std::string("walk ") + algorithm_name(a) + " masks XCC 0 only: on this " +
+		       std::to_string(shape.xccs) + "-XCC GPU the other XCCs would run "
+		       "unmasked. Masks need the XCC walk (D)";
+	return "";
+}
+
+// Check what @plan claims against what its masks do under the walk: the
+// CUs of each partition, per SE; no mask empty, none sharing a CU, every
+// XCC in every partition of a multi-XCC GPU. A lie is a planner bug, and
+// an error rather than a layout.
+std::string verify(const CuShape &shape, MaskAlgorithm a,
+		   const std::vector<CuSlot> &slots, const Plan &plan)
+{
+	std::set<CuKey> used;
+	const unsigned int per_bit = cus_per_bit(shape, a);
+	for (size_t j = 0; j < plan.partitions.size(); j++) {
+		const PlannedPartition &p = plan.partitions[j];
+		const std::string name = "partition " + std::to_string(j) + " (" +
+					 p.mask_hex() + ")";
+		std::set<CuKey> cus;
+		std::vector<unsigned int> per_se(shape.xccs * shape.se_per_xcc, 0);
+		std::vector<unsigned int> per_xcc(shape.xccs, 0);
+		for (size_t i = 0; i < p.mask.size() * 32; i++) {
+			if (!(p.mask[i / 32] >> (i % 32) & 1))
+				continue;
+			if (i >= slots.size())
+				return name + ": bit " + std::to_string(i) +
+				       " lies past the last CU the kernel maps";
+			const CuSlot &s = slots[i];
+			for (unsigned int c = 0; c < per_bit; c++)
+				if (cus.insert({s.xcc, s.se, s.sh, s.cu + c}).second) {
+					per_se[s.xcc * shape.se_per_xcc + s.se]++;
+					per_xcc[s.xcc]++;
+				}
+		}
+		if (cus.empty())
+			return name + ": the mask enables no CU; a queue with it would hang";
+		if (cus.size() != p.cus)
+			return name + " claims " + std::to_string(p.cus) +
+			       " CUs, but the kernel's walk enables " +
+			       std::to_string(cus.size());
+		if (per_se != p.cus_per_se)
+			return name + ": its CUs per SE are not what the kernel's walk gives";
+		for (unsigned int x = 0; x < shape.xccs && shape.xccs > 1; x++)
+			if (!per_xcc[x])
+				return name + ": XCC " + std::to_string(x) +
+				       " has no CU; a dispatch spread over the XCCs "
+				       "would hang there";
+		for (const CuKey &c : cus)
+			if (!used.insert(c).second)
+				return name + " shares a CU with another partition";
+	}
+	return "";
 }
 
 } // namespace
@@ -184,100 +383,178 @@ Plan plan_partitions(const CuShape &shape, MaskAlgorithm algorithm,
 			     std::to_string(total) + " CUs of the GPU";
 		return plan;
 	}
+	const auto slots = mask_bit_slots(shape, algorithm);
+	if (std::string why = walk_problem(shape, algorithm, slots); !why.empty()) {
+		plan.error = why;
+		return plan;
+	}
 	if (shape.uniform_assumed)
 		plan.notes.push_back("assuming uniform harvesting: active CUs "
 				     "spread evenly over the shader arrays");
 
-	Units u;
-	u.size = shape.wgp ? 2 : 1;
-	const unsigned int nse = shape.xccs * shape.se_per_xcc;
-	for (unsigned int x = 0; x < shape.xccs; x++)
-		for (unsigned int se = 0; se < shape.se_per_xcc; se++) {
-			unsigned int cus = 0;
-			for (unsigned int sh = 0; sh < shape.sh_per_se; sh++)
-				cus += shape.at(x, se, sh) / u.size * u.size;
-			u.cap_per_se.push_back(cus / u.size);
-		}
-	u.free_per_se = u.cap_per_se;
-	u.xcc_ses.resize(shape.xccs);
+	// The units of each SE of each XCC that the walk reaches, in column
+	// order, alternating shader arrays.
+	const unsigned int usize = shape.wgp ? 2 : 1;
+	const auto reach = reachable(shape, algorithm, slots);
+	std::vector<std::vector<std::pair<unsigned, unsigned>>> se_units(
+		shape.xccs * shape.se_per_xcc); // [global SE] -> (sh, first cu)
 	for (unsigned int x = 0; x < shape.xccs; x++)
 		for (unsigned int se = 0; se < shape.se_per_xcc; se++)
-			u.xcc_ses[x].push_back(x * shape.se_per_xcc + se);
-	const unsigned int total_units =
-		std::accumulate(u.cap_per_se.begin(), u.cap_per_se.end(), 0u);
+			for (unsigned int cu = 0; cu < 32; cu += usize)
+				for (unsigned int sh = 0; sh < shape.sh_per_se; sh++) {
+					auto it = reach.find({x, se, sh});
+					bool all = it != reach.end();
+					for (unsigned int c = 0; all && c < usize; c++)
+						all = it->second.count(cu + c);
+					if (all)
+						se_units[x * shape.se_per_xcc + se].push_back({sh, cu});
+				}
+	unsigned int reached = 0;
+	for (auto &v : se_units)
+		reached += unsigned(v.size()) * usize;
+	if (reached < total)
+		plan.notes.push_back(std::to_string(total - reached) +
+				     " CUs lie beyond what a CU mask can reach "
+				     "(16 per shader array) and are in no partition");
 
+	// Plan one XCC; every XCC gets the same split, since a dispatch on
+	// a multi-XCC GPU runs on all of them in turn and its smallest XCC
+	// share sets its speed. An XCC with fewer units limits them all.
+	const unsigned int nx = shape.xccs, nse = shape.se_per_xcc;
+	Units u;
+	u.size = usize;
+	u.cap_per_se.assign(nse, ~0u);
+	for (unsigned int x = 0; x < nx; x++)
+		for (unsigned int se = 0; se < nse; se++)
+			u.cap_per_se[se] = std::min<unsigned>(
+				u.cap_per_se[se], unsigned(se_units[x * nse + se].size()));
+	u.free_per_se = u.cap_per_se;
+	u.xcc_ses.assign(1, {});
+	for (unsigned int se = 0; se < nse; se++)
+		u.xcc_ses[0].push_back(se);
+	const unsigned int xcc_units =
+		std::accumulate(u.cap_per_se.begin(), u.cap_per_se.end(), 0u);
+	if (nx * xcc_units * usize < reached)
+		plan.notes.push_back("the XCCs differ in shape: each partition "
+				     "gets the same share of every XCC, and " +
+				     std::to_string(reached - nx * xcc_units * usize) +
+				     " CUs of the larger XCCs stay idle");
+
+	// Units per XCC for each partition: an even split hands out the
+	// remainder one unit each, so no unit an even split could use idles.
 	std::vector<unsigned int> want(k);
 	for (unsigned int j = 0; j < k; j++)
-		want[j] = sizes.empty() ? total_units / k :
-					  sizes[j] / u.size;
-	// Largest first: whole SEs go to the partitions that can fill them.
+		want[j] = sizes.empty() ?
+				  xcc_units / k + (j < xcc_units % k ? 1 : 0) :
+				  sizes[j] / (usize * nx);
 	std::vector<unsigned int> order(k);
 	std::iota(order.begin(), order.end(), 0);
+	// Largest first: whole SEs go to the partitions that can fill them.
 	std::stable_sort(order.begin(), order.end(),
 			 [&](unsigned a, unsigned b) { return want[a] > want[b]; });
 
 	plan.partitions.resize(k);
-	std::vector<std::vector<unsigned int>> take(k);
-	for (unsigned int j : order) {
+	std::vector<std::vector<unsigned int>> take(k, Split(nse, 0));
+	// Every partition at its size if some placement allows it; else the
+	// smallest gives up a unit at a time. The greedy placement below is
+	// the fallback when the search runs out of steps.
+	std::vector<unsigned int> got = want;
+	bool found = false;
+	for (int round = 0; !found && round < 64; round++) {
+		Split free = u.cap_per_se;
+		long budget = 20000;
+		found = search(u, got, order, 0, free, take, budget);
+		if (found)
+			break;
+		unsigned int j = order.back();
+		for (auto it = order.rbegin(); it != order.rend(); ++it)
+			if (got[*it]) {
+				j = *it;
+				break;
+			}
+		if (!got[j])
+			break;
+		got[j]--;
+	}
+	if (!found) {
+		Units greedy = u;
+		for (unsigned int j : order) {
+			unsigned int n = want[j];
+			bool packed = false;
+			for (; n > 0; n--) {
+				take[j] = place(greedy, se_order(greedy), n, &packed);
+				if (!take[j].empty())
+					break;
+			}
+			if (n == 0) {
+				plan.error = "no safe placement left for partition " +
+					     std::to_string(j);
+				return plan;
+			}
+			for (unsigned int se = 0; se < nse; se++)
+				greedy.free_per_se[se] -= take[j][se];
+			got[j] = n;
+		}
+	}
+	for (unsigned int j = 0; j < k; j++) {
 		PlannedPartition &p = plan.partitions[j];
 		p.requested_cus = sizes.empty() ? total / k : sizes[j];
-		unsigned int n = want[j];
-		bool packed = false;
-		for (; n > 0; n--) {
-			take[j] = place(u, se_order(u), n, &packed);
-			if (!take[j].empty())
-				break;
-		}
-		if (n == 0) {
-			plan.error = "no safe placement left for partition " +
-				     std::to_string(j) + " of " +
-				     std::to_string(p.requested_cus) + " CUs";
+		if (!got[j]) {
+			plan.error = "no safe placement for partition " + std::to_string(j) +
+				     " of " + std::to_string(p.requested_cus) + " CUs";
 			return plan;
 		}
+		// Packed: whole SEs only.
+		p.se_packed = true;
 		for (unsigned int se = 0; se < nse; se++)
-			u.free_per_se[se] -= take[j][se];
-		p.cus = n * u.size;
-		p.se_packed = packed;
-		if (p.cus != p.requested_cus)
+			if (take[j][se] && take[j][se] != u.cap_per_se[se])
+				p.se_packed = false;
+		p.cus = got[j] * usize * nx;
+		if (!sizes.empty() && p.cus != p.requested_cus)
 			plan.notes.push_back("partition " + std::to_string(j) +
 					     ": " + std::to_string(p.requested_cus) +
-					     " CUs rounded to " +
-					     std::to_string(p.cus) +
-					     ", the nearest safe size");
+					     " CUs rounded to " + std::to_string(p.cus) +
+					     (nx > 1 ? ", the nearest safe size with the same "
+						       "share of every XCC" :
+						       ", the nearest safe size"));
+		else if (sizes.empty() && got[j] < want[j])
+			plan.notes.push_back("partition " + std::to_string(j) + ": " +
+					     std::to_string(got[j] * usize * nx) +
+					     " CUs, not " +
+					     std::to_string(want[j] * usize * nx) +
+					     ": no safe placement has room for more");
 	}
 
-	// Concrete slots: in each SE, the partitions' units fill the logical
-	// CU columns in turn, alternating shader arrays; then every mask bit
-	// whose slot a partition owns is set in its mask.
-	auto slots = mask_bit_slots(shape, algorithm);
-	std::map<std::tuple<unsigned, unsigned, unsigned, unsigned>, unsigned>
-		owner; // (xcc, se, sh, first cu of unit) -> partition
-	for (unsigned int g = 0; g < nse; g++) {
-		unsigned int x = g / shape.se_per_xcc, se = g % shape.se_per_xcc;
-		std::vector<std::pair<unsigned, unsigned>> units; // (sh, cu)
-		for (unsigned int cu = 0; cu < 16; cu += u.size)
-			for (unsigned int sh = 0; sh < shape.sh_per_se; sh++)
-				if (cu + u.size <= shape.at(x, se, sh))
-					units.push_back({sh, cu});
-		size_t next = 0;
-		for (unsigned int j = 0; j < k; j++)
-			for (unsigned int i = 0; i < take[j][g]; i++, next++)
-				owner[{x, se, units[next].first,
-				       units[next].second}] = j;
-	}
+	// Concrete CUs: in each SE of each XCC, the partitions' units take
+	// the reachable units in turn; every mask bit whose CU a partition
+	// owns is set in its mask.
+	std::map<CuKey, unsigned> owner;
+	for (unsigned int x = 0; x < nx; x++)
+		for (unsigned int se = 0; se < nse; se++) {
+			const auto &units = se_units[x * nse + se];
+			size_t next = 0;
+			for (unsigned int j = 0; j < k; j++)
+				for (unsigned int i = 0; i < take[j][se]; i++, next++)
+					for (unsigned int c = 0; c < usize; c++)
+						owner[{x, se, units[next].first,
+						       units[next].second + c}] = j;
+		}
 	for (auto &p : plan.partitions) {
 		p.mask.assign((total + 31) / 32, 0);
-		p.cus_per_se.assign(nse, 0);
+		p.cus_per_se.assign(nx * nse, 0);
 	}
 	for (size_t i = 0; i < slots.size(); i++) {
 		const CuSlot &s = slots[i];
 		auto it = owner.find({s.xcc, s.se, s.sh, s.cu});
 		if (it == owner.end())
 			continue;
-		PlannedPartition &p = plan.partitions[it->second];
-		p.mask[i / 32] |= 1u << (i % 32);
-		p.cus_per_se[s.xcc * shape.se_per_xcc + s.se]++;
+		plan.partitions[it->second].mask[i / 32] |= 1u << (i % 32);
 	}
+	// What each partition holds, counted from the ownership of its units.
+	for (auto &[cu, j] : owner)
+		plan.partitions[j].cus_per_se[std::get<0>(cu) * nse + std::get<1>(cu)]++;
+
+	plan.error = verify(shape, algorithm, slots, plan);
 	return plan;
 }
 

@@ -37,7 +37,8 @@ TEST(Config, GpuSectionsOverrideTheDefault)
 	auto c = parse_ok("# comment\n[daemon]\naudit_interval_ms = 0\n"
 			  "[default]\nk = 4\nboost_priority = 40 ; inline\n"
 			  "[gpu1]\nk = 2\nsizes = 75%,25%\nhqd_limit = 8\n"
-			  "[gpu2]\nsizes =\n");
+			  "mask_algorithm = D\n"
+			  "[gpu2]\nsizes =\nmask_algorithm = auto\n");
 	EXPECT_EQ(c.audit_interval_ms, 0u);
 	EXPECT_EQ(*c.for_gpu(0).k, 4u);
 	EXPECT_EQ(*c.for_gpu(0).boost_priority, 40u);
@@ -47,6 +48,8 @@ TEST(Config, GpuSectionsOverrideTheDefault)
 	EXPECT_EQ(*c.for_gpu(1).boost_priority, 40u);
 	EXPECT_EQ(*c.for_gpu(1).hqd_limit, 8u);
 	EXPECT_EQ(*c.for_gpu(2).k, 4u); // an empty value leaves the key unset
+	EXPECT_EQ(*c.for_gpu(1).mask_algorithm, gpuslot::MaskAlgorithm::D);
+	EXPECT_FALSE(c.for_gpu(2).mask_algorithm); // auto: chosen per GPU
 }
 
 TEST(Config, EveryMistakeNamesTheLineAndWhatIsAllowed)
@@ -60,6 +63,9 @@ TEST(Config, EveryMistakeNamesTheLineAndWhatIsAllowed)
 		{"[default]\nk = -1\n", "t.conf:2: k '-1'"},
 		{"[default]\nboost_priority = 100\n", "t.conf:2: boost_priority '100': expected 0 (no boost)"},
 		{"[default]\nhqd_limit = 0\n", "t.conf:2: hqd_limit '0': expected 1 to 1024"},
+		{"[default]\nmask_algorithm = E\n",
+		 "t.conf:2: mask_algorithm 'E': expected auto, A (Linux <= 5.14)"},
+		{"[gpu0]\nmask_algorithm = d\n", "t.conf:2: mask_algorithm 'd'"},
 		{"[default]\nhqd_limit = 1025\n", "t.conf:2: hqd_limit '1025'"},
 		{"[default]\nsizes = 30,x\n", "t.conf:2: sizes '30,x'"},
 		{"[default]\nsizes = 30,0\n", "a partition of 0 CUs"},

@@ -65,6 +65,18 @@ TEST(Lint, LoneCuOnAnSeIsAnError)
 	EXPECT_NE(f[0].consequence.find("10x"), std::string::npos);
 }
 
+TEST(Lint, AnXccWithoutCusInAMultiXccMaskIsAnError)
+{
+	Gpu g = gpu("mi300x-gfx942-spx"); // walk D: bit i -> XCC i % 8
+	// Bits 0-3 and 8-11: XCCs 0-3 only.
+	auto f = gpuslot::lint_masks(g.shape, g.algo, {mask("0xf0f")});
+	ASSERT_EQ(f.size(), 1u) << all_text(f);
+	EXPECT_EQ(f[0].severity, gpuslot::LintFinding::kError);
+	EXPECT_NE(f[0].problem.find("XCCs 4, 5, 6, 7 have no CU"), std::string::npos)
+		<< all_text(f);
+	EXPECT_TRUE(gpuslot::lint_masks(g.shape, g.algo, {mask("0xffff")}).empty());
+}
+
 TEST(Lint, UnbalancedSesAreAWarning)
 {
 	Gpu g = gpu("radeon-vii-gfx906");
