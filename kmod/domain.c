@@ -566,15 +566,22 @@ int gpuslot_domain_set_k(struct gpuslot_domain *d, unsigned int k,
 	return 0;
 }
 
-void gpuslot_domain_set_layout(struct gpuslot_domain *d, unsigned int k,
-			       const struct gpuslot_partitions *parts,
-			       unsigned int hqd_limit, u64 *generation)
+int gpuslot_domain_set_layout(struct gpuslot_domain *d, unsigned int k,
+			      const struct gpuslot_partitions *parts,
+			      unsigned int hqd_limit, const u64 *expected,
+			      u64 *generation)
 {
 	LIST_HEAD(done);
 	bool hqd_changed = false;
 	bool changed;
 
 	spin_lock(&d->lock);
+	/* Someone changed the layout since the caller read it. */
+	if (expected && *expected != d->core.generation) {
+		*generation = d->core.generation;
+		spin_unlock(&d->lock);
+		return -EAGAIN;
+	}
 	/*
 	 * The same layout again is no new generation: clients rebuild their
 	 * GPU streams on a new one, which preempts every queue on the GPU.
@@ -597,6 +604,7 @@ void gpuslot_domain_set_layout(struct gpuslot_domain *d, unsigned int k,
 		gpuslot_domain_notify_layout(d);
 	if (hqd_changed)
 		sysfs_notify(&d->kobj, NULL, "hqd_limit");
+	return 0;
 }
 
 int gpuslot_domain_set_boost_priority(struct gpuslot_domain *d,

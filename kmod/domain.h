@@ -178,11 +178,14 @@ int gpuslot_domain_set_k(struct gpuslot_domain *d, unsigned int k,
 			 u64 *generation);
 /*
  * Set k, the partitions (already checked against k) and, unless 0, the
- * hardware-queue limit, as one change of generation.
+ * hardware-queue limit, as one change of generation; only if the
+ * generation is still *@expected, when that is given (-EAGAIN otherwise,
+ * nothing changed).
  */
-void gpuslot_domain_set_layout(struct gpuslot_domain *d, unsigned int k,
-			       const struct gpuslot_partitions *parts,
-			       unsigned int hqd_limit, u64 *generation);
+int gpuslot_domain_set_layout(struct gpuslot_domain *d, unsigned int k,
+			      const struct gpuslot_partitions *parts,
+			      unsigned int hqd_limit, const u64 *expected,
+			      u64 *generation);
 /*
  * Complete grants that the core made under d->lock: those that need no
  * boost are woken at once and leave @done; the rest stay on it for

@@ -25,7 +25,10 @@ int gpuslot_file_set_layout(struct gpuslot_file *f, struct gpuslot_layout *l)
 	size_t bytes;
 	int ret;
 
-	if ((l->flags & ~GPUSLOT_LAYOUT_MAX_HOLD) || l->__reserved ||
+	if ((l->flags & ~(GPUSLOT_LAYOUT_MAX_HOLD |
+			  GPUSLOT_LAYOUT_EXPECT_GENERATION)) || l->__reserved ||
+	    (!(l->flags & GPUSLOT_LAYOUT_EXPECT_GENERATION) &&
+	     l->expected_generation) ||
 	    l->k < 1 || l->k > GPUSLOT_MAX_SLOTS ||
 	    l->hqd_limit > GPUSLOT_MAX_HQD ||
 	    l->max_hold_ms > GPUSLOT_MAX_MAX_HOLD_MS ||
@@ -53,10 +56,12 @@ int gpuslot_file_set_layout(struct gpuslot_file *f, struct gpuslot_layout *l)
 	ret = gpuslot_partitions_check(parts, l->k);
 	if (ret)
 		goto out;
-	if (l->flags & GPUSLOT_LAYOUT_MAX_HOLD)
+	ret = gpuslot_domain_set_layout(d, l->k, parts, l->hqd_limit,
+					l->flags & GPUSLOT_LAYOUT_EXPECT_GENERATION ?
+					&l->expected_generation : NULL,
+					&l->generation);
+	if (!ret && l->flags & GPUSLOT_LAYOUT_MAX_HOLD)
 		gpuslot_domain_set_max_hold_ms(d, l->max_hold_ms);
-	gpuslot_domain_set_layout(d, l->k, parts, l->hqd_limit,
-				  &l->generation);
 out:
 	kfree(parts);
 	return ret;
@@ -69,7 +74,7 @@ int gpuslot_file_get_layout(struct gpuslot_file *f, struct gpuslot_layout *l)
 	unsigned int n;
 	int ret = 0;
 
-	if (l->flags || l->__reserved)
+	if (l->flags || l->__reserved || l->expected_generation)
 		return -EINVAL;
 	parts = kmalloc(sizeof(*parts), GFP_KERNEL);
 	if (!parts)

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "config.hpp"
+#include "small_file.hpp"
 
 #include <fcntl.h>
 #include <ini.h>
@@ -203,25 +204,17 @@ bool parse_config(const std::string &text, const std::string &name,
 }
 
 bool load_config(const std::filesystem::path &path, Config *out,
-		 std::string *error)
+		 std::string *error, bool must_exist)
 {
-	int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-	if (fd < 0 && errno == ENOENT) {
-		*out = Config{};
-		return true;
-	}
 	std::string text;
-	char buf[4096];
-	ssize_t n = 0;
-	while (fd >= 0 && (n = read(fd, buf, sizeof(buf))) > 0)
-		text.append(buf, size_t(n));
-	if (fd < 0 || n < 0) {
-		*error = path.string() + ": " + strerror(errno);
-		if (fd >= 0)
-			close(fd);
+	int err = 0;
+	if (!read_small_file(path, &text, error, &err)) {
+		if (err == ENOENT && !must_exist) {
+			*out = Config{};
+			return true;
+		}
 		return false;
 	}
-	close(fd);
 	return parse_config(text, path.string(), out, error);
 }
 

@@ -37,8 +37,9 @@ struct Config {
 // Parse @text; @name is used in messages ("gpuslotd.conf:7: ...").
 bool parse_config(const std::string &text, const std::string &name,
 		  Config *out, std::string *error);
-// Read and parse @path. A file that does not exist is the defaults.
+// Read and parse @path (a regular file of at most 1 MiB). A file that does
+// not exist is the defaults, unless @must_exist.
 bool load_config(const std::filesystem::path &path, Config *out,
-		 std::string *error);
+		 std::string *error, bool must_exist = false);
 
 } // namespace gpuslot

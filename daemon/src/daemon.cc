@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/signalfd.h>
 #include <syslog.h>
 #include <systemd/sd-daemon.h>
@@ -131,6 +132,7 @@ struct Daemon::Managed {
 	Device dev;
 	uint64_t generation = 0; // the last layout gpuslotd applied or accepted
 	unsigned int k = 0;
+	bool admin_k = false;	 // k was written outside gpuslotd since the last plan
 	int generation_fd = -1; // sysfs "generation", polled for POLLPRI
 
 	~Managed()
@@ -145,7 +147,11 @@ Daemon::Daemon(DaemonOptions options, Log log)
 {
 }
 
-Daemon::~Daemon() = default;
+Daemon::~Daemon()
+{
+	if (lock_fd_ >= 0)
+		close(lock_fd_);
+}
 
 namespace {
 
@@ -171,9 +177,10 @@ AlgorithmChoice Daemon::walk(const Managed &m, const GpuSettings &settings) cons
 				settings.mask_algorithm);
 }
 
-bool Daemon::apply(Managed &m, const GpuSettings &settings, unsigned int k,
-		   unsigned int hqd_limit, const std::string &why,
-		   std::string *error)
+Daemon::Applied Daemon::apply(Managed &m, const GpuSettings &settings,
+			      unsigned int k, unsigned int hqd_limit,
+			      uint64_t expected, const std::string &why,
+			      std::string *error)
 {
 	const std::string name = name_of(m.domain);
 	ModuleLayout layout;
@@ -185,25 +192,32 @@ bool Daemon::apply(Managed &m, const GpuSettings &settings, unsigned int k,
 				     &layout, &notes, error))) {
 		*error = name + ": cannot plan k = " + std::to_string(k) + ": " +
 			 *error;
-		return false;
+		return Applied::failed;
 	}
+	layout.expected_generation = expected;
 	if (int err = m.dev.set_layout(&layout)) {
+		if (err == EAGAIN) {
+			*error = name + ": the layout changed since gpuslotd read "
+				 "generation " + std::to_string(expected) +
+				 " (an admin?): not overwriting it";
+			return Applied::raced;
+		}
 		*error = name + ": the module refused the layout: " + strerror(err);
-		return false;
+		return Applied::failed;
 	}
 	if (settings.boost_priority) {
 		if (int err = write_domain_file(options_.sysfs, m.domain,
 						"boost_priority",
 						std::to_string(*settings.boost_priority))) {
 			*error = name + ": cannot set boost_priority: " + strerror(err);
-			return false;
+			return Applied::failed;
 		}
 	}
 	const bool changed = layout.generation != m.generation;
 	m.generation = layout.generation;
 	m.k = k;
 	if (!changed)
-		return true;
+		return Applied::ok;
 	std::ostringstream msg;
 	msg << name << ": k " << k << ", generation " << layout.generation << " ("
 	    << why << "):";
@@ -221,6 +235,39 @@ bool Daemon::apply(Managed &m, const GpuSettings &settings, unsigned int k,
 	log_(LOG_INFO, msg.str());
 	for (const auto &n : notes)
 		log_(LOG_INFO, name + ": note: " + n);
+	return Applied::ok;
+}
+
+// One gpuslotd per host: two would overwrite each other's layouts. The
+// lock is an flock() on state_dir/gpuslotd.lock, which holds the pid.
+bool Daemon::lock_instance(std::string *error)
+{
+	const fs::path path = options_.state_dir / "gpuslotd.lock";
+	std::error_code ec;
+	fs::create_directories(options_.state_dir, ec);
+	lock_fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (lock_fd_ < 0) {
+		*error = path.string() + ": " + strerror(errno);
+		return false;
+	}
+	if (flock(lock_fd_, LOCK_EX | LOCK_NB)) {
+		char pid[32] = {};
+		ssize_t n = pread(lock_fd_, pid, sizeof(pid) - 1, 0);
+		std::string text(pid, n > 0 ? size_t(n) : 0);
+		while (!text.empty() && (text.back() == '\n' || text.back() == ' '))
+			text.pop_back();
+		*error = "another gpuslotd is running (pid " +
+			 (text.empty() ? std::string("unknown") : text) + ", " +
+			 path.string() + "): stop it first";
+		close(lock_fd_);
+		lock_fd_ = -1;
+		return false;
+	}
+	const std::string me = std::to_string(getpid()) + "\n";
+	if (ftruncate(lock_fd_, 0) || pwrite(lock_fd_, me.data(), me.size(), 0) < 0) {
+		*error = path.string() + ": " + strerror(errno);
+		return false;
+	}
 	return true;
 }
 
@@ -235,6 +282,8 @@ unsigned int Daemon::hqd_limit_for(const Managed &m, const GpuSettings &s) const
 
 bool Daemon::start(std::string *error)
 {
+	if (!lock_instance(error))
+		return false;
 	if (!load_config(options_.config, &config_, error))
 		return false;
 	const std::string kernel =
@@ -256,6 +305,7 @@ bool Daemon::start(std::string *error)
 		nv = read_nv_topology();
 		if (!nv.error.empty()) {
 			*error = topo.error + "; and no NVIDIA GPU either (" + nv.error + ")";
+			unavailable_ = true;
 			return false;
 		}
 		log_(LOG_INFO, "no KFD topology (" + topo.error + "); managing " +
@@ -265,8 +315,10 @@ bool Daemon::start(std::string *error)
 	const size_t gpus = nv.gpus.empty() ? topo.gpus.size() : nv.gpus.size();
 
 	Device probe;
-	if (probe.open(options_.device, error))
+	if (int err = probe.open(options_.device, error)) {
+		unavailable_ = err == ENOENT || err == ENODEV || err == ENXIO;
 		return false;
+	}
 	gpuslot_version v;
 	if (int err = probe.version(&v)) {
 		*error = options_.device.string() + ": VERSION: " + strerror(err);
@@ -322,9 +374,17 @@ bool Daemon::start(std::string *error)
 			return false;
 		}
 		const GpuSettings s = config_.for_gpu(m->domain);
-		const unsigned int k = s.k_or(now.k);
 		const unsigned int hqd = hqd_limit_for(*m, s);
-		if (!apply(*m, s, k, hqd, "start", error))
+		// An admin may change the layout between our read and our set:
+		// read again and plan again, a few times.
+		Applied done = Applied::raced;
+		for (int tries = 0; done == Applied::raced && tries < 5; tries++) {
+			if (tries && (m->dev.get_layout(&now) != 0))
+				break;
+			done = apply(*m, s, s.k_or(now.k), hqd, now.generation, "start",
+				     error);
+		}
+		if (done != Applied::ok)
 			return false;
 		const fs::path gen = domain_dir(options_.sysfs, m->domain) / "generation";
 		m->generation_fd = open(gen.c_str(), O_RDONLY | O_CLOEXEC);
@@ -337,6 +397,7 @@ bool Daemon::start(std::string *error)
 	}
 	if (gpus_.empty()) {
 		*error = "no GPU to manage";
+		unavailable_ = true;
 		return false;
 	}
 	return true;
@@ -349,36 +410,80 @@ bool Daemon::reload(std::string *error)
 		*error += "; keeping the configuration loaded before";
 		return false;
 	}
+	// A k an admin wrote since the last plan stays, unless the config's
+	// own k changed: the admin's is the newer word.
+	std::vector<unsigned int> ks;
+	std::vector<bool> admin_ks;
+	for (auto &m : gpus_) {
+		const bool same = config_.for_gpu(m->domain).k_or(0) ==
+				  next.for_gpu(m->domain).k_or(0);
+		admin_ks.push_back(m->admin_k && same);
+		ks.push_back(admin_ks.back() ? m->k : next.for_gpu(m->domain).k_or(m->k));
+	}
 	// Plan every GPU first: a config that cannot be planned changes
 	// nothing anywhere.
-	for (auto &m : gpus_) {
+	for (size_t i = 0; i < gpus_.size(); i++) {
+		Managed *m = gpus_[i].get();
 		const GpuSettings s = next.for_gpu(m->domain);
 		ModuleLayout dry;
 		std::vector<std::string> notes;
 		const bool ok = m->nvidia
-					? plan_nv_layout(m->nv, s.k_or(m->k), s.sizes, 0, &dry, &notes,
+					? plan_nv_layout(m->nv, ks[i], s.sizes, 0, &dry, &notes,
 							 error)
 					: plan_layout(m->gpu, m->shape, walk(*m, s).algorithm,
-						      s.k_or(m->k),
-						      s.sizes, 0, &dry, &notes, error);
+						      ks[i], s.sizes, 0, &dry, &notes, error);
 		if (!ok) {
 			*error = name_of(m->domain) + ": " + *error +
 				 "; keeping the configuration loaded before";
 			return false;
 		}
 	}
-	config_ = std::move(next);
-	bool ok = true;
-	for (auto &m : gpus_) {
-		const GpuSettings s = config_.for_gpu(m->domain);
-		const unsigned int hqd = hqd_limit_for(*m, s);
-		std::string err;
-		if (!apply(*m, s, s.k_or(m->k), hqd, "reload", &err)) {
-			*error = err;
-			ok = false;
+	// What each GPU had, to put back should one of them refuse.
+	std::vector<ModuleLayout> before(gpus_.size());
+	for (size_t i = 0; i < gpus_.size(); i++)
+		if (int err = gpus_[i]->dev.get_layout(&before[i])) {
+			*error = name_of(gpus_[i]->domain) + ": GET_LAYOUT: " + strerror(err) +
+				 "; keeping the configuration loaded before";
+			return false;
 		}
+	Config old = std::move(config_);
+	config_ = std::move(next);
+	for (size_t i = 0; i < gpus_.size(); i++) {
+		Managed &m = *gpus_[i];
+		const GpuSettings s = config_.for_gpu(m.domain);
+		const bool keep_admin_k = admin_ks[i];
+		std::string err;
+		switch (apply(m, s, ks[i], hqd_limit_for(m, s), m.generation, "reload",
+			      &err)) {
+		case Applied::ok:
+			if (keep_admin_k)
+				log_(LOG_INFO, name_of(m.domain) + ": keeping k " +
+						       std::to_string(m.k) +
+						       ", which an admin set");
+			m.admin_k = keep_admin_k;
+			continue;
+		case Applied::raced:
+			// An admin's newer layout: check_domains() takes it in.
+			log_(LOG_WARNING, err);
+			continue;
+		case Applied::failed:
+			break;
+		}
+		// Put back every GPU this reload changed, and the old config.
+		for (size_t j = 0; j < i; j++) {
+			ModuleLayout back = before[j];
+			back.expected_generation = gpus_[j]->generation;
+			back.hqd_limit = 0;
+			if (gpus_[j]->dev.set_layout(&back) == 0) {
+				gpus_[j]->generation = back.generation;
+				gpus_[j]->k = back.k;
+			}
+		}
+		config_ = std::move(old);
+		*error = err + "; every GPU keeps the layout it had";
+		return false;
 	}
-	return ok;
+	return true;
 }
 
 void Daemon::check_domains()
@@ -395,13 +500,23 @@ void Daemon::check_domains()
 		if (now.all_whole()) {
 			// Writing k resets partitions: plan for the new k.
 			std::string err;
-			if (!apply(*m, config_.for_gpu(m->domain), now.k, 0,
-				   "k " + std::to_string(now.k) +
-					   " written outside gpuslotd",
-				   &err)) {
+			switch (apply(*m, config_.for_gpu(m->domain), now.k, 0,
+				      now.generation,
+				      "k " + std::to_string(now.k) + " written outside gpuslotd",
+				      &err)) {
+			case Applied::ok:
+				m->admin_k = true;
+				break;
+			case Applied::raced:
+				// Changed again meanwhile: the next poll sees it.
+				log_(LOG_INFO, err);
+				break;
+			case Applied::failed:
 				log_(LOG_ERR, err + "; every slot keeps the whole GPU");
 				m->generation = now.generation;
 				m->k = now.k;
+				m->admin_k = true;
+				break;
 			}
 			continue;
 		}

@@ -61,8 +61,14 @@ public:
 	Daemon(DaemonOptions options, Log log);
 	~Daemon();
 
-	// Discover GPUs, read the config, apply every layout.
+	// Discover GPUs, read the config, apply every layout. Only one
+	// gpuslotd runs per host (a lock in state_dir).
 	bool start(std::string *error);
+	// start() failed because there is nothing to manage here: no GPU, or
+	// no gpuslot module. systemd must not restart gpuslotd for that
+	// (RestartPreventExitStatus=, kExitUnavailable).
+	bool unavailable() const { return unavailable_; }
+	static constexpr int kExitUnavailable = 69; // EX_UNAVAILABLE
 	// Re-read the config and apply it; a bad config is refused and the
 	// old one stays.
 	bool reload(std::string *error);
@@ -81,15 +87,22 @@ public:
 private:
 	struct Managed;
 	unsigned int hqd_limit_for(const Managed &m, const GpuSettings &s) const;
-	bool apply(Managed &m, const GpuSettings &settings, unsigned int k,
-		   unsigned int hqd_limit, const std::string &why,
-		   std::string *error);
+	// How a layout went in: applied, refused because someone changed the
+	// layout since @expected was read (an admin: re-read, do not
+	// overwrite), or failed.
+	enum class Applied { ok, raced, failed };
+	Applied apply(Managed &m, const GpuSettings &settings, unsigned int k,
+		      unsigned int hqd_limit, uint64_t expected,
+		      const std::string &why, std::string *error);
+	bool lock_instance(std::string *error);
 	// The CU-mask walk for @m under @settings (see choose_algorithm()).
 	AlgorithmChoice walk(const Managed &m, const GpuSettings &settings) const;
 
 	DaemonOptions options_;
 	Log log_;
 	Config config_;
+	int lock_fd_ = -1;	     // state_dir/gpuslotd.lock, held while running
+	bool unavailable_ = false;   // nothing to manage: no GPU, no module
 	std::string kernel_;	     // the release whose walk applies
 	std::string amdgpu_version_; // amdgpu-dkms, when loaded
 	std::vector<std::unique_ptr<Managed>> gpus_;

@@ -25,9 +25,9 @@ const char kUsage[] =
 	"systemd runs it as Type=notify.\n"
 	"\n"
 	"  --config PATH     configuration (default /etc/gpuslot/gpuslotd.conf;\n"
-	"                    a missing file means the defaults)\n"
-	"  --check-config    read the configuration and the topology, print the\n"
-	"                    plans, change nothing, and exit\n"
+	"                    a missing file means the defaults; at most 1 MiB)\n"
+	"  --check-config    read the configuration (which must exist) and the\n"
+	"                    topology, print the plans, change nothing, and exit\n"
 	"  --topology PATH   KFD topology root or node directory\n"
 	"                    (default /sys/class/kfd/kfd/topology)\n"
 	"  --sysfs-root PATH the module's sysfs (default /sys/kernel/gpuslot)\n"
@@ -36,13 +36,16 @@ const char kUsage[] =
 	"                    /sys/class/kfd/kfd/proc)\n"
 	"  --dri PATH        where render nodes are, for libdrm's CU bitmap\n"
 	"                    (default /dev/dri; empty: assume uniform harvesting)\n"
-	"  --state-dir PATH  where audit.json goes (default /run/gpuslot)\n"
-	"  --kernel RELEASE  the kernel whose CU-mask mapping applies (default:\n"
-	"                    uname -r)\n"
+	"  --state-dir PATH  audit.json, and gpuslotd.lock, which keeps a second\n"
+	"                    gpuslotd from starting (default /run/gpuslot)\n"
+	"  --kernel RELEASE  the kernel whose CU-mask walk applies (default: this\n"
+	"                    one's, uname -r, or amdgpu-dkms's where it is loaded;\n"
+	"                    mask_algorithm in the configuration overrides both)\n"
 	"  --help\n"
 	"\n"
 	"Exit status: 0 stopped by SIGTERM/SIGINT (or --check-config passed),\n"
-	"1 could not start (the message says why), 2 bad usage.\n";
+	"1 could not start (the message says why), 2 bad usage, 69 nothing to\n"
+	"manage here: no GPU, or no gpuslot module (systemd does not restart it).\n";
 
 // Under systemd, stderr goes to the journal: "<N>" sets the priority.
 void log_line(int priority, const std::string &msg)
@@ -68,7 +71,8 @@ int check_config(const gpuslot::DaemonOptions &o)
 {
 	gpuslot::Config config;
 	std::string error;
-	if (!gpuslot::load_config(o.config, &config, &error)) {
+	// Checking a file that is not there is a mistake, not the defaults.
+	if (!gpuslot::load_config(o.config, &config, &error, true)) {
 		log_line(LOG_ERR, error);
 		return 1;
 	}
@@ -164,7 +168,8 @@ int main(int argc, char **argv)
 	if (!daemon.start(&error)) {
 		log_line(LOG_ERR, error);
 		sd_notifyf(0, "STATUS=failed: %s", error.c_str());
-		return 1;
+		// Nothing to manage here: restarting would only fail again.
+		return daemon.unavailable() ? gpuslot::Daemon::kExitUnavailable : 1;
 	}
 	return daemon.run();
 }

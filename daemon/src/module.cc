@@ -149,6 +149,10 @@ int Device::set_layout(ModuleLayout *l) const
 	a.hqd_limit = l->hqd_limit;
 	a.nr_partitions = l->partitions.size();
 	a.partitions = reinterpret_cast<uintptr_t>(l->partitions.data());
+	if (l->expected_generation) {
+		a.flags |= GPUSLOT_LAYOUT_EXPECT_GENERATION;
+		a.expected_generation = l->expected_generation;
+	}
 	int err = ioctl_errno(fd_, GPUSLOT_IOC_SET_LAYOUT, &a);
 	if (!err)
 		l->generation = a.generation;

@@ -22,6 +22,9 @@ struct ModuleLayout {
 	uint32_t hqd_limit = 0; // SET: 0 keeps the module's
 	std::vector<gpuslot_partition> partitions; // one per slot, from 0
 	uint64_t generation = 0;
+	// SET: apply only over this generation (EAGAIN if someone changed
+	// the layout since it was read); 0 applies over any.
+	uint64_t expected_generation = 0;
 
 	// Every slot uses the whole GPU: nobody has planned partitions for
 	// this k (writing k resets them).

@@ -440,6 +440,15 @@ Plan plan_partitions(const CuShape &shape, MaskAlgorithm algorithm,
 				     std::to_string(reached - nx * xcc_units * usize) +
 				     " CUs of the larger XCCs stay idle");
 
+	if (k > xcc_units) {
+		plan.error = "k = " + std::to_string(k) + " is more than the " +
+			     std::to_string(xcc_units * usize * nx) + " CUs a mask can reach" +
+			     (usize > 1 ? " in whole WGPs" : "") +
+			     (nx > 1 ? ", with the same share of every XCC" : "") +
+			     ": every slot needs at least " + std::to_string(usize * nx) +
+			     " CUs; use k <= " + std::to_string(xcc_units);
+		return plan;
+	}
 	// Units per XCC for each partition: an even split hands out the
 	// remainder one unit each, so no unit an even split could use idles.
 	std::vector<unsigned int> want(k);

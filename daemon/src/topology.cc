@@ -8,6 +8,8 @@
 #include <optional>
 #include <sstream>
 
+#include "small_file.hpp"
+
 namespace gpuslot {
 
 GfxVersion GfxVersion::from_target(uint32_t target)
@@ -45,9 +47,10 @@ public:
 	// Reads the file; returns an error message or "".
 	std::string load()
 	{
-		std::ifstream in(path_);
-		if (!in)
-			return path_.string() + ": cannot read it";
+		std::string text, error;
+		if (!read_small_file(path_, &text, &error))
+			return error;
+		std::istringstream in(text);
 		std::string line;
 		for (unsigned int no = 1; std::getline(in, line); no++) {
 			std::istringstream words(line);

@@ -2,6 +2,10 @@
 // gpuslotd.conf: what it accepts, and the message for each kind of mistake.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
 #include <fstream>
 
 #include "config.hpp"
@@ -101,3 +105,34 @@ TEST(Config, MissingFileIsTheDefaultsAndUnreadableIsAnError)
 }
 
 } // namespace
+
+// A config path that is not a small regular file is refused with the
+// reason, without waiting on it or reading it without end.
+TEST(Config, OnlySmallRegularFilesAreRead)
+{
+	namespace fs = std::filesystem;
+	const fs::path dir = fs::path(testing::TempDir()) /
+			     ("gpuslot-conf-" + std::to_string(getpid()));
+	fs::remove_all(dir);
+	fs::create_directories(dir);
+	gpuslot::Config c;
+	std::string err;
+	// Missing: the defaults for gpuslotd, an error for --check-config.
+	EXPECT_TRUE(gpuslot::load_config(dir / "none.conf", &c, &err));
+	EXPECT_FALSE(gpuslot::load_config(dir / "none.conf", &c, &err, true));
+	EXPECT_NE(err.find("none.conf: No such file or directory"), std::string::npos) << err;
+	EXPECT_FALSE(gpuslot::load_config(dir, &c, &err));
+	EXPECT_NE(err.find("Is a directory"), std::string::npos) << err;
+	ASSERT_EQ(mkfifo((dir / "fifo").c_str(), 0600), 0);
+	EXPECT_FALSE(gpuslot::load_config(dir / "fifo", &c, &err)); // no writer: must not hang
+	EXPECT_NE(err.find("not a regular file"), std::string::npos) << err;
+	EXPECT_FALSE(gpuslot::load_config("/dev/zero", &c, &err));
+	EXPECT_NE(err.find("not a regular file"), std::string::npos) << err;
+	{
+		std::ofstream big(dir / "big.conf");
+		big << "[default]\n" << std::string(2 << 20, '#') << "\n";
+	}
+	EXPECT_FALSE(gpuslot::load_config(dir / "big.conf", &c, &err));
+	EXPECT_NE(err.find("larger than 1024 KiB"), std::string::npos) << err;
+	fs::remove_all(dir);
+}

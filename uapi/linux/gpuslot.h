@@ -294,7 +294,10 @@ struct gpuslot_partition {
  * GPUSLOT_IOC_GET_LAYOUT - read them back (any user).
  *
  * @flags:         in, SET: GPUSLOT_LAYOUT_MAX_HOLD sets @max_hold_ms too;
- *                 GET: 0.
+ *                 GPUSLOT_LAYOUT_EXPECT_GENERATION applies the layout only
+ *                 if the generation is still @expected_generation (EAGAIN,
+ *                 nothing changed, otherwise: someone else changed the
+ *                 layout since the caller read it). GET: 0.
  * @k:             SET in, 1 .. GPUSLOT_MAX_SLOTS; GET out.
  * @unit_kind:     SET in, a GPUSLOT_UNIT_* value; GET out.
  * @unit_size:     SET in, 1 for AMD_CU, the SMs of a group for
@@ -312,13 +315,16 @@ struct gpuslot_partition {
  * @generation:    out, the generation after SET, or the current one.
  * @max_hold_ms:   SET in with GPUSLOT_LAYOUT_MAX_HOLD, 0 ..
  *                 GPUSLOT_MAX_MAX_HOLD_MS; GET out (since size 56).
+ * @expected_generation: SET in with GPUSLOT_LAYOUT_EXPECT_GENERATION, else
+ *                 0; GET ignores it (since size 64).
  *
  * SET fails with EINVAL, changing nothing, when a field is out of range, a
  * partition uses a unit at or past @nr_units, a partition is given with
  * unit kind NONE, or two partitions that are not the whole GPU share a
  * unit: partitions that overlap are not isolated from each other.
  */
-#define GPUSLOT_LAYOUT_MAX_HOLD	_BITUL(0)
+#define GPUSLOT_LAYOUT_MAX_HOLD		_BITUL(0)
+#define GPUSLOT_LAYOUT_EXPECT_GENERATION	_BITUL(1)
 
 struct gpuslot_layout {
 	__u32 size;
@@ -333,6 +339,7 @@ struct gpuslot_layout {
 	__u64 generation;
 	__u32 max_hold_ms;
 	__u32 __reserved;
+	__u64 expected_generation;
 };
 
 /*

@@ -273,6 +273,52 @@ TEST_F(Daemon, ReloadAppliesAGoodConfigAndKeepsTheOldOneOnABadOne)
 	EXPECT_EQ(domain_file("hqd_limit"), "16\n");
 }
 
+// A reload keeps a k that an admin wrote since the last plan, unless the
+// config's own k changed.
+TEST_F(Daemon, ReloadKeepsAnAdminsKUnlessTheConfigsKChanged)
+{
+	write_config("[default]\nk = 4\n");
+	start();
+	ASSERT_NE(wait_notify("READY=1"), "") << log();
+	ASSERT_EQ(write_file(sysfs_path(0, "k"), "3"), 0);
+	ASSERT_TRUE(wait_until([] {
+		return partition_sizes() == std::vector<int>{20, 20, 20};
+	})) << log();
+
+	// The same k in the config, another key changed: the admin's 3 stays.
+	write_config("[default]\nk = 4\nhqd_limit = 16\n");
+	ASSERT_EQ(kill(pid_, SIGHUP), 0);
+	ASSERT_NE(wait_notify("RELOADING=1"), "") << log();
+	ASSERT_NE(wait_notify("READY=1"), "") << log();
+	EXPECT_EQ(domain_file("k"), "3\n");
+	EXPECT_EQ(domain_file("hqd_limit"), "16\n");
+	EXPECT_NE(log().find("keeping k 3, which an admin set"), std::string::npos) << log();
+
+	// The config's k changes: it is the newer word.
+	write_config("[default]\nk = 2\nhqd_limit = 16\n");
+	ASSERT_EQ(kill(pid_, SIGHUP), 0);
+	ASSERT_NE(wait_notify("RELOADING=1"), "") << log();
+	ASSERT_NE(wait_notify("READY=1"), "") << log();
+	EXPECT_EQ(partition_sizes(), (std::vector<int>{30, 30}));
+}
+
+// One gpuslotd per host: a second one exits 1 and names the first.
+TEST_F(Daemon, ASecondInstanceIsRefused)
+{
+	write_config("[default]\nk = 2\n");
+	start();
+	ASSERT_NE(wait_notify("READY=1"), "") << log();
+	const uint64_t gen = std::stoull(domain_file("generation"));
+	auto second = run(std::string("/bin/gpuslotd --config ") + kConfig + " --topology " +
+			  kTopology + " --dri '' --state-dir " + kStateDir +
+			  " --kfd-proc " + kKfdProc);
+	EXPECT_EQ(second.status, 1) << second.text;
+	EXPECT_NE(second.text.find("another gpuslotd is running (pid " +
+				   std::to_string(pid_) + ","),
+		  std::string::npos) << second.text;
+	EXPECT_EQ(std::stoull(domain_file("generation")), gen); // it changed nothing
+}
+
 TEST_F(Daemon, AuditFindsAProcessOverItsQueueReservation)
 {
 	write_config("[daemon]\naudit_interval_ms = 100\n[default]\nk = 2\n");

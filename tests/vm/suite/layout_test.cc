@@ -295,5 +295,38 @@ TEST_F(Layouts, LayoutChangeReachesWaitersHoldersAndPollers)
 	EXPECT_EQ(holder.release(), 0);
 }
 
+// An expected generation makes SET_LAYOUT a compare-and-set: a layout that
+// someone changed since the caller read it is not overwritten (EAGAIN).
+TEST_F(Layouts, AnExpectedGenerationRefusesToOverwriteANewerLayout)
+{
+	Dev d;
+	Layout four = cu_layout(60, {0x111111111111111ULL, 0x222222222222222ULL,
+				     0x444444444444444ULL, 0x888888888888888ULL});
+	four.k = 4;
+	ASSERT_EQ(d.set_layout(four), 0);
+	const uint64_t read = d.info().generation;
+	// An admin writes k between the daemon's read and its set.
+	ASSERT_EQ(write_file(sysfs_path(0, "k"), "3"), 0);
+	gpuslot_layout a{};
+	a.size = sizeof(a);
+	a.k = 2;
+	a.flags = GPUSLOT_LAYOUT_EXPECT_GENERATION;
+	a.expected_generation = read;
+	EXPECT_EQ(ioctl_errno(d.fd(), GPUSLOT_IOC_SET_LAYOUT, &a), EAGAIN);
+	EXPECT_EQ(read_file(sysfs_path(0, "k")), "3\n");
+	EXPECT_EQ(d.info().generation, read + 1);
+	// Read again, set again: accepted.
+	a.expected_generation = d.info().generation;
+	EXPECT_EQ(ioctl_errno(d.fd(), GPUSLOT_IOC_SET_LAYOUT, &a), 0);
+	EXPECT_EQ(read_file(sysfs_path(0, "k")), "2\n");
+	// Without the flag the field must be 0; GET takes neither.
+	a.flags = 0;
+	EXPECT_EQ(ioctl_errno(d.fd(), GPUSLOT_IOC_SET_LAYOUT, &a), EINVAL);
+	gpuslot_layout g{};
+	g.size = sizeof(g);
+	g.expected_generation = 1;
+	EXPECT_EQ(ioctl_errno(d.fd(), GPUSLOT_IOC_GET_LAYOUT, &g), EINVAL);
+}
+
 } // namespace
 } // namespace gpuslot::test
