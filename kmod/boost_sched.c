@@ -92,7 +92,20 @@ void gpuslot_file_boost(struct gpuslot_file *f, struct gpuslot_domain *d,
 			u64 seq, struct task_struct *p)
 {
 	unsigned int prio = READ_ONCE(d->boost_priority);
+	unsigned int policy = READ_ONCE(p->policy);
 	bool live, boosted;
+
+	/*
+	 * The common case of a real-time task: it already runs at @prio or
+	 * above, and no thread has a boost of ours, so it has none to nest
+	 * this hold into either. Nothing to record: no mutex. (Only @p's own
+	 * holds create its record, and @p is here, not waiting elsewhere.)
+	 */
+	if (!READ_ONCE(gpuslot_ledger.nr_threads) &&
+	    (policy == SCHED_DEADLINE ||
+	     ((policy == SCHED_FIFO || policy == SCHED_RR) &&
+	      READ_ONCE(p->rt_priority) >= prio)))
+		return;
 
 	mutex_lock(&gpuslot_boost_mutex);
 	/*

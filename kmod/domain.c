@@ -253,7 +253,28 @@ void gpuslot_wake_done(struct gpuslot_domain *d, struct list_head *done)
 	}
 }
 
-void gpuslot_finish_handoffs(struct gpuslot_domain *d, struct list_head *done)
+/* Boost every new holder on @done; they still sleep. */
+static void gpuslot_boost_handoffs(struct gpuslot_domain *d,
+				   struct list_head *done)
+{
+	struct gpuslot_core_waiter *cw;
+
+	list_for_each_entry(cw, done, node) {
+		struct gpuslot_waiter *w =
+			container_of(cw, struct gpuslot_waiter, core);
+
+		gpuslot_file_boost(w->file, d, w->seq, w->task);
+	}
+}
+
+/*
+ * Wake the boosted new holders on @done and drop their task references;
+ * or, with @keep, leave the reference of the one new holder in *@keep for
+ * the caller to drop where it may sleep (freeing a task may, on
+ * PREEMPT_RT).
+ */
+static void gpuslot_wake_handoffs(struct list_head *done,
+				  struct task_struct **keep)
 {
 	struct gpuslot_core_waiter *cw, *tmp;
 
@@ -263,15 +284,24 @@ void gpuslot_finish_handoffs(struct gpuslot_domain *d, struct list_head *done)
 		struct task_struct *task = w->task;
 
 		list_del_init(&cw->node);
-		gpuslot_file_boost(w->file, d, w->seq, task);
 		/*
 		 * @w lives on the waiter's stack: untouchable once it is
 		 * ready. Pairs with smp_load_acquire() in gpuslot_wait_ready().
 		 */
 		smp_store_release(&w->ready, true);
 		wake_up_process(task);
-		put_task_struct(task);
+		/* A release grants one waiter at most. */
+		if (keep && !WARN_ON_ONCE(*keep))
+			*keep = task;
+		else
+			put_task_struct(task);
 	}
+}
+
+void gpuslot_finish_handoffs(struct gpuslot_domain *d, struct list_head *done)
+{
+	gpuslot_boost_handoffs(d, done);
+	gpuslot_wake_handoffs(done, NULL);
 }
 
 /*
@@ -292,7 +322,9 @@ static void gpuslot_release_locked(struct gpuslot_domain *d,
 	put_pid(f->holder_tid);
 	f->holder_tgid = NULL;
 	f->holder_tid = NULL;
-	cancel_delayed_work(&f->overrun_work);
+	/* Only a boosted hold has its max_hold_ms clock running. */
+	if (f->hold_boost == GPUSLOT_HOLD_BOOSTED)
+		cancel_delayed_work(&f->overrun_work);
 	gpuslot_core_release(&d->core, f->slot, done);
 	gpuslot_wake_done(d, done);
 }
@@ -457,6 +489,7 @@ static int gpuslot_release_hold(struct gpuslot_file *f, bool any, u64 seq,
 				unsigned int *slot)
 {
 	struct gpuslot_domain *d = gpuslot_file_lock(f);
+	struct task_struct *woken = NULL;
 	LIST_HEAD(done);
 
 	if (f->state != GPUSLOT_FILE_HOLDING || (!any && f->hold_seq != seq)) {
@@ -468,9 +501,21 @@ static int gpuslot_release_hold(struct gpuslot_file *f, bool any, u64 seq,
 	seq = f->hold_seq;
 	gpuslot_release_locked(d, f, &done);
 	spin_unlock(&d->lock);
-	/* The releasing thread stays boosted while it hands the slot on. */
-	gpuslot_finish_handoffs(d, &done);
+	/*
+	 * The new holders are boosted while they sleep, and woken once the
+	 * releasing thread has its own attributes back: a woken holder then
+	 * preempts it at once instead of queueing behind it at the same RT
+	 * priority (which costs push/pull work on its CPU). Preemption stays
+	 * off from the restore to the wakeups, as rt_mutex's unlock does,
+	 * where the restore allows it; the restore itself may sleep.
+	 */
+	gpuslot_boost_handoffs(d, &done);
 	gpuslot_file_unboost(f, seq);
+	preempt_disable();
+	gpuslot_wake_handoffs(&done, &woken);
+	preempt_enable();
+	if (woken)
+		put_task_struct(woken);
 	return 0;
 }
 

@@ -2,6 +2,7 @@
 // KFD topology parsing, on the recorded fixtures and on broken files.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -134,6 +135,21 @@ TEST_F(BrokenTopology, ErrorsNameTheFileTheKeyAndWhatWasExpected)
 	fs::create_directories(root_ / "nodes");
 	EXPECT_NE(gpuslot::read_topology(root_).error.find("no GPU node"),
 		  std::string::npos);
+}
+
+// A properties path that is not a readable small file gets the real
+// reason, and nothing waits on it.
+TEST_F(BrokenTopology, APropertiesFileThatIsNoFileSaysWhy)
+{
+	fs::remove_all(root_ / "nodes");
+	fs::create_directories(root_ / "nodes" / "1" / "properties");
+	std::string e = gpuslot::read_topology(root_).error;
+	EXPECT_NE(e.find("nodes/1/properties: Is a directory"), std::string::npos) << e;
+	fs::remove_all(root_ / "nodes");
+	fs::create_directories(root_ / "nodes" / "1");
+	ASSERT_EQ(mkfifo((root_ / "nodes" / "1" / "properties").c_str(), 0600), 0);
+	e = gpuslot::read_topology(root_).error;
+	EXPECT_NE(e.find("properties: not a regular file"), std::string::npos) << e;
 }
 
 TEST_F(BrokenTopology, OldKernelsWithoutGfxVersionUseTheDeviceId)
