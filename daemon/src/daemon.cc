@@ -250,7 +250,13 @@ bool Daemon::lock_instance(std::string *error)
 		*error = path.string() + ": " + strerror(errno);
 		return false;
 	}
-	if (flock(lock_fd_, LOCK_EX | LOCK_NB)) {
+	const int err = flock(lock_fd_, LOCK_EX | LOCK_NB) ? errno : 0;
+	if (err && err != EWOULDBLOCK) {
+		// A kernel without file locking (CONFIG_FILE_LOCKING=n): the
+		// guard is lost, not the daemon.
+		log_(LOG_WARNING, path.string() + ": cannot lock it (" + strerror(err) +
+					  "): a second gpuslotd would not be refused");
+	} else if (err) {
 		char pid[32] = {};
 		ssize_t n = pread(lock_fd_, pid, sizeof(pid) - 1, 0);
 		std::string text(pid, n > 0 ? size_t(n) : 0);
