@@ -88,6 +88,25 @@ void gpuslot_boost_setup(void)
 	gpuslot_boost_ledger_init(&gpuslot_ledger, &gpuslot_sched_ops);
 }
 
+/*
+ * max_hold_ms runs on a delayed work item: ending a boost sleeps, so the
+ * expiry needs process context anyway, and the one spelling works on every
+ * kernel from 6.1 on. Its resolution (a jiffy) is far below any useful
+ * bound. This starts the clock of @f's hold, which has just been boosted;
+ * it counts from the grant. Called under d->lock.
+ */
+static void gpuslot_hold_timer_start(struct gpuslot_domain *d,
+				     struct gpuslot_file *f)
+{
+	u64 max_ns = (u64)d->max_hold_ms * NSEC_PER_MSEC;
+	u64 held = ktime_get_ns() - f->hold_start_ns;
+
+	lockdep_assert_held(&d->lock);
+	if (max_ns)
+		mod_delayed_work(system_wq, &f->overrun_work,
+				 nsecs_to_jiffies(held < max_ns ? max_ns - held : 0));
+}
+
 void gpuslot_file_boost(struct gpuslot_file *f, struct gpuslot_domain *d,
 			u64 seq, struct task_struct *p)
 {
@@ -135,24 +154,6 @@ void gpuslot_file_unboost(struct gpuslot_file *f, u64 seq)
 	mutex_lock(&gpuslot_boost_mutex);
 	gpuslot_boost_finish(&gpuslot_ledger, &f->boost, seq);
 	mutex_unlock(&gpuslot_boost_mutex);
-}
-
-/*
- * max_hold_ms runs on a delayed work item: ending a boost sleeps, so the
- * expiry needs process context anyway, and the one spelling works on every
- * kernel from 6.1 on. Its resolution (a jiffy) is far below any useful
- * bound.
- */
-void gpuslot_hold_timer_start(struct gpuslot_domain *d,
-			      struct gpuslot_file *f)
-{
-	u64 max_ns = (u64)d->max_hold_ms * NSEC_PER_MSEC;
-	u64 held = ktime_get_ns() - f->hold_start_ns;
-
-	lockdep_assert_held(&d->lock);
-	if (max_ns)
-		mod_delayed_work(system_wq, &f->overrun_work,
-				 nsecs_to_jiffies(held < max_ns ? max_ns - held : 0));
 }
 
 void gpuslot_overrun_work_fn(struct work_struct *work)

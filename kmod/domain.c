@@ -224,7 +224,13 @@ static void gpuslot_grant(struct gpuslot_domain *d, struct gpuslot_waiter *w,
 	c->wait_hist[gpuslot_hist_bucket(wait_ns)]++;
 }
 
-void gpuslot_wake_done(struct gpuslot_domain *d, struct list_head *done)
+/*
+ * Complete grants that the core made under d->lock: those that need no
+ * boost are woken at once and leave @done; the rest stay on it for
+ * gpuslot_finish_handoffs(), which boosts each one, without d->lock, before
+ * it wakes it: the new holder is SCHED_FIFO before the scheduler sees it.
+ */
+static void gpuslot_wake_done(struct gpuslot_domain *d, struct list_head *done)
 	__must_hold(&d->lock)
 {
 	bool boost = READ_ONCE(d->boost_priority);
@@ -298,7 +304,8 @@ static void gpuslot_wake_handoffs(struct list_head *done,
 	}
 }
 
-void gpuslot_finish_handoffs(struct gpuslot_domain *d, struct list_head *done)
+static void gpuslot_finish_handoffs(struct gpuslot_domain *d,
+				    struct list_head *done)
 {
 	gpuslot_boost_handoffs(d, done);
 	gpuslot_wake_handoffs(done, NULL);
@@ -404,7 +411,7 @@ static void gpuslot_wait_ready(struct gpuslot_waiter *w)
 {
 	for (;;) {
 		set_current_state(TASK_UNINTERRUPTIBLE);
-		/* Pairs with smp_store_release() in gpuslot_finish_handoffs(). */
+		/* Pairs with smp_store_release() in gpuslot_wake_handoffs(). */
 		if (smp_load_acquire(&w->ready))
 			break;
 		schedule();

@@ -146,12 +146,6 @@ void gpuslot_file_boost(struct gpuslot_file *f, struct gpuslot_domain *d,
 			u64 seq, struct task_struct *p);
 /* End the boost of hold @seq of @f (or an older one). May sleep. */
 void gpuslot_file_unboost(struct gpuslot_file *f, u64 seq);
-/*
- * Start the max_hold_ms clock of @f's hold, which has just been boosted;
- * it counts from the grant. Called under d->lock.
- */
-void gpuslot_hold_timer_start(struct gpuslot_domain *d,
-			      struct gpuslot_file *f);
 void gpuslot_overrun_work_fn(struct work_struct *work);
 int gpuslot_domain_set_max_hold_ms(struct gpuslot_domain *d,
 				   unsigned int ms);
@@ -186,15 +180,6 @@ int gpuslot_domain_set_layout(struct gpuslot_domain *d, unsigned int k,
 			      const struct gpuslot_partitions *parts,
 			      unsigned int hqd_limit, const u64 *expected,
 			      u64 *generation);
-/*
- * Complete grants that the core made under d->lock: those that need no
- * boost are woken at once and leave @done; the rest stay on it for
- * gpuslot_finish_handoffs(), which boosts each one, without d->lock, before
- * it wakes it: the new holder is SCHED_FIFO before the scheduler sees it.
- */
-void gpuslot_wake_done(struct gpuslot_domain *d, struct list_head *done)
-	__must_hold(&d->lock);
-void gpuslot_finish_handoffs(struct gpuslot_domain *d, struct list_head *done);
 /* Tell pollers of sysfs that the layout changed. */
 void gpuslot_domain_notify_layout(struct gpuslot_domain *d);
 int gpuslot_domain_set_boost_priority(struct gpuslot_domain *d,
