@@ -17,24 +17,6 @@
 #include "domain.h"
 #include "sysfs.h"
 
-/* A thread queued in gpuslot_file_acquire(), on that thread's stack. */
-struct gpuslot_waiter {
-	struct gpuslot_core_waiter core;
-	struct gpuslot_file *file;
-	struct task_struct *task;
-	/* Valid without a reference while the thread waits here. */
-	struct pid *tgid;
-	struct pid *tid;
-	u64 start_ns;
-	char comm[TASK_COMM_LEN];
-	/* The grant, recorded under d->lock: what this call returns. */
-	unsigned int slot;
-	u64 generation;
-	u64 seq;
-	/* Set by the granter once the new holder is boosted. */
-	bool ready;
-};
-
 static struct gpuslot_domain *gpuslot_domains[GPUSLOT_MAX_DOMAINS];
 static unsigned int gpuslot_domain_count;
 
@@ -72,6 +54,7 @@ int gpuslot_domains_create(unsigned int nr, struct kobject *parent)
 		INIT_LIST_HEAD(&d->hqd_files);
 		d->boost_priority = GPUSLOT_DEFAULT_BOOST_PRIORITY;
 		d->max_hold_ms = GPUSLOT_DEFAULT_MAX_HOLD_MS;
+		d->pci_bus_id = GPUSLOT_PCI_BUS_ID_UNKNOWN;
 		ret = kobject_init_and_add(&d->kobj, &gpuslot_domain_ktype,
 					   parent, "gpu%u", i);
 		if (ret) {
@@ -118,6 +101,9 @@ void gpuslot_file_init(struct gpuslot_file *f)
 	INIT_LIST_HEAD(&f->hqd_node);
 	INIT_LIST_HEAD(&f->boost.node);
 	INIT_DELAYED_WORK(&f->overrun_work, gpuslot_overrun_work_fn);
+	f->async.file = f;
+	INIT_LIST_HEAD(&f->async.core.node);
+	init_waitqueue_head(&f->async_wq);
 }
 
 int gpuslot_file_attach(struct gpuslot_file *f, unsigned int id)
@@ -130,7 +116,8 @@ int gpuslot_file_attach(struct gpuslot_file *f, unsigned int id)
 		return -EINVAL;
 	d = gpuslot_file_lock(f);
 	/* Lock state and queue reservations belong to the old domain. */
-	if (f->state != GPUSLOT_FILE_IDLE || f->hqd_reserved || f->hqd_waiting)
+	if (f->state != GPUSLOT_FILE_IDLE || f->async_error ||
+	    f->hqd_reserved || f->hqd_waiting)
 		ret = -EBUSY;
 	else
 		WRITE_ONCE(f->domain, to);
@@ -195,9 +182,8 @@ static unsigned int gpuslot_hist_bucket(u64 ns)
 	return min_t(unsigned int, b, GPUSLOT_HIST_BUCKETS - 1);
 }
 
-/* Make @w's file the holder of @slot. Called under d->lock. */
-static void gpuslot_grant(struct gpuslot_domain *d, struct gpuslot_waiter *w,
-			  unsigned int slot, u64 now)
+void gpuslot_grant(struct gpuslot_domain *d, struct gpuslot_waiter *w,
+		   unsigned int slot, u64 now)
 {
 	struct gpuslot_file *f = w->file;
 	struct gpuslot_counters *c = &d->counters;
@@ -242,6 +228,11 @@ static void gpuslot_wake_done(struct gpuslot_domain *d, struct list_head *done)
 		struct gpuslot_waiter *w =
 			container_of(cw, struct gpuslot_waiter, core);
 
+		if (!w->task) {
+			list_del_init(&cw->node);
+			gpuslot_async_done_locked(d, w, now);
+			continue;
+		}
 		if (cw->granted) {
 			gpuslot_grant(d, w, cw->slot, now);
 			if (boost) {
@@ -304,20 +295,14 @@ static void gpuslot_wake_handoffs(struct list_head *done,
 	}
 }
 
-static void gpuslot_finish_handoffs(struct gpuslot_domain *d,
-				    struct list_head *done)
+void gpuslot_finish_handoffs(struct gpuslot_domain *d, struct list_head *done)
 {
 	gpuslot_boost_handoffs(d, done);
 	gpuslot_wake_handoffs(done, NULL);
 }
 
-/*
- * Give the slot @f holds back to the domain. Called under d->lock; the
- * waiters it grants are left on @done for gpuslot_finish_handoffs().
- */
-static void gpuslot_release_locked(struct gpuslot_domain *d,
-				   struct gpuslot_file *f,
-				   struct list_head *done)
+void gpuslot_release_locked(struct gpuslot_domain *d, struct gpuslot_file *f,
+			    struct list_head *done)
 {
 	u64 hold_ns = gpuslot_since(ktime_get_ns(), f->hold_start_ns);
 
@@ -342,8 +327,10 @@ void gpuslot_file_cleanup(struct gpuslot_file *f)
 	LIST_HEAD(done);
 
 	/* No ioctl runs on a file being released: it cannot be ACQUIRING. */
-	if (f->state == GPUSLOT_FILE_HOLDING)
+	if (f->state == GPUSLOT_FILE_HOLDING ||
+	    f->state == GPUSLOT_FILE_GRANTED)
 		gpuslot_release_locked(d, f, &done);
+	gpuslot_async_cleanup_locked(d, f);
 	gpuslot_hqd_cleanup_locked(d, f);
 	spin_unlock(&d->lock);
 	gpuslot_finish_handoffs(d, &done);
@@ -358,8 +345,7 @@ void gpuslot_current_comm(char comm[TASK_COMM_LEN])
 	memcpy(comm, current->comm, TASK_COMM_LEN);
 }
 
-static void gpuslot_waiter_init(struct gpuslot_waiter *w,
-				struct gpuslot_file *f)
+void gpuslot_waiter_init(struct gpuslot_waiter *w, struct gpuslot_file *f)
 {
 	w->file = f;
 	w->task = current;
@@ -439,7 +425,7 @@ int gpuslot_file_acquire(struct gpuslot_file *f, struct gpuslot_acquire *a,
 		expires = gpuslot_deadline(w.start_ns, a->timeout_ns);
 
 	d = gpuslot_file_lock(f);
-	if (f->state != GPUSLOT_FILE_IDLE) {
+	if (f->state != GPUSLOT_FILE_IDLE || f->async_error) {
 		ret = f->state == GPUSLOT_FILE_HOLDING ? -EDEADLK : -EBUSY;
 		goto unlock;
 	}
@@ -706,6 +692,7 @@ static const char *const gpuslot_hold_boost_names[] = {
 	[GPUSLOT_HOLD_UNBOOSTED] = "unboosted",
 	[GPUSLOT_HOLD_BOOSTED] = "boosted",
 	[GPUSLOT_HOLD_OVERRUN] = "overrun",
+	[GPUSLOT_HOLD_PENDING] = "pending",
 };
 
 ssize_t gpuslot_domain_show_holders(struct gpuslot_domain *d, char *buf)

@@ -8,6 +8,7 @@
 #include <linux/kobject.h>
 #include <linux/sched.h>
 #include <linux/spinlock.h>
+#include <linux/wait.h>
 #include <linux/workqueue.h>
 #include <uapi/linux/gpuslot.h>
 
@@ -58,12 +59,18 @@ struct gpuslot_domain {
 	unsigned int max_hold_ms;	/* 0: a boost lasts the whole hold */
 	struct gpuslot_counters counters;
 	struct gpuslot_partitions parts;	/* see layout.c */
+	/* The GPU's PCI address, domain << 16 | bus << 8 | devfn; sysfs.c */
+	u32 pci_bus_id;
 };
+
+#define GPUSLOT_PCI_BUS_ID_UNKNOWN	U32_MAX
 
 enum gpuslot_file_state {
 	GPUSLOT_FILE_IDLE,
-	GPUSLOT_FILE_ACQUIRING,
+	GPUSLOT_FILE_ACQUIRING,	/* a thread sleeps in ACQUIRE */
 	GPUSLOT_FILE_HOLDING,
+	GPUSLOT_FILE_QUEUED,	/* ACQUIRE_ASYNC waits in the queue */
+	GPUSLOT_FILE_GRANTED,	/* ... and got its slot: poll says so */
 };
 
 /* What the boost of a file's hold is, for the holders table. */
@@ -71,6 +78,29 @@ enum gpuslot_hold_boost {
 	GPUSLOT_HOLD_UNBOOSTED,	/* boost_priority 0, thread already above */
 	GPUSLOT_HOLD_BOOSTED,
 	GPUSLOT_HOLD_OVERRUN,	/* outlived max_hold_ms: boost taken away */
+	GPUSLOT_HOLD_PENDING,	/* granted asynchronously, not completed */
+};
+
+/*
+ * A queued waiter. One that sleeps in ACQUIRE lives on its thread's stack
+ * (@task set); the asynchronous one of ACQUIRE_ASYNC is the file's own
+ * (@task NULL) and holds references to its pids, as nobody waits for it.
+ */
+struct gpuslot_waiter {
+	struct gpuslot_core_waiter core;
+	struct gpuslot_file *file;
+	struct task_struct *task;
+	/* Valid without a reference while a thread waits here. */
+	struct pid *tgid;
+	struct pid *tid;
+	u64 start_ns;
+	char comm[TASK_COMM_LEN];
+	/* The grant, recorded under d->lock: what this call returns. */
+	unsigned int slot;
+	u64 generation;
+	u64 seq;
+	/* Set by the granter once the new holder is boosted. */
+	bool ready;
 };
 
 /* One per open file of /dev/gpuslot: the slot is owned by the file. */
@@ -90,6 +120,15 @@ struct gpuslot_file {
 	enum gpuslot_hold_boost hold_boost;
 	/* Ends the boost of a hold that outlives max_hold_ms; see boost_sched.c */
 	struct delayed_work overrun_work;
+
+	/*
+	 * The file's asynchronous acquire (async.c), under domain->lock: its
+	 * waiter while QUEUED, and the error that ended it (k shrank) until
+	 * COMPLETE reports it. @async_wq wakes pollers at either end.
+	 */
+	struct gpuslot_waiter async;
+	int async_error;
+	wait_queue_head_t async_wq;
 
 	/* Hardware queues reserved here, under domain->lock; see hqd.c. */
 	unsigned int hqd_reserved;
@@ -121,6 +160,34 @@ int gpuslot_file_acquire(struct gpuslot_file *f, struct gpuslot_acquire *a,
 int gpuslot_file_release(struct gpuslot_file *f, struct gpuslot_release *r);
 /* Release hold @seq of @f, and no later one; -EPERM if it is over. */
 int gpuslot_file_release_hold(struct gpuslot_file *f, u64 seq);
+/*
+ * Give back the slot @f holds (HOLDING or GRANTED), under d->lock; the
+ * waiters it grants stay on @done for gpuslot_finish_handoffs(), which
+ * must follow once d->lock is dropped.
+ */
+void gpuslot_release_locked(struct gpuslot_domain *d, struct gpuslot_file *f,
+			    struct list_head *done);
+void gpuslot_finish_handoffs(struct gpuslot_domain *d, struct list_head *done);
+void gpuslot_waiter_init(struct gpuslot_waiter *w, struct gpuslot_file *f);
+/* Make @w's file the holder of @slot, under d->lock. */
+void gpuslot_grant(struct gpuslot_domain *d, struct gpuslot_waiter *w,
+		   unsigned int slot, u64 now);
+
+/* Asynchronous acquire, async.c: ACQUIRE_ASYNC, _COMPLETE, _CANCEL, poll. */
+int gpuslot_file_acquire_async(struct gpuslot_file *f,
+			       struct gpuslot_acquire *a);
+int gpuslot_file_acquire_complete(struct gpuslot_file *f,
+				  struct gpuslot_acquire *a, u64 *seq);
+int gpuslot_file_acquire_cancel(struct gpuslot_file *f,
+				struct gpuslot_release *r);
+__poll_t gpuslot_file_poll(struct gpuslot_file *f);
+/* The queued async waiter of @f was granted or failed, under d->lock. */
+void gpuslot_async_done_locked(struct gpuslot_domain *d,
+			       struct gpuslot_waiter *w, u64 now);
+/* Drop the async state of a file that is closing, under d->lock. */
+void gpuslot_async_cleanup_locked(struct gpuslot_domain *d,
+				  struct gpuslot_file *f);
+
 int gpuslot_file_domain_info(struct gpuslot_file *f,
 			     struct gpuslot_domain_info *info);
 int gpuslot_file_stats(struct gpuslot_file *f, struct gpuslot_stats *s);

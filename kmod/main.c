@@ -9,6 +9,7 @@
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
+#include <linux/poll.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
@@ -35,7 +36,7 @@ static int gpuslot_ioc_version(struct gpuslot_file *f, void *arg, u64 *cookie)
 	v->api_version = GPUSLOT_API_VERSION;
 	v->nr_domains = gpuslot_nr_domains();
 	v->features = GPUSLOT_FEATURE_LOCK | GPUSLOT_FEATURE_HQD |
-		      GPUSLOT_FEATURE_LAYOUT;
+		      GPUSLOT_FEATURE_LAYOUT | GPUSLOT_FEATURE_ASYNC;
 	return 0;
 }
 
@@ -125,6 +126,24 @@ static int gpuslot_ioc_get_layout(struct gpuslot_file *f, void *arg,
 	return gpuslot_file_get_layout(f, arg);
 }
 
+static int gpuslot_ioc_acquire_async(struct gpuslot_file *f, void *arg,
+				     u64 *cookie)
+{
+	return gpuslot_file_acquire_async(f, arg);
+}
+
+static int gpuslot_ioc_acquire_complete(struct gpuslot_file *f, void *arg,
+					u64 *cookie)
+{
+	return gpuslot_file_acquire_complete(f, arg, cookie);
+}
+
+static int gpuslot_ioc_acquire_cancel(struct gpuslot_file *f, void *arg,
+				      u64 *cookie)
+{
+	return gpuslot_file_acquire_cancel(f, arg);
+}
+
 union gpuslot_ioctl_buf {
 	struct gpuslot_version version;
 	struct gpuslot_attach attach;
@@ -205,6 +224,16 @@ static const struct gpuslot_ioctl_op gpuslot_ioctl_ops[] = {
 	GPUSLOT_OP(GPUSLOT_IOC_GET_LAYOUT, gpuslot_ioc_get_layout,
 		   GPUSLOT_COPY_AFTER, NULL,
 		   struct gpuslot_layout, GPUSLOT_LAYOUT_SIZE_VER0),
+	GPUSLOT_OP(GPUSLOT_IOC_ACQUIRE_ASYNC, gpuslot_ioc_acquire_async,
+		   GPUSLOT_COPY_NONE, NULL,
+		   struct gpuslot_acquire, GPUSLOT_ACQUIRE_SIZE_VER0),
+	/* An uncopyable grant goes back, as ACQUIRE's does. */
+	GPUSLOT_OP(GPUSLOT_IOC_ACQUIRE_COMPLETE, gpuslot_ioc_acquire_complete,
+		   GPUSLOT_COPY_AFTER, gpuslot_ioc_acquire_undo,
+		   struct gpuslot_acquire, GPUSLOT_ACQUIRE_SIZE_VER0),
+	GPUSLOT_OP(GPUSLOT_IOC_ACQUIRE_CANCEL, gpuslot_ioc_acquire_cancel,
+		   GPUSLOT_COPY_PROBED, NULL,
+		   struct gpuslot_release, GPUSLOT_RELEASE_SIZE_VER0),
 };
 
 /* The VER0 sizes are ABI: a struct may grow, never shrink below them. */
@@ -301,11 +330,21 @@ static int gpuslot_release(struct inode *inode, struct file *file)
 	return 0;
 }
 
+/* Readable once an asynchronous acquire is granted, or failed. */
+static __poll_t gpuslot_poll(struct file *file, poll_table *wait)
+{
+	struct gpuslot_file *f = file->private_data;
+
+	poll_wait(file, &f->async_wq, wait);
+	return gpuslot_file_poll(f);
+}
+
 static const struct file_operations gpuslot_fops = {
 	.owner = THIS_MODULE,
 	.open = gpuslot_open,
 	.release = gpuslot_release,
 	.unlocked_ioctl = gpuslot_ioctl,
+	.poll = gpuslot_poll,
 	.compat_ioctl = compat_ptr_ioctl,
 	/* No .llseek: with nonseekable_open(), lseek() fails with ESPIPE. */
 };

@@ -3,13 +3,15 @@
  * gpuslot sysfs: /sys/kernel/gpuslot/version and, per domain, gpu<N>/ with
  * k, boost_priority, max_hold_ms, generation, holders, waiters, stats, the
  * layout's units and partitions, and the hardware-queue budget: hqd_limit,
- * hqd_used, hqd_waiters and queues.
+ * hqd_used, hqd_waiters and queues; pci_bus_id names the domain's GPU.
  *
  * Writes need CAP_SYS_ADMIN on top of the 0644 file mode, and a bad value
  * fails with EINVAL before anything changes.
  */
 #include <linux/capability.h>
+#include <linux/ctype.h>
 #include <linux/kernel.h>
+#include <linux/string.h>
 #include <linux/sysfs.h>
 
 #include "domain.h"
@@ -162,7 +164,73 @@ static ssize_t partitions_store(struct kobject *kobj,
 	return gpuslot_domain_store_partitions(to_domain(kobj), buf, count);
 }
 
+/*
+ * The PCI address of the domain's GPU, DDDD:BB:DD.F, written by gpuslotd
+ * when it maps a GPU to the domain; empty while unknown. Clients match
+ * their runtime's device by it, so that neither device numbering nor
+ * *_VISIBLE_DEVICES can point a domain's slots at another GPU.
+ */
+/* Hex digits where "DDDD:BB:DD.F" has them, and its three separators. */
+static bool gpuslot_pci_bus_id_shape(const char *s)
+{
+	static const char shape[] = "xxxx:xx:xx.x";
+	unsigned int i;
+
+	if (strlen(s) != sizeof(shape) - 1)
+		return false;
+	for (i = 0; i < sizeof(shape) - 1; i++)
+		if (shape[i] == 'x' ? !isxdigit(s[i]) : s[i] != shape[i])
+			return false;
+	return true;
+}
+
+static ssize_t pci_bus_id_show(struct kobject *kobj,
+			       struct kobj_attribute *attr, char *buf)
+{
+	struct gpuslot_domain *d = to_domain(kobj);
+	u32 id;
+
+	spin_lock(&d->lock);
+	id = d->pci_bus_id;
+	spin_unlock(&d->lock);
+	if (id == GPUSLOT_PCI_BUS_ID_UNKNOWN)
+		return sysfs_emit(buf, "\n");
+	return sysfs_emit(buf, "%04x:%02x:%02x.%x\n", id >> 16, (id >> 8) & 0xff,
+			  (id >> 3) & 0x1f, id & 7);
+}
+
+static ssize_t pci_bus_id_store(struct kobject *kobj,
+				struct kobj_attribute *attr, const char *buf,
+				size_t count)
+{
+	struct gpuslot_domain *d = to_domain(kobj);
+	unsigned int dom, bus, dev, fn;
+	u32 id = GPUSLOT_PCI_BUS_ID_UNKNOWN;
+	char str[16];
+
+	if (!capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	/* "DDDD:BB:DD.F" exactly, or nothing to forget the GPU. */
+	if (count > sizeof(str) - 1)
+		return -EINVAL;
+	memcpy(str, buf, count);
+	str[count] = '\0';
+	strim(str);
+	if (str[0]) {
+		if (!gpuslot_pci_bus_id_shape(str) ||
+		    sscanf(str, "%4x:%2x:%2x.%1x", &dom, &bus, &dev, &fn) != 4 ||
+		    dev > 0x1f || fn > 7)
+			return -EINVAL;
+		id = dom << 16 | bus << 8 | dev << 3 | fn;
+	}
+	spin_lock(&d->lock);
+	d->pci_bus_id = id;
+	spin_unlock(&d->lock);
+	return count;
+}
+
 static struct kobj_attribute k_attr = __ATTR_RW(k);
+static struct kobj_attribute pci_bus_id_attr = __ATTR_RW(pci_bus_id);
 static struct kobj_attribute units_attr = __ATTR_RO(units);
 static struct kobj_attribute partitions_attr = __ATTR_RW(partitions);
 static struct kobj_attribute boost_priority_attr = __ATTR_RW(boost_priority);
@@ -190,6 +258,7 @@ static struct attribute *gpuslot_domain_attrs[] = {
 	&queues_attr.attr,
 	&units_attr.attr,
 	&partitions_attr.attr,
+	&pci_bus_id_attr.attr,
 	NULL,
 };
 ATTRIBUTE_GROUPS(gpuslot_domain);

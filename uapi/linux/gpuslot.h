@@ -65,6 +65,7 @@
 #define GPUSLOT_FEATURE_LOCK	_BITULL(0)	/* ACQUIRE/RELEASE/SET_K/STATS */
 #define GPUSLOT_FEATURE_HQD	_BITULL(1)	/* RESERVE/UNRESERVE_QUEUES */
 #define GPUSLOT_FEATURE_LAYOUT	_BITULL(2)	/* SET_LAYOUT/GET_LAYOUT */
+#define GPUSLOT_FEATURE_ASYNC	_BITULL(3)	/* ACQUIRE_ASYNC/_COMPLETE/_CANCEL */
 
 struct gpuslot_version {
 	__u32 size;
@@ -137,6 +138,35 @@ struct gpuslot_acquire {
 	__u32 __reserved;
 	__u64 generation;
 };
+
+/*
+ * Asynchronous acquire, for event loops that cannot block a thread per
+ * waiting job. The open file itself is the pollable descriptor.
+ *
+ * GPUSLOT_IOC_ACQUIRE_ASYNC (struct gpuslot_acquire) - queue this file for a
+ * slot and return at once. @allowed_mask as for ACQUIRE; @flags and
+ * @timeout_ns must be 0 (the caller's loop keeps the time); nothing is
+ * written back. The file takes the same FIFO place a sleeping ACQUIRE
+ * would, and keeps it until granted, cancelled or closed. poll() then
+ * reports EPOLLIN when the slot is granted (or the wait failed). From the
+ * grant the slot is the file's: held, shown as "pending" in the holders
+ * table, not yet boosted. Errors: EDEADLK the file holds a slot; EBUSY it
+ * is acquiring already (either way); EINVAL as for ACQUIRE.
+ *
+ * GPUSLOT_IOC_ACQUIRE_COMPLETE (struct gpuslot_acquire) - take the grant.
+ * @flags, @timeout_ns and @allowed_mask must be 0. @slot, @generation: out,
+ * as for ACQUIRE. The calling thread becomes the holder and gets the boost
+ * now. Errors: EAGAIN still queued (poll again); EINVAL the wait failed
+ * because k shrank below every allowed slot (reported once; the file is
+ * idle again); EPERM no asynchronous acquire was started.
+ *
+ * GPUSLOT_IOC_ACQUIRE_CANCEL (struct gpuslot_release) - leave the queue, or
+ * give back a slot granted but not completed (it goes to the next waiter).
+ * @slot: out, the slot given back, or GPUSLOT_NO_SLOT if none was granted.
+ * Errors: EPERM nothing to cancel (a completed hold is ended by RELEASE).
+ * Closing the file cancels too.
+ */
+#define GPUSLOT_NO_SLOT		0xffffffffu
 
 /*
  * GPUSLOT_IOC_RELEASE - give back the slot this open file holds; it goes
@@ -368,5 +398,8 @@ struct gpuslot_layout {
 #define GPUSLOT_IOC_UNRESERVE_QUEUES	_IO(GPUSLOT_IOC_MAGIC, 0x08)
 #define GPUSLOT_IOC_SET_LAYOUT	_IO(GPUSLOT_IOC_MAGIC, 0x09)
 #define GPUSLOT_IOC_GET_LAYOUT	_IO(GPUSLOT_IOC_MAGIC, 0x0A)
+#define GPUSLOT_IOC_ACQUIRE_ASYNC	_IO(GPUSLOT_IOC_MAGIC, 0x0B)
+#define GPUSLOT_IOC_ACQUIRE_COMPLETE	_IO(GPUSLOT_IOC_MAGIC, 0x0C)
+#define GPUSLOT_IOC_ACQUIRE_CANCEL	_IO(GPUSLOT_IOC_MAGIC, 0x0D)
 
 #endif /* _UAPI_LINUX_GPUSLOT_H */

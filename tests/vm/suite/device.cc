@@ -86,6 +86,38 @@ int Dev::release(unsigned int *slot) const
 	return err;
 }
 
+int Dev::acquire_async(uint64_t mask) const
+{
+	gpuslot_acquire a{};
+	a.size = sizeof(a);
+	a.allowed_mask = mask;
+	return ioctl_errno(fd_, GPUSLOT_IOC_ACQUIRE_ASYNC, &a);
+}
+
+Dev::Acquired Dev::complete() const
+{
+	gpuslot_acquire a{};
+	a.size = sizeof(a);
+	int err = ioctl_errno(fd_, GPUSLOT_IOC_ACQUIRE_COMPLETE, &a);
+	return {err, a.slot, a.generation};
+}
+
+int Dev::cancel(unsigned int *slot) const
+{
+	gpuslot_release r{};
+	r.size = sizeof(r);
+	int err = ioctl_errno(fd_, GPUSLOT_IOC_ACQUIRE_CANCEL, &r);
+	if (slot)
+		*slot = r.slot;
+	return err;
+}
+
+bool Dev::readable(int timeout_ms) const
+{
+	pollfd p = {fd_, POLLIN, 0};
+	return poll(&p, 1, timeout_ms) == 1 && (p.revents & POLLIN);
+}
+
 Dev::Reserved Dev::reserve(unsigned int count, uint32_t flags,
 			   uint64_t timeout_ns) const
 {

@@ -53,6 +53,12 @@ public:
 		return acquire(GPUSLOT_ACQUIRE_TRY, 0, mask);
 	}
 	int release(unsigned int *slot = nullptr) const;
+	// ACQUIRE_ASYNC, ACQUIRE_COMPLETE and ACQUIRE_CANCEL.
+	int acquire_async(uint64_t mask = 0) const;
+	Acquired complete() const;
+	int cancel(unsigned int *slot = nullptr) const;
+	// poll() for POLLIN for up to @timeout_ms: true if readable.
+	bool readable(int timeout_ms = 0) const;
 
 	struct Reserved {
 		int err;

@@ -892,18 +892,34 @@ TEST_F(Lock, StressRandomModesKChangesAndKills)
 		return sh->killed[pid % 4096] == pid;
 	};
 
-	auto worker = [sh, was_killed](unsigned int seed) {
+	// ACQUIRE_ASYNC, then poll; a wait that is not granted within
+	// a few milliseconds is cancelled and counts as a timeout.
+	auto async_acquire = [](const Dev &d, uint64_t mask, std::mt19937 &r) {
+		if (int err = d.acquire_async(mask))
+			return Dev::Acquired{err, 0, 0};
+		if (!d.readable(int(r() % 4))) {
+			unsigned int slot;
+			if (d.cancel(&slot))
+				return Dev::Acquired{-2, 0, 0};
+			// A grant that raced with the cancel went on.
+			return Dev::Acquired{ETIMEDOUT, 0, 0};
+		}
+		return d.complete();
+	};
+
+	auto worker = [sh, was_killed, async_acquire](unsigned int seed) {
 		std::mt19937 rng(seed);
 		std::vector<std::thread> threads;
 		for (int t = 0; t < kThreads; t++)
-			threads.emplace_back([sh, was_killed, seed, t] {
+			threads.emplace_back([sh, was_killed, async_acquire, seed, t] {
 				std::mt19937 r(seed * 31 + t);
 				Dev d;
 				int me = getpid() * 8 + t;
 				while (!sh->stop) {
 					uint32_t flags = 0;
 					uint64_t timeout = 0, mask = 0;
-					switch (r() % 3) {
+					const unsigned int mode = r() % 4;
+					switch (mode) {
 					case 0: flags = GPUSLOT_ACQUIRE_TRY; break;
 					case 1:
 						flags = GPUSLOT_ACQUIRE_TIMEOUT;
@@ -911,9 +927,10 @@ TEST_F(Lock, StressRandomModesKChangesAndKills)
 						break;
 					default: break;
 					}
-					if (flags && r() % 2)
+					if ((flags || mode == 3) && r() % 2)
 						mask = r() & 0xff;
-					auto a = d.acquire(flags, timeout, mask);
+					auto a = mode == 3 ? async_acquire(d, mask, r)
+							   : d.acquire(flags, timeout, mask);
 					if (a.err == ETIMEDOUT) {
 						sh->timeouts++;
 						continue;

@@ -129,5 +129,25 @@ TEST_F(Tables, PidsArePrintedInTheReadersNamespace)
 	EXPECT_EQ(wait_child(parent), 0) << *child_failed_line();
 }
 
+// The GPU a domain stands for: gpuslotd writes its PCI address, clients
+// match their runtime's device by it; anything but DDDD:BB:DD.F is refused.
+TEST_F(Tables, PciBusIdTakesOnePciAddressOrNothing)
+{
+	const std::string path = sysfs_path(0, "pci_bus_id");
+	write_file(path, "\n");
+	EXPECT_EQ(read_file(path), "\n");
+	EXPECT_EQ(write_file(path, "0000:03:00.0\n"), 0);
+	EXPECT_EQ(read_file(path), "0000:03:00.0\n");
+	EXPECT_EQ(write_file(path, "00AB:c1:1f.7"), 0);
+	EXPECT_EQ(read_file(path), "00ab:c1:1f.7\n");
+	for (const char *bad : {"0000:03:00", "0:3:0.0", "0000:03:20.0", "0000:03:00.8",
+				"0x00:03:00.0", "0000-03:00.0", "0000:03:00.0 x", "garbage"}) {
+		EXPECT_EQ(write_file(path, bad), EINVAL) << bad;
+		EXPECT_EQ(read_file(path), "00ab:c1:1f.7\n") << bad;
+	}
+	EXPECT_EQ(write_file(path, "\n"), 0);
+	EXPECT_EQ(read_file(path), "\n");
+}
+
 } // namespace
 } // namespace gpuslot::test

@@ -1,0 +1,324 @@
+// SPDX-License-Identifier: GPL-2.0
+// Asynchronous acquire (ACQUIRE_ASYNC, poll, ACQUIRE_COMPLETE,
+// ACQUIRE_CANCEL): the FIFO place is the same as a sleeping ACQUIRE's, a
+// grant makes the file readable, cancel and close leave the queue, a signal
+// does not, and one epoll set serves many waiters in order.
+#include <gtest/gtest.h>
+
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "device.h"
+
+namespace gpuslot::test {
+namespace {
+
+std::string domain_file(const char *attr)
+{
+	return read_file(sysfs_path(0, attr));
+}
+
+// The words of the only line of holders.
+std::vector<std::string> only_holder()
+{
+	auto lines = split_lines(domain_file("holders"));
+	return lines.size() == 1 ? split_words(lines[0]) : std::vector<std::string>{};
+}
+
+class Async : public testing::Test {
+protected:
+	void SetUp() override
+	{
+		reset_domain(0);
+		*child_failed_line() = 0;
+	}
+	void TearDown() override
+	{
+		EXPECT_TRUE(wait_until([] {
+			return domain_file("holders").empty() &&
+			       domain_file("waiters").empty();
+		})) << domain_file("holders") << domain_file("waiters");
+		reset_domain(0);
+		EXPECT_EQ(kernel_log_problems(), std::vector<std::string>{});
+	}
+};
+
+TEST_F(Async, AFreeSlotIsGrantedAtOnceAndBoostedAtComplete)
+{
+	Dev d;
+	gpuslot_version v{};
+	v.size = sizeof(v);
+	ASSERT_EQ(ioctl_errno(d.fd(), GPUSLOT_IOC_VERSION, &v), 0);
+	EXPECT_TRUE(v.features & GPUSLOT_FEATURE_ASYNC);
+
+	const Sched before = get_sched();
+	EXPECT_FALSE(d.readable());
+	ASSERT_EQ(d.acquire_async(), 0);
+	EXPECT_TRUE(d.readable());
+	// Held from the grant, not boosted until a thread completes it.
+	auto h = only_holder();
+	ASSERT_EQ(h.size(), 6u) << domain_file("holders");
+	EXPECT_EQ(h[0], "0");
+	EXPECT_EQ(h[5], "pending");
+	EXPECT_EQ(get_sched().policy, before.policy);
+
+	std::thread t([&] {
+		auto got = d.complete();
+		EXPECT_EQ(got.err, 0);
+		EXPECT_EQ(got.slot, 0u);
+		EXPECT_EQ(got.generation, d.info().generation);
+		EXPECT_EQ(get_sched().policy, unsigned(SCHED_FIFO));
+		auto held = only_holder();
+		ASSERT_EQ(held.size(), 6u);
+		// The completing thread is the holder now.
+		EXPECT_EQ(held[2], std::to_string(syscall(SYS_gettid)));
+		EXPECT_EQ(held[5], "boosted");
+		EXPECT_FALSE(d.readable());
+		EXPECT_EQ(d.release(), 0);
+		EXPECT_EQ(get_sched().policy, unsigned(SCHED_OTHER));
+	});
+	t.join();
+	EXPECT_EQ(get_sched().policy, before.policy);
+}
+
+TEST_F(Async, AQueuedFileKeepsItsFifoPlaceAheadOfLaterSleepers)
+{
+	Dev holder, async, sleeper;
+	ASSERT_EQ(holder.acquire().err, 0);
+	ASSERT_EQ(async.acquire_async(), 0);
+	ASSERT_TRUE(wait_waiters(1));
+	EXPECT_FALSE(async.readable(20));
+	EXPECT_EQ(async.complete().err, EAGAIN);
+
+	std::atomic<int> sleeper_got{-1};
+	std::thread s([&] { sleeper_got = sleeper.acquire().err; });
+	ASSERT_TRUE(wait_waiters(2));
+	ASSERT_EQ(holder.release(), 0);
+	// The slot went to the older, asynchronous waiter.
+	EXPECT_TRUE(async.readable(5000));
+	EXPECT_EQ(sleeper_got.load(), -1);
+	EXPECT_EQ(split_lines(domain_file("waiters")).size(), 1u);
+	auto got = async.complete();
+	ASSERT_EQ(got.err, 0);
+	EXPECT_EQ(got.slot, 0u);
+	EXPECT_EQ(sleeper_got.load(), -1);
+	ASSERT_EQ(async.release(), 0);
+	s.join();
+	EXPECT_EQ(sleeper_got.load(), 0);
+	EXPECT_EQ(sleeper.release(), 0);
+}
+
+TEST_F(Async, CancelLeavesTheQueueOrHandsOnAGrantNotCompleted)
+{
+	Dev holder, async, sleeper;
+	ASSERT_EQ(holder.acquire().err, 0);
+	ASSERT_EQ(async.acquire_async(), 0);
+	std::atomic<int> sleeper_got{-1};
+	std::thread s([&] { sleeper_got = sleeper.acquire().err; });
+	ASSERT_TRUE(wait_waiters(2));
+
+	unsigned int slot = 0;
+	ASSERT_EQ(async.cancel(&slot), 0);
+	EXPECT_EQ(slot, GPUSLOT_NO_SLOT);
+	EXPECT_EQ(split_lines(domain_file("waiters")).size(), 1u);
+	EXPECT_EQ(async.cancel(), EPERM);
+	EXPECT_EQ(async.complete().err, EPERM);
+	ASSERT_EQ(holder.release(), 0);
+	s.join();
+	ASSERT_EQ(sleeper_got.load(), 0);
+
+	// Granted, not completed: cancel hands the slot to the next waiter.
+	ASSERT_EQ(async.acquire_async(), 0);
+	ASSERT_TRUE(wait_waiters(1));
+	std::atomic<int> holder_got{-1};
+	std::thread h([&] { holder_got = holder.acquire().err; });
+	ASSERT_TRUE(wait_waiters(2));
+	ASSERT_EQ(sleeper.release(), 0);
+	ASSERT_TRUE(async.readable(5000));
+	EXPECT_EQ(holder_got.load(), -1);
+	ASSERT_EQ(async.cancel(&slot), 0);
+	EXPECT_EQ(slot, 0u);
+	h.join();
+	EXPECT_EQ(holder_got.load(), 0);
+	// A completed hold is ended by RELEASE, not by CANCEL.
+	EXPECT_EQ(async.release(), EPERM);
+	ASSERT_EQ(holder.release(), 0);
+	ASSERT_EQ(async.acquire_async(), 0);
+	ASSERT_EQ(async.complete().err, 0);
+	EXPECT_EQ(async.cancel(), EPERM);
+	EXPECT_EQ(async.release(), 0);
+}
+
+TEST_F(Async, ClosingAQueuedOrGrantedFileLeavesTheQueue)
+{
+	Dev holder, next;
+	ASSERT_EQ(holder.acquire().err, 0);
+	{
+		Dev gone;
+		ASSERT_EQ(gone.acquire_async(), 0);
+		ASSERT_TRUE(wait_waiters(1));
+	}
+	EXPECT_EQ(domain_file("waiters"), "");
+
+	// A child queues, is granted and dies without completing.
+	Pipe granted;
+	pid_t pid = spawn([&] {
+		Dev mine;
+		CHILD_REQUIRE(mine.acquire_async() == 0);
+		CHILD_REQUIRE(mine.readable(10000));
+		granted.put(1);
+		pause();
+		return 0;
+	});
+	ASSERT_TRUE(wait_waiters(1));
+	std::atomic<int> next_got{-1};
+	std::thread n([&] { next_got = next.acquire().err; });
+	ASSERT_TRUE(wait_waiters(2));
+	ASSERT_EQ(holder.release(), 0);
+	ASSERT_EQ(granted.get(), 1);
+	EXPECT_EQ(only_holder().at(5), "pending");
+	EXPECT_EQ(next_got.load(), -1);
+	kill(pid, SIGKILL);
+	EXPECT_EQ(wait_child(pid), 128 + SIGKILL);
+	n.join();
+	EXPECT_EQ(next_got.load(), 0);
+	EXPECT_EQ(next.release(), 0);
+}
+
+void on_signal(int) {}
+
+TEST_F(Async, ASignalInterruptsThePollNotTheWait)
+{
+	Dev holder, async;
+	ASSERT_EQ(holder.acquire().err, 0);
+	ASSERT_EQ(async.acquire_async(), 0);
+	struct sigaction sa = {}, old;
+	sa.sa_handler = on_signal;
+	ASSERT_EQ(sigaction(SIGUSR1, &sa, &old), 0);
+	std::atomic<pid_t> tid{0};
+	std::atomic<int> poll_ret{0}, poll_errno{0};
+	std::thread t([&] {
+		tid = pid_t(syscall(SYS_gettid));
+		pollfd p = {async.fd(), POLLIN, 0};
+		poll_ret = poll(&p, 1, 10000);
+		poll_errno = errno;
+	});
+	ASSERT_TRUE(wait_until([&] { return tid.load() != 0; }));
+	usleep(50 * 1000);
+	syscall(SYS_tgkill, getpid(), tid.load(), SIGUSR1);
+	t.join();
+	sigaction(SIGUSR1, &old, nullptr);
+	EXPECT_EQ(poll_ret.load(), -1);
+	EXPECT_EQ(poll_errno.load(), EINTR);
+	// Still queued, still first.
+	EXPECT_EQ(split_lines(domain_file("waiters")).size(), 1u);
+	ASSERT_EQ(holder.release(), 0);
+	EXPECT_TRUE(async.readable(5000));
+	EXPECT_EQ(async.complete().err, 0);
+	EXPECT_EQ(async.release(), 0);
+}
+
+TEST_F(Async, ManyWaitersInOneEpollSetAreServedInOrder)
+{
+	ASSERT_EQ(write_file(sysfs_path(0, "k"), "2"), 0);
+	Dev h0, h1;
+	ASSERT_EQ(h0.acquire().err, 0);
+	ASSERT_EQ(h1.acquire().err, 0);
+	constexpr int kWaiters = 200;
+	std::vector<std::unique_ptr<Dev>> files;
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+	ASSERT_GE(ep, 0);
+	for (int i = 0; i < kWaiters; i++) {
+		files.push_back(std::make_unique<Dev>());
+		ASSERT_EQ(files.back()->acquire_async(), 0);
+		epoll_event e = {};
+		e.events = EPOLLIN;
+		e.data.u32 = i;
+		ASSERT_EQ(epoll_ctl(ep, EPOLL_CTL_ADD, files.back()->fd(), &e), 0);
+	}
+	EXPECT_EQ(h0.info().nr_waiters, unsigned(kWaiters));
+	epoll_event ev[8];
+	EXPECT_EQ(epoll_wait(ep, ev, 8, 0), 0);
+	ASSERT_EQ(h0.release(), 0);
+	ASSERT_EQ(h1.release(), 0);
+
+	// Each release readies exactly the next file in queue order.
+	std::vector<int> order;
+	std::vector<int> held;
+	while (int(order.size()) < kWaiters) {
+		int n = epoll_wait(ep, ev, 8, 5000);
+		ASSERT_GT(n, 0) << "nothing ready after " << order.size();
+		// Files readied together come out of epoll in any order.
+		std::vector<int> ready;
+		for (int i = 0; i < n; i++)
+			ready.push_back(int(ev[i].data.u32));
+		std::sort(ready.begin(), ready.end());
+		for (int w : ready) {
+			auto got = files[w]->complete();
+			ASSERT_EQ(got.err, 0) << w;
+			order.push_back(w);
+			held.push_back(w);
+		}
+		ASSERT_LE(held.size(), 2u);
+		// Release the older hold: the next in line is granted.
+		ASSERT_EQ(files[held.front()]->release(), 0);
+		held.erase(held.begin());
+	}
+	for (int w : held)
+		ASSERT_EQ(files[w]->release(), 0);
+	for (int i = 0; i < kWaiters; i++)
+		EXPECT_EQ(order[i], i);
+	close(ep);
+}
+
+TEST_F(Async, BadUseIsRefusedAndAShrinkFailsTheWaitOnce)
+{
+	Dev d;
+	gpuslot_acquire a{};
+	a.size = sizeof(a);
+	a.flags = GPUSLOT_ACQUIRE_TRY;
+	EXPECT_EQ(ioctl_errno(d.fd(), GPUSLOT_IOC_ACQUIRE_ASYNC, &a), EINVAL);
+	a.flags = 0;
+	a.timeout_ns = 1;
+	EXPECT_EQ(ioctl_errno(d.fd(), GPUSLOT_IOC_ACQUIRE_ASYNC, &a), EINVAL);
+	EXPECT_EQ(d.acquire_async(1ULL << 5), EINVAL);
+	EXPECT_EQ(d.complete().err, EPERM);
+	EXPECT_EQ(d.cancel(), EPERM);
+
+	ASSERT_EQ(d.acquire_async(), 0);
+	EXPECT_EQ(d.acquire_async(), EBUSY);
+	EXPECT_EQ(d.acquire().err, EBUSY);
+	EXPECT_EQ(d.attach(0), EBUSY);
+	ASSERT_EQ(d.complete().err, 0);
+	EXPECT_EQ(d.acquire_async(), EDEADLK);
+	ASSERT_EQ(d.release(), 0);
+
+	// k = 2, slot 1 wanted, k back to 1: the wait fails, said once.
+	ASSERT_EQ(write_file(sysfs_path(0, "k"), "2"), 0);
+	Dev h0, h1;
+	ASSERT_EQ(h0.acquire().err, 0);
+	ASSERT_EQ(h1.acquire().err, 0);
+	ASSERT_EQ(d.acquire_async(1ULL << 1), 0);
+	ASSERT_TRUE(wait_waiters(1));
+	ASSERT_EQ(write_file(sysfs_path(0, "k"), "1"), 0);
+	EXPECT_TRUE(d.readable(5000));
+	EXPECT_EQ(d.acquire_async(), EBUSY);
+	EXPECT_EQ(d.complete().err, EINVAL);
+	EXPECT_FALSE(d.readable());
+	EXPECT_EQ(d.complete().err, EPERM);
+	EXPECT_EQ(h0.release(), 0);
+	EXPECT_EQ(h1.release(), 0);
+}
+
+} // namespace
+} // namespace gpuslot::test
