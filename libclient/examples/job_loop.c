@@ -25,11 +25,11 @@ static void run_job(void *stream, unsigned int slot)
 
 int main(int argc, char **argv)
 {
-	struct gpuslot_options o = { .size = sizeof(o), .gpu_index = -1 };
+	struct gpuslot_options o = { .size = sizeof(o) };
 	long jobs = argc > 1 ? strtol(argv[1], NULL, 10) : 10;
 	const char *backend = argc > 2 ? argv[2] : "auto";
 	struct gpuslot_client *c;
-	struct gpuslot_slot s;
+	struct gpuslot_slot s = { .size = sizeof(s) };
 	long done = 0, skipped = 0;
 
 	o.backend = !strcmp(backend, "none") ? GPUSLOT_BACKEND_NONE :
@@ -52,7 +52,8 @@ int main(int argc, char **argv)
 			break;
 		}
 		run_job(s.stream, s.index);
-		gpuslot_release_slot(c);
+		/* Waits for the job's work on s.stream, then hands over. */
+		gpuslot_release_slot(c, &s, 0);
 		done++;
 	}
 	printf("%ld jobs done, %ld skipped\n", done, skipped);

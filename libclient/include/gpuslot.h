@@ -2,30 +2,55 @@
 /*
  * libgpuslot: the client library of gpuslot.
  *
- * A client is one open file of /dev/gpuslot, attached to one GPU domain. It
- * reads the domain's layout (k and one compute-unit partition per slot),
- * creates one partition-restricted GPU stream per slot when it opens, and
- * per job: acquire a slot, run the job on that slot's stream, release.
+ * A client attaches a process to one GPU domain of /dev/gpuslot. It reads
+ * the domain's layout (k and one compute-unit partition per slot), creates
+ * one partition-restricted GPU stream per slot when it opens, and then any
+ * number of the process's threads run jobs: acquire a slot, run the job on
+ * that slot's stream, release.
  *
  *	struct gpuslot_options o = { .size = sizeof(o) };
  *	struct gpuslot_client *c;
- *	struct gpuslot_slot s;
+ *	struct gpuslot_slot s = { .size = sizeof(s) };
  *
  *	if (gpuslot_open(&o, &c) < 0)
  *		die(gpuslot_last_error());
- *	while (next_frame()) {
+ *	while (next_frame()) {			// in any number of threads
  *		if (gpuslot_acquire_slot(c, 50000000, 0, &s) < 0)
  *			continue;		// -ETIMEDOUT: skip this frame
- *		run_job(s.stream);		// hipStream_t with the hip backend
- *		gpuslot_release_slot(c);
+ *		run_job(s.stream);		// hipStream_t / CUstream
+ *		gpuslot_release_slot(c, &s, 0);	// waits for the job's GPU work
  *	}
  *	gpuslot_close(c);
  *
- * Every call returns 0 or a negative errno, and then
- * gpuslot_last_error() says what happened and what to do, for this thread.
- * A client serves one thread at a time and holds at most one slot; open one
- * client per thread that runs GPU jobs. A client belongs to the process
- * that opened it: a forked child gets -ECHILD and opens its own.
+ * Every call returns 0 or a negative errno, and then gpuslot_last_error()
+ * says what happened and what to do, for this thread.
+ *
+ * Threads. A client is thread-safe. Each thread's hold is its own (the
+ * library keeps one open file of the device per concurrent hold), while the
+ * streams and the hardware-queue reservation belong to the client: made
+ * once, however many threads use them. Clients opened in one process with
+ * the same domain, device and options share one set of streams and one
+ * reservation. A client belongs to the process that opened it: in a forked
+ * child every call fails with -ECHILD; the child opens its own.
+ *
+ * The release rule. gpuslot_release_slot() first waits until the work
+ * queued on the slot's stream has finished, then gives the slot to the next
+ * waiter: two holders' GPU work never overlaps on one slot. A caller that
+ * synchronised the stream itself passes GPUSLOT_RELEASE_NO_SYNC.
+ *
+ * Streams and layouts. A stream handed out in a slot stays valid, with its
+ * partition, until the caller retires its generation
+ * (gpuslot_retire_generation()) or closes the client, so that BLAS/DNN
+ * handles, graphs and framework streams built on it never dangle. When
+ * gpuslotd installs a new layout, slot.generation changes: the library
+ * builds the new streams outside any hold (never while the calling thread
+ * runs boosted), and the caller rebuilds what it made on the old streams,
+ * then retires the old generation. gpuslot_refresh() does the rebuild
+ * ahead of time, e.g. from a thread that watches sysfs.
+ *
+ * Structs carry their size: set .size = sizeof() before every call; the
+ * library accepts any size from the first published one (the *_SIZE_VER0
+ * literals) up, so programs built against an older or newer header work.
  */
 #ifndef GPUSLOT_H
 #define GPUSLOT_H
@@ -43,13 +68,19 @@ extern "C" {
 #define GPUSLOT_API
 #endif
 
+/* The version of this header; gpuslot_version() gives the library's. */
+#define GPUSLOT_VERSION_MAJOR 1
+#define GPUSLOT_VERSION_MINOR 1
+#define GPUSLOT_VERSION_PATCH 0
+#define GPUSLOT_VERSION_NUMBER(maj, min, patch) ((maj) << 16 | (min) << 8 | (patch))
+
 /* What backs a slot's stream. */
 enum gpuslot_backend {
-	/* hip when the layout has AMD CU partitions and HIP loads; else none */
+	/* hip for AMD CU layouts, cuda for NVIDIA SM layouts, else none */
 	GPUSLOT_BACKEND_AUTO = 0,
 	/* slots without GPU streams: CPU-side gating, tests */
 	GPUSLOT_BACKEND_NONE = 1,
-	/* one hipExtStreamCreateWithCUMask stream per slot (libamdhip64.so.5) */
+	/* one hipExtStreamCreateWithCUMask stream per slot (ROCm 5, 6, 7) */
 	GPUSLOT_BACKEND_HIP = 2,
 	/* one CUDA green context and stream per slot (libcuda.so.1) */
 	GPUSLOT_BACKEND_CUDA = 3,
@@ -57,107 +88,193 @@ enum gpuslot_backend {
 
 /* gpuslot_open(): fail at once when the queue budget is short (default). */
 #define GPUSLOT_OPEN_WAIT_QUEUES (1u << 0) /* wait for the budget instead */
+/* Use options.gpu_index as the runtime's device number (see below). */
+#define GPUSLOT_OPEN_GPU_INDEX (1u << 1)
 
 /* Wait without a deadline in gpuslot_acquire_slot(). */
 #define GPUSLOT_WAIT_FOREVER (-1)
+
+/* gpuslot_release_slot(): the caller synchronised the stream itself. */
+#define GPUSLOT_RELEASE_NO_SYNC (1u << 0)
 
 struct gpuslot_options {
 	uint32_t size;		/* sizeof(struct gpuslot_options) */
 	uint32_t domain;	/* the GPU domain, 0 .. nr_domains - 1 */
 	uint32_t backend;	/* enum gpuslot_backend */
 	uint32_t flags;		/* GPUSLOT_OPEN_* */
-	int32_t gpu_index;	/* HIP/CUDA device ordinal; -1: same as domain */
-	uint32_t __reserved;	/* must be 0 */
+	/*
+	 * Which runtime device is the domain's GPU. Without
+	 * GPUSLOT_OPEN_GPU_INDEX (the default, so 0 here is fine) the library
+	 * finds it by the PCI address gpuslotd records for the domain, so
+	 * device numbering and HIP/CUDA_VISIBLE_DEVICES cannot point it at
+	 * another GPU. With the flag: the runtime's device @gpu_index.
+	 */
+	int32_t gpu_index;
+	uint32_t __reserved0;	/* must be 0 */
+	/* Slots to build streams for (bit i: slot i); 0: every slot. */
+	uint64_t slot_mask;
 	const char *device;	/* NULL: /dev/gpuslot */
 	const char *sysfs_root; /* NULL: /sys/kernel/gpuslot */
+	uint64_t __reserved[4];	/* must be 0 */
 };
+#define GPUSLOT_OPTIONS_SIZE_VER0 80
 
 struct gpuslot_client;
 
-/* A slot the client holds. */
+/* A slot held, or being acquired asynchronously. */
 struct gpuslot_slot {
+	uint32_t size;		/* in: sizeof(struct gpuslot_slot) */
 	uint32_t index;		/* 0 .. k - 1 */
-	uint32_t units;		/* the units (CUs) of its partition */
-	uint64_t generation;	/* the layout generation it was granted in */
-	void *stream;		/* hipStream_t (hip); NULL (none) */
+	uint32_t units;		/* the units (CUs, SMs) of its partition */
+	int32_t poll_fd;	/* gpuslot_acquire_start(): poll for POLLIN */
+	uint64_t generation;	/* the layout generation of its stream */
+	void *stream;		/* hipStream_t, CUstream; NULL (none) */
+	uint64_t handle;	/* the library's: leave it alone */
+	uint64_t __reserved[4];
 };
+#define GPUSLOT_SLOT_SIZE_VER0 72
 
-/* The layout the client's streams were built for. */
+/* The layout the client's current streams were built for. */
 struct gpuslot_layout_info {
+	uint32_t size;		/* in: sizeof(struct gpuslot_layout_info) */
 	uint32_t k;
 	uint32_t unit_kind;	/* GPUSLOT_UNIT_* of <linux/gpuslot.h> */
 	uint32_t nr_units;	/* the GPU's units (CUs) */
-	uint32_t hqd_reserved;	/* hardware queues this client reserved */
+	uint32_t hqd_reserved;	/* hardware queues the client reserved */
+	uint32_t live_generations; /* stream sets kept: current + unretired */
 	uint64_t generation;
-	uint64_t rebuilds;	/* times the streams were rebuilt */
+	uint64_t rebuilds;	/* times new streams were built */
 	const char *backend;	/* "none", "hip", "cuda" */
 	/* "" or what the user should know, e.g. that MPS is not running */
 	const char *notice;
+	uint64_t __reserved[4];
 };
+#define GPUSLOT_LAYOUT_INFO_SIZE_VER0 88
+
+/* The library's version, GPUSLOT_VERSION_NUMBER(major, minor, patch). */
+GPUSLOT_API uint32_t gpuslot_version(void);
 
 /*
  * gpuslot_open - open a client of GPU domain @opts->domain.
  *
  * Reads the layout, reserves the hardware queues the backend will create
- * (its streams, HIP's default queue pool and runtime queues), then creates
- * one stream per slot. This is the slow part (milliseconds per stream) and
- * happens once: creating or re-masking a queue later would preempt every
- * queue on the GPU. The hip backend sets GPU_MAX_HW_QUEUES=1 unless it is
- * set, which only works before the program's first HIP call. The cuda
- * backend makes one green context per partitioned slot from the layout's
- * SM groups; without an MPS control daemon, green contexts of different
- * processes time-slice (gpuslot_client_layout()'s notice says so).
+ * (its streams, and HIP's default queue pool and runtime queues once per
+ * process), then creates one stream per slot of @opts->slot_mask. This is
+ * the slow part (milliseconds per stream) and happens once: creating or
+ * re-masking a queue later would preempt every queue on the GPU.
+ *
+ * HIP: the runtime already in the process is used (PyTorch-ROCm loaded
+ * one), else libamdhip64.so.7, .so.6, .so.5 in that order. The library sets
+ * GPU_MAX_HW_QUEUES=1 when it loads HIP itself and the variable is unset;
+ * when HIP was loaded before, its pool (GPU_MAX_HW_QUEUES, default 4) is
+ * reserved as it is, and the layout notice says how to shrink it.
+ * CUDA: one green context per partitioned slot from the layout's SM
+ * groups; without an MPS control daemon, green contexts of different
+ * processes time-slice (the layout notice says so). No call leaves a
+ * context current on the calling thread that was not current before.
  *
  * Errors: -ENOENT no /dev/gpuslot (module not loaded); -EACCES not in the
- * device's group; -EINVAL bad options or domain; -ENOSPC the queue budget
- * is short (the message names who holds it); -EOPNOTSUPP a backend this
- * build or layout cannot serve; -ENODEV HIP, CUDA or the GPU is missing;
- * -EIO a stream could not be created, or the layout was planned for
- * another GPU.
+ * device's group; -EINVAL bad options or domain; -E2BIG options from a
+ * newer library with fields this one does not know; -ENOSPC the queue
+ * budget is short (the message names who holds it); -ENODEV the backend's
+ * runtime (HIP or CUDA) cannot be loaded, or the domain's GPU is not
+ * visible to it; -EOPNOTSUPP a layout the backend cannot serve; -EIO a
+ * stream could not be created, or the layout was planned for another GPU.
  */
 GPUSLOT_API int gpuslot_open(const struct gpuslot_options *opts,
 			     struct gpuslot_client **out);
 
 /*
- * gpuslot_close - destroy the streams, release a held slot and the queue
- * reservation, and free @c. NULL is allowed. In a forked child it only
- * closes the child's descriptor: the parent's slot stays held.
+ * gpuslot_close - end @c: slots still held are released (without waiting
+ * for their work), and when the last client sharing them closes, the
+ * streams are destroyed and the queue reservation returned. NULL is
+ * allowed. In a forked child it only closes the child's descriptors: the
+ * parent's slots stay held.
  */
 GPUSLOT_API void gpuslot_close(struct gpuslot_client *c);
 
 /*
- * gpuslot_acquire_slot - take a slot, in strict FIFO order with other waiters.
+ * gpuslot_acquire_slot - take a slot, in strict FIFO order with every other
+ * waiter of the domain, into @slot (set slot->size first).
  *
  * @timeout_ns: 0 tries once (-EAGAIN), GPUSLOT_WAIT_FOREVER waits, > 0
  * waits at most that long (-ETIMEDOUT). @allowed_mask: bit i allows slot
- * i; 0 allows any. While it holds the slot the calling thread runs
- * SCHED_FIFO (the domain's boost_priority) and gets its old policy back on
- * release.
+ * i; 0 allows any slot the client has streams for. While it holds the slot
+ * the calling thread runs SCHED_FIFO (the domain's boost_priority) and gets
+ * its old policy back on release.
  *
- * When the slot was granted under a newer layout than the streams were
- * built for (gpuslotd re-planned), the streams are rebuilt before this
- * returns: every stream is synchronised and destroyed, then created anew.
- * That costs milliseconds once per layout change, counted in the hold.
+ * A grant under a layout newer than the client's streams is given back,
+ * the new streams are built (outside the hold) and the call queues again:
+ * once per layout change it loses its place in the queue.
  *
  * Errors: -EAGAIN, -ETIMEDOUT, -EINTR (a signal; nothing is held);
- * -EDEADLK the client already holds a slot; -EINVAL a mask that allows no
- * slot below k; -ECHILD called in a forked child; -EIO or -ENOSPC the
- * streams could not be rebuilt (the slot is released).
+ * -EINVAL a mask that allows no slot below k, or none the client built
+ * streams for; -ECHILD in a forked child; -EIO or -ENOSPC new streams
+ * could not be built (nothing is held).
  */
 GPUSLOT_API int gpuslot_acquire_slot(struct gpuslot_client *c, int64_t timeout_ns,
-				uint64_t allowed_mask,
-				struct gpuslot_slot *slot);
+				     uint64_t allowed_mask,
+				     struct gpuslot_slot *slot);
 
 /*
- * gpuslot_release_slot - give the held slot to the next waiter. The job's GPU
- * work may still run: synchronise the stream first if the next holder must
- * not overlap with it. Errors: -EPERM nothing held; -ECHILD.
+ * gpuslot_release_slot - wait until the work queued on @slot's stream has
+ * finished (unless @flags has GPUSLOT_RELEASE_NO_SYNC), then give the slot
+ * to the next waiter. Any thread of the process may release it.
+ * Errors: -EINVAL @slot is not a slot this client holds; -ECHILD; -EIO
+ * the stream reported an error while waiting (the slot is released all
+ * the same: the error is the job's, the message has the runtime's words).
  */
-GPUSLOT_API int gpuslot_release_slot(struct gpuslot_client *c);
+GPUSLOT_API int gpuslot_release_slot(struct gpuslot_client *c,
+				     struct gpuslot_slot *slot, uint32_t flags);
 
-/* gpuslot_client_layout - the layout the streams are built for. */
+/*
+ * Asynchronous acquire, for event loops (ROS 2 executors, asyncio, epoll):
+ *
+ * gpuslot_acquire_start - queue for a slot without blocking. On return
+ * slot->poll_fd (also gpuslot_acquire_fd()) is a descriptor that becomes
+ * readable (POLLIN) when the slot is granted; the queue place is kept until
+ * then. @allowed_mask as for gpuslot_acquire_slot().
+ *
+ * gpuslot_acquire_complete - 0 and @slot filled in as by
+ * gpuslot_acquire_slot() once granted; the calling thread is the holder and
+ * runs boosted from here. -EAGAIN while still queued (poll again), also
+ * when the grant came under a newer layout: the new streams were built and
+ * the slot queued again. -EINVAL k shrank below every allowed slot (the
+ * acquire is over).
+ *
+ * gpuslot_acquire_cancel - leave the queue, or give back a slot granted
+ * and not completed. Closing the client cancels too.
+ *
+ * Do not close poll_fd: it is the library's, and stays open for the next
+ * acquire.
+ */
+GPUSLOT_API int gpuslot_acquire_start(struct gpuslot_client *c, uint64_t allowed_mask,
+				      struct gpuslot_slot *slot);
+GPUSLOT_API int gpuslot_acquire_fd(const struct gpuslot_slot *slot);
+GPUSLOT_API int gpuslot_acquire_complete(struct gpuslot_client *c,
+					 struct gpuslot_slot *slot);
+GPUSLOT_API int gpuslot_acquire_cancel(struct gpuslot_client *c,
+				       struct gpuslot_slot *slot);
+
+/*
+ * gpuslot_refresh - build streams for the domain's current layout now, if
+ * it is newer than the client's, outside any hold. Returns 1 if it built
+ * new streams, 0 if they were current, or -errno (-ENOSPC, -EIO).
+ */
+GPUSLOT_API int gpuslot_refresh(struct gpuslot_client *c);
+
+/*
+ * gpuslot_retire_generation - the caller is done with the streams of
+ * layout generations up to @generation: they are synchronised and
+ * destroyed, and their hardware queues returned. The current generation is
+ * never retired. Errors: -EBUSY a slot of such a generation is still held.
+ */
+GPUSLOT_API int gpuslot_retire_generation(struct gpuslot_client *c,
+					  uint64_t generation);
+
+/* gpuslot_client_layout - the layout the current streams are built for. */
 GPUSLOT_API int gpuslot_client_layout(struct gpuslot_client *c,
-			       struct gpuslot_layout_info *out);
+				      struct gpuslot_layout_info *out);
 
 /*
  * gpuslot_last_error - what the calling thread's last failed gpuslot call

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // What backs a slot's stream: the seam between the client (the lock, the
-// layout) and a GPU runtime (HIP now, CUDA green contexts later).
+// layout, the queue budget) and a GPU runtime (HIP, CUDA green contexts).
 #pragma once
 
 #include <cstdint>
@@ -21,32 +21,60 @@ struct SlotLayout {
 	uint64_t generation = 0;
 };
 
-// The module's hardware-queue budget, as a backend reserves from it.
-class QueueBudget {
-public:
-	virtual ~QueueBudget() = default;
-	// 0, or -errno with *error saying why (ENOSPC names the holders).
-	virtual int reserve(unsigned int count, std::string *error) = 0;
-	virtual void unreserve(unsigned int count) = 0;
+// The streams of one layout generation. Slots outside the set's slot mask
+// have no stream (nullptr) and take no queue.
+struct StreamSet {
+	uint64_t generation = 0;
+	uint64_t slots = 0; // the slots built
+	std::vector<void *> streams;
+	// Per slot, what the backend keeps beside the stream (a green context).
+	std::vector<void *> contexts;
+	// Per slot, the units the stream really has, read back where the
+	// runtime can tell (0: not read back).
+	std::vector<unsigned int> units;
+	unsigned int queues = 0; // hardware queues its streams take
+	// Per slot: handed out in a slot, so it lives until retired.
+	std::vector<bool> handed_out;
+};
+
+// Which runtime device is the domain's GPU.
+struct DeviceChoice {
+	std::string pci_bus_id; // "DDDD:BB:DD.F" from sysfs, "" unknown
+	int ordinal = -1;       // >= 0: the caller named the runtime's device
+	unsigned int domain = 0;
 };
 
 class Backend {
 public:
 	virtual ~Backend() = default;
 	virtual const char *name() const = 0;
-	// One stream per slot of @layout into *streams, after reserving the
-	// queues they need from @budget. On failure nothing is left created
-	// and *error says what failed; returns 0 or -errno.
-	virtual int build(const SlotLayout &layout, QueueBudget &budget,
-			  std::vector<void *> *streams, std::string *error) = 0;
-	// Synchronise and destroy *streams (the reservation stays for the
-	// next build, which adjusts it).
-	virtual void destroy(std::vector<void *> *streams) = 0;
-	// Queues reserved now.
-	virtual unsigned int reserved() const = 0;
+	// Queues the runtime takes for itself, once per process and GPU.
+	virtual unsigned int runtime_queues() const { return 0; }
+	// Queues a set of @layout's slots in @slots takes.
+	virtual unsigned int set_queues(const SlotLayout &layout, uint64_t slots) const = 0;
+	// Streams for @layout's slots in @slots into *set, whose queues the
+	// caller reserved. On failure nothing is left created, *error says
+	// what failed, and the result is -errno.
+	virtual int build(const SlotLayout &layout, uint64_t slots, StreamSet *set,
+			  std::string *error) = 0;
+	// Wait for the work queued on @stream: 0, or -EIO with *error.
+	virtual int synchronize(void *stream, std::string *error) = 0;
+	// Synchronise and destroy slot @slot's stream of @set.
+	virtual void destroy_slot(StreamSet *set, unsigned int slot) = 0;
 	// Something the user should know about the streams, or "".
-	virtual const char *notice() const { return ""; }
+	virtual std::string notice() const { return ""; }
+
+	void destroy(StreamSet *set)
+	{
+		for (unsigned int s = 0; s < set->streams.size(); s++)
+			if (set->slots >> s & 1)
+				destroy_slot(set, s);
+		set->slots = 0;
+	}
 };
+
+// The slots of @layout that @wanted (0: all) selects.
+uint64_t layout_slots(const SlotLayout &layout, uint64_t wanted);
 
 std::unique_ptr<Backend> make_none_backend();
 

@@ -1,24 +1,41 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // The "none" backend: slots without GPU streams, for CPU-side gating and
-// tests. It creates no queue, so it reserves none.
+// tests. It creates no queue, so it reserves none, and has nothing to wait
+// for at release.
 #include "backend.hpp"
 
 namespace gpuslot {
+
+uint64_t layout_slots(const SlotLayout &layout, uint64_t wanted)
+{
+	const uint64_t all = layout.k >= 64 ? ~0ULL : (1ULL << layout.k) - 1;
+	return wanted ? all & wanted : all;
+}
+
 namespace {
 
 class NoneBackend : public Backend {
 public:
 	const char *name() const override { return "none"; }
+	unsigned int set_queues(const SlotLayout &, uint64_t) const override { return 0; }
 
-	int build(const SlotLayout &layout, QueueBudget &, std::vector<void *> *streams,
+	int build(const SlotLayout &layout, uint64_t slots, StreamSet *set,
 		  std::string *) override
 	{
-		streams->assign(layout.k, nullptr);
+		set->generation = layout.generation;
+		set->slots = slots;
+		set->streams.assign(layout.k, nullptr);
+		set->contexts.assign(layout.k, nullptr);
+		set->units.assign(layout.k, 0);
+		set->handed_out.assign(layout.k, false);
 		return 0;
 	}
 
-	void destroy(std::vector<void *> *streams) override { streams->clear(); }
-	unsigned int reserved() const override { return 0; }
+	int synchronize(void *, std::string *) override { return 0; }
+	void destroy_slot(StreamSet *set, unsigned int slot) override
+	{
+		set->slots &= ~(1ULL << slot);
+	}
 };
 
 } // namespace

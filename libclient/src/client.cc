@@ -1,25 +1,40 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// The C API of libgpuslot (gpuslot.h): a client over one open file of
-// /dev/gpuslot, its layout, and a backend's streams.
-#include <fcntl.h>
-#include <linux/gpuslot.h>
-#include <sys/ioctl.h>
-#include <time.h>
+// The C API of libgpuslot (gpuslot.h): checking what callers pass, the
+// process-wide registry that lets clients of one domain share their
+// streams, and the calls, which ProcessDomain carries out.
 #include <unistd.h>
 
-#include <bit>
+#include <linux/gpuslot.h>
+
 #include <cerrno>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <vector>
+#include <tuple>
 
-#include "backend.hpp"
+#include "client_internal.hpp"
 #include "cuda_backend.hpp"
+#include "device_choice.hpp"
 #include "gpuslot.h"
 #include "hip_backend.hpp"
-#include "hqd_message.hpp"
+#include "process_domain.hpp"
+
+// The *_SIZE_VER0 literals are ABI: the structs may grow, never shrink.
+static_assert(sizeof(void *) != 8 || sizeof(gpuslot_options) == GPUSLOT_OPTIONS_SIZE_VER0);
+static_assert(sizeof(void *) != 8 || sizeof(gpuslot_slot) == GPUSLOT_SLOT_SIZE_VER0);
+static_assert(sizeof(void *) != 8 ||
+	      sizeof(gpuslot_layout_info) == GPUSLOT_LAYOUT_INFO_SIZE_VER0);
+
+using namespace gpuslot;
+
+struct gpuslot_client {
+	std::shared_ptr<ProcessDomain> domain;
+	pid_t owner = 0;
+	std::string notice; // storage for gpuslot_layout_info.notice
+	std::mutex notice_lock;
+};
 
 namespace gpuslot {
 namespace {
@@ -33,112 +48,40 @@ int fail(int code, std::string message)
 	return code;
 }
 
-int ioctl_errno(int fd, unsigned long cmd, void *arg)
+// A struct a caller passes in: at least its first published size, and
+// anything past what this library knows must be zero (it came from a
+// newer header and means something this library cannot do).
+int check_in_struct(const void *p, uint32_t size, size_t ver0, size_t known, const char *what)
 {
-	return ioctl(fd, cmd, arg) ? errno : 0;
-}
-
-uint64_t now_ns()
-{
-	timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return uint64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
-
-} // namespace
-
-// The module's queue budget through the client's file.
-class ModuleBudget : public QueueBudget {
-public:
-	ModuleBudget(int fd, unsigned int domain, std::string sysfs_root, bool wait)
-		: fd_(fd), domain_(domain), sysfs_root_(std::move(sysfs_root)), wait_(wait)
-	{
-	}
-
-	int reserve(unsigned int count, std::string *error) override
-	{
-		gpuslot_reserve_queues r{};
-		r.size = sizeof(r);
-		r.count = count;
-		r.flags = wait_ ? GPUSLOT_RESERVE_WAIT : 0;
-		int err = ioctl_errno(fd_, GPUSLOT_IOC_RESERVE_QUEUES, &r);
-		if (err == ENOSPC) {
-			auto e = explain_hqd_exhausted(sysfs_root_,
-						       "/sys/module/amdgpu/parameters/sched_policy",
-						       domain_, count);
-			*error = e.error ? "hardware queue budget exhausted (" + e.text + ")" : e.text;
-		} else if (err) {
-			*error = "reserving " + std::to_string(count) +
-				 " hardware queues: " + strerror(err);
-		}
-		return -err;
-	}
-
-	void unreserve(unsigned int count) override
-	{
-		gpuslot_unreserve_queues u{};
-		u.size = sizeof(u);
-		u.count = count;
-		ioctl_errno(fd_, GPUSLOT_IOC_UNRESERVE_QUEUES, &u);
-	}
-
-private:
-	int fd_;
-	unsigned int domain_;
-	std::string sysfs_root_;
-	bool wait_;
-};
-
-} // namespace gpuslot
-
-using namespace gpuslot;
-
-struct gpuslot_client {
-	int fd = -1;
-	pid_t owner = 0;
-	unsigned int domain = 0;
-	std::unique_ptr<ModuleBudget> budget;
-	std::unique_ptr<Backend> backend;
-	SlotLayout layout;
-	std::vector<void *> streams;
-	uint64_t rebuilds = 0;
-	// Serialises acquire's rebuild against gpuslot_client_layout() readers.
-	std::mutex lock;
-};
-
-namespace {
-
-int read_layout(gpuslot_client *c, SlotLayout *out)
-{
-	std::vector<gpuslot_partition> parts(GPUSLOT_MAX_SLOTS);
-	gpuslot_layout l{};
-	l.size = sizeof(l);
-	l.nr_partitions = parts.size();
-	l.partitions = reinterpret_cast<uintptr_t>(parts.data());
-	if (int err = ioctl_errno(c->fd, GPUSLOT_IOC_GET_LAYOUT, &l))
-		return fail(-err, std::string("GET_LAYOUT: ") + strerror(err) +
-					  (err == ENOTTY ? " (the loaded module predates "
-							   "layouts: load the one built with "
-							   "this library)"
-							 : ""));
-	SlotLayout s;
-	s.k = l.k;
-	s.unit_kind = l.unit_kind;
-	s.nr_units = l.nr_units;
-	s.unit_size = l.unit_size;
-	s.generation = l.generation;
-	const unsigned int words = (l.nr_units + 31) / 32;
-	for (unsigned int slot = 0; slot < l.k; slot++) {
-		std::vector<uint32_t> mask(words);
-		bool any = false;
-		for (unsigned int w = 0; w < words; w++) {
-			mask[w] = uint32_t(parts[slot].units[w / 2] >> (32 * (w % 2)));
-			any |= mask[w] != 0;
-		}
-		s.masks.push_back(any ? mask : std::vector<uint32_t>{});
-	}
-	*out = std::move(s);
+	if (size < ver0)
+		return fail(-EINVAL, std::string(what) + ".size is " + std::to_string(size) +
+					     ": set it to sizeof(struct " + what + ")");
+	const char *tail = static_cast<const char *>(p) + known;
+	for (size_t i = known; i < size; i++)
+		if (tail[i - known])
+			return fail(-E2BIG, std::string(what) +
+						    " has fields this libgpuslot does not know (a "
+						    "newer header): update the library");
 	return 0;
+}
+
+// An output struct: at least its first published size. The library
+// writes what it knows (up to the caller's size) and zeroes the rest.
+int check_out_struct(uint32_t size, size_t ver0, const char *what)
+{
+	if (size < ver0)
+		return fail(-EINVAL, std::string(what) + ".size is " + std::to_string(size) +
+					     ": set it to sizeof(struct " + what + ")");
+	return 0;
+}
+
+template <class T> void copy_out(const T &src, T *dst, uint32_t size)
+{
+	const uint32_t n = size < sizeof(T) ? size : uint32_t(sizeof(T));
+	std::memcpy(reinterpret_cast<char *>(dst) + sizeof(uint32_t),
+		    reinterpret_cast<const char *>(&src) + sizeof(uint32_t), n - sizeof(uint32_t));
+	if (size > sizeof(T))
+		std::memset(reinterpret_cast<char *>(dst) + sizeof(T), 0, size - sizeof(T));
 }
 
 bool in_child(const gpuslot_client *c)
@@ -148,214 +91,260 @@ bool in_child(const gpuslot_client *c)
 
 int child_error(const gpuslot_client *c)
 {
-	return fail(-ECHILD, "this client was opened by process " +
-				     std::to_string(c->owner) +
+	return fail(-ECHILD, "this client was opened by process " + std::to_string(c->owner) +
 				     "; a forked child opens its own with gpuslot_open()");
 }
 
-// Streams for @c->layout; the old ones are destroyed first.
-int build_streams(gpuslot_client *c)
-{
-	std::string error;
-	c->backend->destroy(&c->streams);
-	if (int err = c->backend->build(c->layout, *c->budget, &c->streams, &error))
-		return fail(err, "gpu" + std::to_string(c->domain) + ": " + error);
-	return 0;
-}
+// Clients of one process that asked for the same thing share a domain.
+using Key = std::tuple<pid_t, std::string, std::string, unsigned int, uint32_t, int, uint64_t>;
+std::mutex registry_lock;
+std::map<Key, std::weak_ptr<ProcessDomain>> registry;
 
-unsigned int slot_units(const SlotLayout &l, unsigned int slot)
+// The backend @opts asks for, on @layout.
+BackendFactory default_backends(const gpuslot_options &opts, const std::string &sysfs)
 {
-	if (slot >= l.masks.size() || l.masks[slot].empty())
-		return l.nr_units;
-	unsigned int n = 0;
-	for (uint32_t w : l.masks[slot])
-		n += std::popcount(w);
-	return n;
+	return [opts, sysfs](const SlotLayout &layout, std::unique_ptr<Backend> *out,
+			     std::string *error) {
+		uint32_t backend = opts.backend;
+		if (backend == GPUSLOT_BACKEND_AUTO)
+			backend = layout.unit_kind == GPUSLOT_UNIT_AMD_CU ? GPUSLOT_BACKEND_HIP
+				  : layout.unit_kind == GPUSLOT_UNIT_NV_SM_GROUP
+					  ? GPUSLOT_BACKEND_CUDA
+					  : GPUSLOT_BACKEND_NONE;
+		DeviceChoice device;
+		device.domain = opts.domain;
+		if (opts.flags & GPUSLOT_OPEN_GPU_INDEX)
+			device.ordinal = opts.gpu_index;
+		else
+			device.pci_bus_id = read_pci_bus_id(sysfs, opts.domain);
+		const char *fallback = "; use GPUSLOT_BACKEND_NONE for CPU-side gating";
+		if (backend == GPUSLOT_BACKEND_CUDA) {
+			CudaApi api;
+			if (!load_cuda(&api, error)) {
+				*error += fallback;
+				return -ENODEV;
+			}
+			*out = std::make_unique<CudaBackend>(api, device);
+		} else if (backend == GPUSLOT_BACKEND_HIP) {
+			HipRuntime rt;
+			if (!load_hip(&rt, error)) {
+				*error += fallback;
+				return -ENODEV;
+			}
+			*out = make_hip_backend(rt, device);
+		} else {
+			*out = make_none_backend();
+		}
+		return 0;
+	};
 }
 
 } // namespace
 
-extern "C" int gpuslot_open(const struct gpuslot_options *opts, struct gpuslot_client **out)
+int open_client(const gpuslot_options *opts, const BackendFactory *backends,
+		gpuslot_client **out)
 {
-	// The first published struct is the one this library was built with.
-	constexpr size_t kSizeVer0 = sizeof(gpuslot_options);
 	if (!opts || !out)
 		return fail(-EINVAL, "gpuslot_open() needs options and a place for the client");
-	if (opts->size < kSizeVer0)
-		return fail(-EINVAL, "options.size is " + std::to_string(opts->size) +
-					     ": set it to sizeof(struct gpuslot_options)");
-	const char *extra = reinterpret_cast<const char *>(opts) + kSizeVer0;
-	for (size_t i = 0; i < opts->size - kSizeVer0; i++)
-		if (extra[i])
-			return fail(-E2BIG, "options are from a newer libgpuslot");
-	if (opts->__reserved || (opts->flags & ~GPUSLOT_OPEN_WAIT_QUEUES))
-		return fail(-EINVAL, "unknown flags or a nonzero __reserved in options");
+	if (int err = check_in_struct(opts, opts->size, GPUSLOT_OPTIONS_SIZE_VER0,
+				      sizeof(*opts), "gpuslot_options"))
+		return err;
+	bool reserved_zero = !opts->__reserved0;
+	for (uint64_t r : opts->__reserved)
+		reserved_zero &= !r;
+	if (!reserved_zero ||
+	    (opts->flags & ~(GPUSLOT_OPEN_WAIT_QUEUES | GPUSLOT_OPEN_GPU_INDEX)))
+		return fail(-EINVAL, "unknown flags or a nonzero __reserved field in options");
 	if (opts->backend > GPUSLOT_BACKEND_CUDA)
 		return fail(-EINVAL, "backend " + std::to_string(opts->backend) +
 					     " is not one of AUTO, NONE, HIP, CUDA");
+	if ((opts->flags & GPUSLOT_OPEN_GPU_INDEX) && opts->gpu_index < 0)
+		return fail(-EINVAL, "gpu_index " + std::to_string(opts->gpu_index) +
+					     " with GPUSLOT_OPEN_GPU_INDEX: use a device number >= 0");
+
+	ProcessDomain::Config config;
+	config.device = opts->device ? opts->device : "/dev/gpuslot";
+	config.sysfs_root = opts->sysfs_root ? opts->sysfs_root : "/sys/kernel/gpuslot";
+	config.domain = opts->domain;
+	config.slot_mask = opts->slot_mask;
+	config.wait_for_queues = opts->flags & GPUSLOT_OPEN_WAIT_QUEUES;
+	const int gpu = opts->flags & GPUSLOT_OPEN_GPU_INDEX ? opts->gpu_index : -1;
 
 	auto c = std::make_unique<gpuslot_client>();
-	const std::string device = opts->device ? opts->device : "/dev/gpuslot";
-	const std::string sysfs = opts->sysfs_root ? opts->sysfs_root : "/sys/kernel/gpuslot";
 	c->owner = getpid();
-	c->domain = opts->domain;
-	c->fd = open(device.c_str(), O_RDWR | O_CLOEXEC);
-	if (c->fd < 0) {
-		int err = errno;
-		return fail(-err, device + ": " + strerror(err) +
-					  (err == ENOENT ? " (load the gpuslot module)"
-					   : err == EACCES ? " (join the gpuslot group)"
-							   : ""));
+	// A test's backend is its own: such clients share nothing.
+	const Key key{c->owner,	     config.device, config.sysfs_root, config.domain,
+		      opts->backend, gpu,	    config.slot_mask};
+	std::lock_guard<std::mutex> hold(registry_lock);
+	if (!backends) {
+		auto it = registry.find(key);
+		if (it != registry.end()) {
+			c->domain = it->second.lock();
+			if (!c->domain)
+				registry.erase(it);
+		}
 	}
-	gpuslot_attach a{};
-	a.size = sizeof(a);
-	a.domain = opts->domain;
-	if (int err = ioctl_errno(c->fd, GPUSLOT_IOC_ATTACH, &a)) {
-		int code = fail(-err, "no GPU domain " + std::to_string(opts->domain) +
-					      ": " + strerror(err));
-		close(c->fd);
-		return code;
-	}
-	auto cleanup = [&](int code) {
-		close(c->fd);
-		return code;
-	};
-	if (int err = read_layout(c.get(), &c->layout))
-		return cleanup(err);
-	c->budget = std::make_unique<ModuleBudget>(c->fd, c->domain, sysfs,
-						   opts->flags & GPUSLOT_OPEN_WAIT_QUEUES);
-
-	uint32_t backend = opts->backend;
-	if (backend == GPUSLOT_BACKEND_AUTO)
-		backend = c->layout.unit_kind == GPUSLOT_UNIT_AMD_CU ? GPUSLOT_BACKEND_HIP
-			  : c->layout.unit_kind == GPUSLOT_UNIT_NV_SM_GROUP
-				  ? GPUSLOT_BACKEND_CUDA
-				  : GPUSLOT_BACKEND_NONE;
-	const int gpu = opts->gpu_index >= 0 ? opts->gpu_index : int(opts->domain);
-	if (backend == GPUSLOT_BACKEND_CUDA) {
-		CudaApi api;
+	if (!c->domain) {
 		std::string error;
-		if (!load_cuda(&api, &error))
-			return cleanup(fail(-EOPNOTSUPP, error + "; use GPUSLOT_BACKEND_NONE "
-								 "for CPU-side gating"));
-		c->backend = std::make_unique<CudaBackend>(api, gpu);
-	} else if (backend == GPUSLOT_BACKEND_HIP) {
-		HipApi api;
-		std::string error;
-		if (!load_hip(&api, &error))
-			return cleanup(fail(-ENODEV, error + "; use GPUSLOT_BACKEND_NONE "
-							     "for CPU-side gating"));
-		c->backend = make_hip_backend(api, gpu);
-	} else {
-		c->backend = make_none_backend();
+		const BackendFactory factory =
+			backends ? *backends : default_backends(*opts, config.sysfs_root);
+		if (int err = ProcessDomain::open(config, factory, &c->domain, &error))
+			return fail(err, error);
+		if (!backends)
+			registry[key] = c->domain;
 	}
-	if (int err = build_streams(c.get()))
-		return cleanup(err);
 	*out = c.release();
 	return 0;
+}
+
+} // namespace gpuslot
+
+extern "C" uint32_t gpuslot_version(void)
+{
+	return GPUSLOT_VERSION_NUMBER(GPUSLOT_VERSION_MAJOR, GPUSLOT_VERSION_MINOR,
+				      GPUSLOT_VERSION_PATCH);
+}
+
+extern "C" int gpuslot_open(const struct gpuslot_options *opts, struct gpuslot_client **out)
+{
+	return open_client(opts, nullptr, out);
 }
 
 extern "C" void gpuslot_close(struct gpuslot_client *c)
 {
 	if (!c)
 		return;
-	// A forked child shares the parent's open file description: closing
-	// its descriptor leaves the parent's slot and streams alone.
+	// In a forked child the holds are the parent's.
 	if (!in_child(c))
-		c->backend->destroy(&c->streams);
-	close(c->fd);
+		c->domain->drop_owner(c);
+	{
+		// The last client of the domain destroys it here.
+		std::lock_guard<std::mutex> hold(registry_lock);
+		c->domain.reset();
+	}
 	delete c;
 }
 
-extern "C" int gpuslot_acquire_slot(struct gpuslot_client *c, int64_t timeout_ns,
-			       uint64_t allowed_mask, struct gpuslot_slot *slot)
+// The checks every slot call makes.
+static int slot_call(gpuslot_client *c, gpuslot_slot *slot, const char *fn)
 {
 	if (!c || !slot)
-		return fail(-EINVAL, "gpuslot_acquire_slot() needs a client and a slot");
+		return fail(-EINVAL, std::string(fn) + "() needs a client and a slot");
 	if (in_child(c))
 		return child_error(c);
+	return check_out_struct(slot->size, GPUSLOT_SLOT_SIZE_VER0, "gpuslot_slot");
+}
+
+// Run @call on a full-size copy of the caller's slot and copy it back.
+template <class Call> static int with_slot(gpuslot_slot *slot, Call call)
+{
+	gpuslot_slot mine{};
+	const uint32_t n = slot->size < sizeof(mine) ? slot->size : uint32_t(sizeof(mine));
+	std::memcpy(&mine, slot, n);
+	mine.size = sizeof(mine);
+	// Reserved members are the library's to define: zero today.
+	for (uint64_t &r : mine.__reserved)
+		r = 0;
+	std::string error;
+	int ret = call(&mine, &error);
+	copy_out(mine, slot, slot->size);
+	return ret < 0 ? fail(ret, error) : ret;
+}
+
+extern "C" int gpuslot_acquire_slot(struct gpuslot_client *c, int64_t timeout_ns,
+				    uint64_t allowed_mask, struct gpuslot_slot *slot)
+{
+	if (int err = slot_call(c, slot, "gpuslot_acquire_slot"))
+		return err;
 	if (timeout_ns < GPUSLOT_WAIT_FOREVER)
 		return fail(-EINVAL, "timeout_ns " + std::to_string(timeout_ns) +
 					     ": use 0 (try), GPUSLOT_WAIT_FOREVER, or a positive timeout");
-	const uint64_t deadline = timeout_ns > 0 ? now_ns() + uint64_t(timeout_ns) : 0;
-	for (;;) {
-		gpuslot_acquire a{};
-		a.size = sizeof(a);
-		a.allowed_mask = allowed_mask;
-		if (timeout_ns == 0) {
-			a.flags = GPUSLOT_ACQUIRE_TRY;
-		} else if (timeout_ns > 0) {
-			a.flags = GPUSLOT_ACQUIRE_TIMEOUT;
-			uint64_t now = now_ns();
-			a.timeout_ns = deadline > now ? deadline - now : 0;
-		}
-		if (int err = ioctl_errno(c->fd, GPUSLOT_IOC_ACQUIRE, &a)) {
-			switch (err) {
-			case EAGAIN: return fail(-err, "no slot free now");
-			case ETIMEDOUT: return fail(-err, "no slot within the timeout");
-			case EINTR: return fail(-err, "interrupted by a signal; nothing is held");
-			case EDEADLK: return fail(-err, "this client already holds a slot: release it, "
-						       "or open one client per thread");
-			case EBUSY: return fail(-err, "another thread is acquiring on this client");
-			case EINVAL: return fail(-err, "allowed_mask allows no slot below k");
-			default: return fail(-err, std::string("ACQUIRE: ") + strerror(err));
-			}
-		}
-		std::lock_guard<std::mutex> hold(c->lock);
-		if (a.generation != c->layout.generation) {
-			// gpuslotd re-planned: build streams for the new layout.
-			SlotLayout fresh;
-			int err = read_layout(c, &fresh);
-			if (!err) {
-				c->layout = std::move(fresh);
-				err = build_streams(c);
-				c->rebuilds++;
-			}
-			if (err || a.slot >= c->layout.k) {
-				gpuslot_release r{};
-				r.size = sizeof(r);
-				ioctl_errno(c->fd, GPUSLOT_IOC_RELEASE, &r);
-				if (err)
-					return err;
-				// k shrank after the grant: that slot is gone.
-				continue;
-			}
-		}
-		slot->index = a.slot;
-		slot->generation = c->layout.generation;
-		slot->units = slot_units(c->layout, a.slot);
-		slot->stream = a.slot < c->streams.size() ? c->streams[a.slot] : nullptr;
-		return 0;
-	}
+	return with_slot(slot, [&](gpuslot_slot *s, std::string *error) {
+		return c->domain->acquire(timeout_ns, allowed_mask, s, c, error);
+	});
 }
 
-extern "C" int gpuslot_release_slot(struct gpuslot_client *c)
+extern "C" int gpuslot_release_slot(struct gpuslot_client *c, struct gpuslot_slot *slot,
+				    uint32_t flags)
+{
+	if (int err = slot_call(c, slot, "gpuslot_release_slot"))
+		return err;
+	if (flags & ~GPUSLOT_RELEASE_NO_SYNC)
+		return fail(-EINVAL, "unknown release flags " + std::to_string(flags));
+	return with_slot(slot, [&](gpuslot_slot *s, std::string *error) {
+		return c->domain->release(s, flags, error);
+	});
+}
+
+extern "C" int gpuslot_acquire_start(struct gpuslot_client *c, uint64_t allowed_mask,
+				     struct gpuslot_slot *slot)
+{
+	if (int err = slot_call(c, slot, "gpuslot_acquire_start"))
+		return err;
+	return with_slot(slot, [&](gpuslot_slot *s, std::string *error) {
+		return c->domain->start(allowed_mask, s, c, error);
+	});
+}
+
+extern "C" int gpuslot_acquire_fd(const struct gpuslot_slot *slot)
+{
+	if (!slot || slot->size < GPUSLOT_SLOT_SIZE_VER0 || !slot->handle)
+		return fail(-EINVAL, "gpuslot_acquire_fd() needs a slot from gpuslot_acquire_start()");
+	return slot->poll_fd;
+}
+
+extern "C" int gpuslot_acquire_complete(struct gpuslot_client *c, struct gpuslot_slot *slot)
+{
+	if (int err = slot_call(c, slot, "gpuslot_acquire_complete"))
+		return err;
+	return with_slot(slot, [&](gpuslot_slot *s, std::string *error) {
+		return c->domain->complete(s, error);
+	});
+}
+
+extern "C" int gpuslot_acquire_cancel(struct gpuslot_client *c, struct gpuslot_slot *slot)
+{
+	if (int err = slot_call(c, slot, "gpuslot_acquire_cancel"))
+		return err;
+	return with_slot(slot, [&](gpuslot_slot *s, std::string *error) {
+		return c->domain->cancel(s, error);
+	});
+}
+
+extern "C" int gpuslot_refresh(struct gpuslot_client *c)
 {
 	if (!c)
-		return fail(-EINVAL, "gpuslot_release_slot() needs a client");
+		return fail(-EINVAL, "gpuslot_refresh() needs a client");
 	if (in_child(c))
 		return child_error(c);
-	gpuslot_release r{};
-	r.size = sizeof(r);
-	if (int err = ioctl_errno(c->fd, GPUSLOT_IOC_RELEASE, &r))
-		return fail(-err, err == EPERM ? "this client holds no slot"
-					       : std::string("RELEASE: ") + strerror(err));
-	return 0;
+	std::string error;
+	int ret = c->domain->refresh(&error);
+	return ret < 0 ? fail(ret, error) : ret;
+}
+
+extern "C" int gpuslot_retire_generation(struct gpuslot_client *c, uint64_t generation)
+{
+	if (!c)
+		return fail(-EINVAL, "gpuslot_retire_generation() needs a client");
+	if (in_child(c))
+		return child_error(c);
+	std::string error;
+	int ret = c->domain->retire(generation, &error);
+	return ret < 0 ? fail(ret, error) : ret;
 }
 
 extern "C" int gpuslot_client_layout(struct gpuslot_client *c, struct gpuslot_layout_info *out)
 {
 	if (!c || !out)
 		return fail(-EINVAL, "gpuslot_client_layout() needs a client and a place for the layout");
-	std::lock_guard<std::mutex> hold(c->lock);
-	out->k = c->layout.k;
-	out->unit_kind = c->layout.unit_kind;
-	out->nr_units = c->layout.nr_units;
-	out->hqd_reserved = c->backend->reserved();
-	out->generation = c->layout.generation;
-	out->rebuilds = c->rebuilds;
-	out->backend = c->backend->name();
-	out->notice = c->backend->notice();
+	if (int err = check_out_struct(out->size, GPUSLOT_LAYOUT_INFO_SIZE_VER0,
+				       "gpuslot_layout_info"))
+		return err;
+	gpuslot_layout_info info{};
+	std::lock_guard<std::mutex> hold(c->notice_lock);
+	c->domain->info(&info, &c->notice);
+	info.notice = c->notice.c_str();
+	copy_out(info, out, out->size);
 	return 0;
 }
 

@@ -5,9 +5,35 @@
 
 #include <cerrno>
 
+#include "device_choice.hpp"
+
 namespace gpuslot {
 
-int CudaBackend::build(const SlotLayout &layout, QueueBudget &, std::vector<void *> *streams,
+int CudaBackend::resolve(std::string *error)
+{
+	if (ordinal_ >= 0)
+		return 0;
+	int count = 0;
+	if (int err = api_.device_count(&count)) {
+		*error = std::string("cuInit/cuDeviceGetCount: ") + api_.error_string(err);
+		return -ENODEV;
+	}
+	RuntimeDevices rt{"CUDA", "CUDA_VISIBLE_DEVICES", count,
+			  [this](const std::string &id, int *ordinal) {
+				  return api_.device_by_pci_bus_id(ordinal, id.c_str()) == 0;
+			  }};
+	int ordinal;
+	if (int err = resolve_device(choice_, rt, &ordinal, error))
+		return err;
+	if (int err = api_.open_device(ordinal)) {
+		*error = "CUDA device " + std::to_string(ordinal) + ": " + api_.error_string(err);
+		return -ENODEV;
+	}
+	ordinal_ = ordinal;
+	return 0;
+}
+
+int CudaBackend::build(const SlotLayout &layout, uint64_t slots, StreamSet *set,
 		       std::string *error)
 {
 	if (layout.unit_kind != GPUSLOT_UNIT_NV_SM_GROUP &&
@@ -17,13 +43,11 @@ int CudaBackend::build(const SlotLayout &layout, QueueBudget &, std::vector<void
 			 "): the cuda backend cannot build streams for it";
 		return -EOPNOTSUPP;
 	}
-	if (int err = api_.open_device(ordinal_)) {
-		*error = "CUDA device " + std::to_string(ordinal_) + ": " + api_.error_string(err);
-		return -ENODEV;
-	}
+	if (int err = resolve(error))
+		return err;
 	bool partitioned = false;
-	for (const auto &m : layout.masks)
-		partitioned |= !m.empty();
+	for (unsigned int s = 0; s < layout.k; s++)
+		partitioned |= (slots >> s & 1) && !layout.masks[s].empty();
 	if (partitioned) {
 		unsigned int groups = 0;
 		if (int err = api_.split(ordinal_, layout.unit_size, &groups)) {
@@ -40,10 +64,15 @@ int CudaBackend::build(const SlotLayout &layout, QueueBudget &, std::vector<void
 			return -EIO;
 		}
 	}
-	streams->clear();
-	green_.clear();
-	sms_.clear();
+	set->generation = layout.generation;
+	set->slots = 0;
+	set->streams.assign(layout.k, nullptr);
+	set->contexts.assign(layout.k, nullptr);
+	set->units.assign(layout.k, 0);
+	set->handed_out.assign(layout.k, false);
 	for (unsigned int slot = 0; slot < layout.k; slot++) {
+		if (!(slots >> slot & 1))
+			continue;
 		const auto &mask = layout.masks[slot];
 		std::vector<unsigned int> idx;
 		for (unsigned int i = 0; i < mask.size() * 32; i++)
@@ -57,12 +86,13 @@ int CudaBackend::build(const SlotLayout &layout, QueueBudget &, std::vector<void
 		if (err) {
 			*error = std::string(idx.empty() ? "a stream" : "a green context") +
 				 " for slot " + std::to_string(slot) + ": " + api_.error_string(err);
-			destroy(streams);
+			destroy(set);
 			return -EIO;
 		}
-		streams->push_back(stream);
-		green_.push_back(gctx);
-		sms_.push_back(sms);
+		set->streams[slot] = stream;
+		set->contexts[slot] = gctx;
+		set->units[slot] = sms;
+		set->slots |= 1ULL << slot;
 	}
 	notice_ = partitioned && !api_.mps_running()
 			  ? "no MPS control daemon runs: green-context partitions of different "
@@ -72,15 +102,22 @@ int CudaBackend::build(const SlotLayout &layout, QueueBudget &, std::vector<void
 	return 0;
 }
 
-void CudaBackend::destroy(std::vector<void *> *streams)
+int CudaBackend::synchronize(void *stream, std::string *error)
 {
-	for (size_t i = 0; i < streams->size(); i++) {
-		api_.stream_synchronize((*streams)[i]);
-		api_.destroy((*streams)[i], i < green_.size() ? green_[i] : nullptr);
+	if (int err = api_.stream_synchronize(stream)) {
+		*error = std::string("cuStreamSynchronize: ") + api_.error_string(err);
+		return -EIO;
 	}
-	streams->clear();
-	green_.clear();
-	sms_.clear();
+	return 0;
+}
+
+void CudaBackend::destroy_slot(StreamSet *set, unsigned int slot)
+{
+	api_.stream_synchronize(set->streams[slot]);
+	api_.destroy(set->streams[slot], set->contexts[slot]);
+	set->streams[slot] = nullptr;
+	set->contexts[slot] = nullptr;
+	set->slots &= ~(1ULL << slot);
 }
 
 } // namespace gpuslot

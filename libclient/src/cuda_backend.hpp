@@ -6,8 +6,9 @@
 // the backend repeats the split, combines the slot's groups into one green
 // context (allowed because they come from one split) and creates one
 // non-blocking stream on it. The CUstream is usable as a cudaStream_t.
-// The driver API is loaded at run time (libcuda.so.1); the backend calls it
-// only through CudaApi, which tests replace with a test double.
+// The driver API is loaded at run time (libcuda.so.1, cuda_load.cc); the
+// backend calls it only through CudaApi, which tests replace with a test
+// double.
 #pragma once
 
 #include <memory>
@@ -19,9 +20,13 @@
 namespace gpuslot {
 
 // The driver-API steps the backend needs; int stands for CUresult (0 =
-// CUDA_SUCCESS) and void * for CUstream and CUgreenCtx.
+// CUDA_SUCCESS) and void * for CUstream and CUgreenCtx. Every step is safe
+// to call from any thread, and none leaves a context current on the
+// calling thread.
 struct CudaApi {
-	// cuInit, cuDeviceGet and the device's primary context, made current.
+	int (*device_count)(int *count); // cuInit, cuDeviceGetCount
+	int (*device_by_pci_bus_id)(int *ordinal, const char *pci_bus_id);
+	// cuDeviceGet and the device's primary context, retained.
 	int (*open_device)(int ordinal);
 	// Split the device's SMs with CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_
 	// COSCHEDULING into groups of @group_sms; *groups gets their number.
@@ -45,23 +50,26 @@ bool load_cuda(CudaApi *api, std::string *error);
 
 class CudaBackend : public Backend {
 public:
-	CudaBackend(const CudaApi &api, int ordinal) : api_(api), ordinal_(ordinal) {}
+	CudaBackend(const CudaApi &api, const DeviceChoice &device) : api_(api), choice_(device) {}
 
 	const char *name() const override { return "cuda"; }
-	unsigned int reserved() const override { return 0; }
-	const char *notice() const override { return notice_.c_str(); }
-	int build(const SlotLayout &layout, QueueBudget &budget, std::vector<void *> *streams,
+	// Green contexts are not HQDs of an AMD GPU: nothing to reserve.
+	unsigned int set_queues(const SlotLayout &, uint64_t) const override { return 0; }
+	std::string notice() const override { return notice_; }
+	int build(const SlotLayout &layout, uint64_t slots, StreamSet *set,
 		  std::string *error) override;
-	void destroy(std::vector<void *> *streams) override;
+	int synchronize(void *stream, std::string *error) override;
+	void destroy_slot(StreamSet *set, unsigned int slot) override;
 
-	// The SMs each slot's stream really has (read back, not requested).
-	const std::vector<unsigned int> &slot_sms() const { return sms_; }
+	// The device the backend resolved, -1 before the first build.
+	int ordinal() const { return ordinal_; }
 
 private:
+	int resolve(std::string *error);
+
 	CudaApi api_;
-	int ordinal_;
-	std::vector<void *> green_;
-	std::vector<unsigned int> sms_;
+	DeviceChoice choice_;
+	int ordinal_ = -1;
 	std::string notice_;
 };
 

@@ -1,19 +1,26 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // The CUDA driver API behind CudaApi, loaded from libcuda.so.1 at run time
 // and resolved with cuGetProcAddress, so each entry point is the version
-// the CUDA 13.0 headers declare. Built only with those headers.
+// the CUDA 13 headers declare. Built only with those headers.
+//
+// What a process keeps per device (the primary context, the last split)
+// is shared by every client and thread: one mutex guards it. No step makes
+// a context current for good: the one step that needs the primary context
+// current (cuStreamCreate) pushes it and pops it again.
 #include <dlfcn.h>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "cuda_backend.hpp"
 
 #ifdef GPUSLOT_HAVE_CUDA
-#include <cuda.h>
+#include "cuda_driver.hpp"
 #endif
 
 namespace gpuslot {
@@ -27,63 +34,69 @@ bool load_cuda(CudaApi *, std::string *error)
 #else
 namespace {
 
-struct Driver {
-	decltype(&cuInit) init;
-	decltype(&cuDeviceGet) device_get;
-	decltype(&cuDevicePrimaryCtxRetain) primary_retain;
-	decltype(&cuCtxSetCurrent) set_current;
-	decltype(&cuDeviceGetDevResource) device_resource;
-	decltype(&cuDevSmResourceSplitByCount) split;
-	decltype(&cuDevResourceGenerateDesc) generate_desc;
-	decltype(&cuGreenCtxCreate) green_create;
-	decltype(&cuGreenCtxStreamCreate) green_stream;
-	decltype(&cuGreenCtxGetDevResource) green_resource;
-	decltype(&cuGreenCtxDestroy) green_destroy;
-	decltype(&cuStreamCreate) stream_create;
-	decltype(&cuStreamSynchronize) stream_sync;
-	decltype(&cuStreamDestroy) stream_destroy;
-	decltype(&cuGetErrorString) error_string;
-};
+// Replaced only by cuda_api_over(); read by every step.
+std::atomic<const CudaDriver *> driver_table;
 
-Driver drv;
+const CudaDriver *driver() { return driver_table.load(std::memory_order_acquire); }
 
-// What a process keeps per device: the primary context (green contexts
-// retain it; keeping it avoids re-initialising) and the last split.
 struct Device {
 	CUdevice dev = 0;
 	CUcontext primary = nullptr;
 	std::vector<CUdevResource> groups;
 	CUdevResource rest{};
 };
-std::map<int, Device> devices;
+
+std::mutex devices_lock;
+std::map<int, Device> devices; // under devices_lock
+bool initialised;	       // under devices_lock
+
+int device_count(int *count)
+{
+	std::lock_guard<std::mutex> hold(devices_lock);
+	if (!initialised) {
+		if (CUresult r = driver()->init(0))
+			return r;
+		initialised = true;
+	}
+	return driver()->device_count(count);
+}
+
+int device_by_pci_bus_id(int *ordinal, const char *id)
+{
+	CUdevice dev;
+	if (CUresult r = driver()->device_by_pci_bus_id(&dev, id))
+		return r;
+	*ordinal = int(dev);
+	return 0;
+}
 
 int open_device(int ordinal)
 {
+	std::lock_guard<std::mutex> hold(devices_lock);
 	if (devices.count(ordinal))
-		return drv.set_current(devices[ordinal].primary);
+		return 0;
 	Device d;
-	if (CUresult r = drv.init(0))
+	if (CUresult r = driver()->device_get(&d.dev, ordinal))
 		return r;
-	if (CUresult r = drv.device_get(&d.dev, ordinal))
-		return r;
-	if (CUresult r = drv.primary_retain(&d.primary, d.dev))
+	if (CUresult r = driver()->primary_retain(&d.primary, d.dev))
 		return r;
 	devices[ordinal] = d;
-	return drv.set_current(d.primary);
+	return 0;
 }
 
 int split(int ordinal, unsigned int group_sms, unsigned int *groups)
 {
+	std::lock_guard<std::mutex> hold(devices_lock);
 	Device &d = devices.at(ordinal);
 	CUdevResource all;
-	if (CUresult r = drv.device_resource(d.dev, &all, CU_DEV_RESOURCE_TYPE_SM))
+	if (CUresult r = driver()->device_resource(d.dev, &all, CU_DEV_RESOURCE_TYPE_SM))
 		return r;
 	unsigned int n = 0;
 	const unsigned int flags = CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING;
-	if (CUresult r = drv.split(nullptr, &n, &all, nullptr, flags, group_sms))
+	if (CUresult r = driver()->split(nullptr, &n, &all, nullptr, flags, group_sms))
 		return r;
 	d.groups.assign(n, CUdevResource{});
-	if (CUresult r = drv.split(d.groups.data(), &n, &all, &d.rest, flags, group_sms))
+	if (CUresult r = driver()->split(d.groups.data(), &n, &all, &d.rest, flags, group_sms))
 		return r;
 	d.groups.resize(n);
 	*groups = n;
@@ -93,29 +106,34 @@ int split(int ordinal, unsigned int group_sms, unsigned int *groups)
 int green_stream(int ordinal, const unsigned int *idx, unsigned int n, void **stream,
 		 void **green_ctx, unsigned int *sms)
 {
-	Device &d = devices.at(ordinal);
 	std::vector<CUdevResource> mine;
-	for (unsigned int i = 0; i < n; i++) {
-		if (idx[i] >= d.groups.size())
-			return CUDA_ERROR_INVALID_VALUE;
-		mine.push_back(d.groups[idx[i]]);
+	CUdevice dev;
+	{
+		std::lock_guard<std::mutex> hold(devices_lock);
+		const Device &d = devices.at(ordinal);
+		for (unsigned int i = 0; i < n; i++) {
+			if (idx[i] >= d.groups.size())
+				return CUDA_ERROR_INVALID_VALUE;
+			mine.push_back(d.groups[idx[i]]);
+		}
+		dev = d.dev;
 	}
 	CUdevResourceDesc desc;
-	if (CUresult r = drv.generate_desc(&desc, mine.data(), n))
+	if (CUresult r = driver()->generate_desc(&desc, mine.data(), n))
 		return r;
 	CUgreenCtx g;
-	if (CUresult r = drv.green_create(&g, desc, d.dev, CU_GREEN_CTX_DEFAULT_STREAM))
+	if (CUresult r = driver()->green_create(&g, desc, dev, CU_GREEN_CTX_DEFAULT_STREAM))
 		return r;
 	CUstream s;
-	if (CUresult r = drv.green_stream(&s, g, CU_STREAM_NON_BLOCKING, 0)) {
-		drv.green_destroy(g);
+	if (CUresult r = driver()->green_stream(&s, g, CU_STREAM_NON_BLOCKING, 0)) {
+		driver()->green_destroy(g);
 		return r;
 	}
 	// Never trust the request: read back what the context has.
 	CUdevResource got;
-	if (CUresult r = drv.green_resource(g, &got, CU_DEV_RESOURCE_TYPE_SM)) {
-		drv.stream_destroy(s);
-		drv.green_destroy(g);
+	if (CUresult r = driver()->green_resource(g, &got, CU_DEV_RESOURCE_TYPE_SM)) {
+		driver()->stream_destroy(s);
+		driver()->green_destroy(g);
 		return r;
 	}
 	*stream = s;
@@ -126,32 +144,40 @@ int green_stream(int ordinal, const unsigned int *idx, unsigned int n, void **st
 
 int plain_stream(int ordinal, void **stream)
 {
-	if (CUresult r = drv.set_current(devices.at(ordinal).primary))
+	CUcontext primary;
+	{
+		std::lock_guard<std::mutex> hold(devices_lock);
+		primary = devices.at(ordinal).primary;
+	}
+	// The caller's current context, if any, comes back on top.
+	if (CUresult r = driver()->push_current(primary))
 		return r;
 	CUstream s;
-	CUresult r = drv.stream_create(&s, CU_STREAM_NON_BLOCKING);
-	*stream = s;
+	CUresult r = driver()->stream_create(&s, CU_STREAM_NON_BLOCKING);
+	CUcontext popped;
+	driver()->pop_current(&popped);
+	*stream = r ? nullptr : s;
 	return r;
 }
 
 int stream_synchronize(void *stream)
 {
-	return drv.stream_sync(static_cast<CUstream>(stream));
+	return driver()->stream_sync(static_cast<CUstream>(stream));
 }
 
 int destroy(void *stream, void *green_ctx)
 {
 	// A green context does not destroy its streams: streams first.
-	CUresult r = drv.stream_destroy(static_cast<CUstream>(stream));
+	CUresult r = driver()->stream_destroy(static_cast<CUstream>(stream));
 	if (green_ctx)
-		drv.green_destroy(static_cast<CUgreenCtx>(green_ctx));
+		driver()->green_destroy(static_cast<CUgreenCtx>(green_ctx));
 	return r;
 }
 
 const char *error_string(int error)
 {
 	const char *s = nullptr;
-	drv.error_string(static_cast<CUresult>(error), &s);
+	driver()->error_string(static_cast<CUresult>(error), &s);
 	return s ? s : "unknown CUDA error";
 }
 
@@ -167,8 +193,32 @@ bool mps_running()
 
 } // namespace
 
+CudaApi cuda_api_over(const CudaDriver &table)
+{
+	{
+		std::lock_guard<std::mutex> hold(devices_lock);
+		// A new table (a test's) starts afresh; the same one keeps
+		// the devices every client shares.
+		if (driver_table.load() != &table) {
+			driver_table.store(&table, std::memory_order_release);
+			devices.clear();
+			initialised = false;
+		}
+	}
+	return {device_count, device_by_pci_bus_id, open_device, split, green_stream,
+		plain_stream, stream_synchronize, destroy, error_string, mps_running};
+}
+
 bool load_cuda(CudaApi *api, std::string *error)
 {
+	static std::mutex load_lock;
+	static CudaDriver loaded;
+	static bool ok;
+	std::lock_guard<std::mutex> hold(load_lock);
+	if (ok) {
+		*api = cuda_api_over(loaded);
+		return true;
+	}
 	void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
 	if (!lib) {
 		*error = std::string("cannot load the CUDA driver: ") + dlerror();
@@ -182,37 +232,42 @@ bool load_cuda(CudaApi *api, std::string *error)
 			 "later is needed";
 		return false;
 	}
-	bool ok = true;
+	bool all = true;
 	auto sym = [&](const char *name, auto *fn) {
 		void *p = nullptr;
 		CUdriverProcAddressQueryResult st;
 		if (get(name, &p, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &st) || !p) {
-			if (ok)
+			if (all)
 				*error = std::string("the CUDA driver has no ") + name +
 					 " (green contexts need CUDA 12.5 or later)";
-			ok = false;
+			all = false;
 		}
 		*fn = reinterpret_cast<std::remove_pointer_t<decltype(fn)>>(p);
 	};
-	sym("cuInit", &drv.init);
-	sym("cuDeviceGet", &drv.device_get);
-	sym("cuDevicePrimaryCtxRetain", &drv.primary_retain);
-	sym("cuCtxSetCurrent", &drv.set_current);
-	sym("cuDeviceGetDevResource", &drv.device_resource);
-	sym("cuDevSmResourceSplitByCount", &drv.split);
-	sym("cuDevResourceGenerateDesc", &drv.generate_desc);
-	sym("cuGreenCtxCreate", &drv.green_create);
-	sym("cuGreenCtxStreamCreate", &drv.green_stream);
-	sym("cuGreenCtxGetDevResource", &drv.green_resource);
-	sym("cuGreenCtxDestroy", &drv.green_destroy);
-	sym("cuStreamCreate", &drv.stream_create);
-	sym("cuStreamSynchronize", &drv.stream_sync);
-	sym("cuStreamDestroy", &drv.stream_destroy);
-	sym("cuGetErrorString", &drv.error_string);
-	if (!ok)
+	CudaDriver d;
+	sym("cuInit", &d.init);
+	sym("cuDeviceGetCount", &d.device_count);
+	sym("cuDeviceGet", &d.device_get);
+	sym("cuDeviceGetByPCIBusId", &d.device_by_pci_bus_id);
+	sym("cuDevicePrimaryCtxRetain", &d.primary_retain);
+	sym("cuCtxPushCurrent", &d.push_current);
+	sym("cuCtxPopCurrent", &d.pop_current);
+	sym("cuDeviceGetDevResource", &d.device_resource);
+	sym("cuDevSmResourceSplitByCount", &d.split);
+	sym("cuDevResourceGenerateDesc", &d.generate_desc);
+	sym("cuGreenCtxCreate", &d.green_create);
+	sym("cuGreenCtxStreamCreate", &d.green_stream);
+	sym("cuGreenCtxGetDevResource", &d.green_resource);
+	sym("cuGreenCtxDestroy", &d.green_destroy);
+	sym("cuStreamCreate", &d.stream_create);
+	sym("cuStreamSynchronize", &d.stream_sync);
+	sym("cuStreamDestroy", &d.stream_destroy);
+	sym("cuGetErrorString", &d.error_string);
+	if (!all)
 		return false;
-	*api = {open_device, split, green_stream, plain_stream, stream_synchronize,
-		destroy, error_string, mps_running};
+	loaded = d;
+	ok = true;
+	*api = cuda_api_over(loaded);
 	return true;
 }
 #endif

@@ -5,18 +5,44 @@
 
 #include <cerrno>
 
+#include "device_choice.hpp"
+
 namespace gpuslot {
 namespace {
 
 class HipBackend : public Backend {
 public:
-	HipBackend(const HipApi &api, int device) : api_(api), device_(device) {}
+	HipBackend(const HipRuntime &rt, const DeviceChoice &device)
+		: rt_(rt), api_(rt.api), choice_(device)
+	{
+	}
 
 	const char *name() const override { return "hip"; }
-	unsigned int reserved() const override { return reserved_; }
+	unsigned int runtime_queues() const override
+	{
+		return rt_.pool_queues + kHipRuntimeQueues;
+	}
 
-	int build(const SlotLayout &layout, QueueBudget &budget,
-		  std::vector<void *> *streams, std::string *error) override
+	unsigned int set_queues(const SlotLayout &layout, uint64_t slots) const override
+	{
+		unsigned int n = 0;
+		for (unsigned int s = 0; s < layout.k; s++)
+			n += (slots >> s & 1) && !layout.masks[s].empty();
+		return n;
+	}
+
+	std::string notice() const override
+	{
+		if (!rt_.preloaded || rt_.pool_queues <= 1)
+			return "";
+		return "HIP was loaded before gpuslot_open: its default queue pool takes " +
+		       std::to_string(rt_.pool_queues) +
+		       " hardware queues (reserved); set GPU_MAX_HW_QUEUES=1 in the "
+		       "environment before the program starts";
+	}
+
+	int build(const SlotLayout &layout, uint64_t slots, StreamSet *set,
+		  std::string *error) override
 	{
 		if (layout.unit_kind != GPUSLOT_UNIT_AMD_CU &&
 		    layout.unit_kind != GPUSLOT_UNIT_NONE) {
@@ -25,24 +51,26 @@ public:
 				 "): the hip backend cannot build streams for it";
 			return -EOPNOTSUPP;
 		}
-		unsigned int masked = 0;
-		for (const auto &m : layout.masks)
-			masked += !m.empty();
-		// Reserve before creating anything: past the budget the
-		// firmware time-slices every queue on the GPU.
-		const unsigned int need = masked + kHipDefaultPool + kHipRuntimeQueues;
-		if (need > reserved_) {
-			if (int err = budget.reserve(need - reserved_, error))
-				return err;
-			reserved_ = need;
-		}
+		if (int err = resolve(error))
+			return err;
+		// hipSetDevice is per thread: the caller's device comes back.
+		int before = -1;
+		const bool had_device = api_.get_device(&before) == 0;
 		if (int err = api_.set_device(device_)) {
 			*error = "hipSetDevice(" + std::to_string(device_) +
 				 "): " + api_.error_string(err);
 			return -ENODEV;
 		}
-		streams->clear();
-		for (unsigned int slot = 0; slot < layout.k; slot++) {
+		set->generation = layout.generation;
+		set->slots = 0;
+		set->streams.assign(layout.k, nullptr);
+		set->contexts.assign(layout.k, nullptr);
+		set->units.assign(layout.k, 0);
+		set->handed_out.assign(layout.k, false);
+		int ret = 0;
+		for (unsigned int slot = 0; slot < layout.k && !ret; slot++) {
+			if (!(slots >> slot & 1))
+				continue;
 			const auto &mask = layout.masks[slot];
 			void *s = nullptr;
 			int err = mask.empty()
@@ -54,41 +82,64 @@ public:
 								  : "hipExtStreamCreateWithCUMask") +
 					 " for slot " + std::to_string(slot) + ": " +
 					 api_.error_string(err);
-				destroy(streams);
-				return -EIO;
+				ret = -EIO;
+				break;
 			}
-			streams->push_back(s);
+			set->streams[slot] = s;
+			set->slots |= 1ULL << slot;
 		}
-		// A smaller layout than before needs fewer queues.
-		if (reserved_ > need) {
-			budget.unreserve(reserved_ - need);
-			reserved_ = need;
+		if (ret)
+			destroy(set);
+		if (had_device && before != device_)
+			api_.set_device(before);
+		return ret;
+	}
+
+	int synchronize(void *stream, std::string *error) override
+	{
+		if (int err = api_.stream_synchronize(stream)) {
+			*error = std::string("hipStreamSynchronize: ") + api_.error_string(err);
+			return -EIO;
 		}
 		return 0;
 	}
 
-	void destroy(std::vector<void *> *streams) override
+	void destroy_slot(StreamSet *set, unsigned int slot) override
 	{
 		// hipStreamDestroy waits for the stream's work anyway; syncing
 		// first keeps that explicit.
-		for (void *s : *streams) {
-			api_.stream_synchronize(s);
-			api_.stream_destroy(s);
-		}
-		streams->clear();
+		api_.stream_synchronize(set->streams[slot]);
+		api_.stream_destroy(set->streams[slot]);
+		set->streams[slot] = nullptr;
+		set->slots &= ~(1ULL << slot);
 	}
 
 private:
+	int resolve(std::string *error)
+	{
+		if (device_ >= 0)
+			return 0;
+		int count = 0;
+		if (api_.device_count(&count))
+			count = 0;
+		RuntimeDevices rt{"HIP", "HIP_VISIBLE_DEVICES", count,
+				  [this](const std::string &id, int *ordinal) {
+					  return api_.device_by_pci_bus_id(ordinal, id.c_str()) == 0;
+				  }};
+		return resolve_device(choice_, rt, &device_, error);
+	}
+
+	HipRuntime rt_;
 	HipApi api_;
-	int device_;
-	unsigned int reserved_ = 0;
+	DeviceChoice choice_;
+	int device_ = -1;
 };
 
 } // namespace
 
-std::unique_ptr<Backend> make_hip_backend(const HipApi &api, int device)
+std::unique_ptr<Backend> make_hip_backend(const HipRuntime &rt, const DeviceChoice &device)
 {
-	return std::make_unique<HipBackend>(api, device);
+	return std::make_unique<HipBackend>(rt, device);
 }
 
 } // namespace gpuslot

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // The "hip" backend: one hipExtStreamCreateWithCUMask stream per slot.
 //
-// HIP is loaded at run time (libamdhip64.so.5), so libgpuslot works on
-// hosts without ROCm. The backend calls HIP only through HipApi, the few
-// entry points it needs; tests hand it a test double of them.
+// HIP is loaded at run time (hip_load.cc), so libgpuslot works on hosts
+// without ROCm. The backend calls HIP only through HipApi, the few entry
+// points it needs; tests hand it a test double of them.
 #pragma once
 
 #include <cstdint>
@@ -17,7 +17,10 @@ namespace gpuslot {
 // HIP entry points, as plain function pointers. int stands for hipError_t
 // (0 = hipSuccess) and void * for hipStream_t.
 struct HipApi {
+	int (*get_device)(int *device);
 	int (*set_device)(int device);
+	int (*device_count)(int *count);
+	int (*device_by_pci_bus_id)(int *device, const char *pci_bus_id);
 	int (*stream_create)(void **stream);
 	int (*stream_create_with_cu_mask)(void **stream, uint32_t words,
 					  const uint32_t *mask);
@@ -26,16 +29,41 @@ struct HipApi {
 	const char *(*error_string)(int error);
 };
 
-// Loads libamdhip64.so.5; false with *error saying why.
-bool load_hip(HipApi *api, std::string *error);
+// What the dynamic loader does, for hip_load.cc and its test double.
+struct Loader {
+	void *(*open)(const char *name, int flags);
+	void *(*sym)(void *handle, const char *name);
+	const char *(*error)();
+};
 
-// Queues beside the masked streams: HIP's default pool (GPU_MAX_HW_QUEUES,
-// which the backend sets to 1) and ROCr's blit and utility queues.
-constexpr unsigned int kHipDefaultPool = 1;
+// The HIP runtime a process uses: the one it already loaded if any (a
+// second runtime beside PyTorch-ROCm's would be a second HIP), else the
+// newest that loads.
+struct HipRuntime {
+	HipApi api{};
+	std::string soname;
+	bool preloaded = false; // loaded before gpuslot_open: env set too late
+	unsigned int pool_queues = 1; // HIP's default-queue pool
+};
+constexpr const char *kHipSonames[] = {"libamdhip64.so.7", "libamdhip64.so.6",
+				       "libamdhip64.so.5"};
+// The loader's view: which soname, loaded already or now; false with
+// *error when none loads. *handle is the library to resolve symbols in.
+bool find_hip(const Loader &loader, HipRuntime *rt, void **handle, std::string *error);
+// HIP's pool of default queues: GPU_MAX_HW_QUEUES when HIP read it, or its
+// default of 4. libgpuslot sets it to 1 when it loads HIP itself and the
+// variable is unset; a HIP loaded before keeps what it read.
+constexpr unsigned int kHipDefaultPoolQueues = 4;
+unsigned int hip_pool_queues(const char *env_value);
+
+// Loads HIP with the process's dynamic loader; false with *error.
+bool load_hip(HipRuntime *rt, std::string *error);
+
+// ROCr's blit and utility queues beside the pool.
 constexpr unsigned int kHipRuntimeQueues = 2;
 
-// A backend on @api for HIP device @device. Whole-GPU slots get a plain
-// stream from HIP's pool; partitioned slots a masked stream each.
-std::unique_ptr<Backend> make_hip_backend(const HipApi &api, int device);
+// A backend on @rt for @device. Whole-GPU slots get a plain stream from
+// HIP's pool; partitioned slots a masked stream (a queue) each.
+std::unique_ptr<Backend> make_hip_backend(const HipRuntime &rt, const DeviceChoice &device);
 
 } // namespace gpuslot

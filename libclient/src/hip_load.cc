@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// dlopen() of libamdhip64.so.5 into a HipApi. Built only with HIP headers
-// (Debian's libamdhip64-dev), so the types below are checked against them.
+// Finding and loading the HIP runtime into a HipRuntime. The HipApi
+// pointers are built only with HIP headers (Debian's libamdhip64-dev), so
+// their types are checked against them; finding the runtime is plain
+// loader logic, tested over a test double of the loader.
 #include <dlfcn.h>
 
 #include <cstdlib>
@@ -14,69 +16,132 @@
 
 namespace gpuslot {
 
-bool load_hip(HipApi *api, std::string *error)
+bool find_hip(const Loader &loader, HipRuntime *rt, void **handle, std::string *error)
+{
+	// A runtime the process loaded already (RTLD_NOLOAD only finds it).
+	for (const char *name : kHipSonames) {
+		if (void *h = loader.open(name, RTLD_NOW | RTLD_NOLOAD)) {
+			rt->soname = name;
+			rt->preloaded = true;
+			*handle = h;
+			return true;
+		}
+	}
+	std::string tried;
+	for (const char *name : kHipSonames) {
+		if (void *h = loader.open(name, RTLD_NOW | RTLD_LOCAL)) {
+			rt->soname = name;
+			rt->preloaded = false;
+			*handle = h;
+			return true;
+		}
+		const char *why = loader.error();
+		tried += std::string(tried.empty() ? "" : "; ") + (why ? why : name);
+	}
+	*error = "cannot load HIP (ROCm 5, 6 or 7): " + tried;
+	return false;
+}
+
+unsigned int hip_pool_queues(const char *env_value)
+{
+	if (!env_value || !*env_value)
+		return kHipDefaultPoolQueues;
+	char *end;
+	long n = strtol(env_value, &end, 10);
+	// HIP ignores what it cannot parse and keeps its default.
+	if (*end || n <= 0 || n > 1024)
+		return kHipDefaultPoolQueues;
+	return unsigned(n);
+}
+
+bool load_hip(HipRuntime *rt, std::string *error)
 {
 #ifndef GPUSLOT_HAVE_HIP
-	(void)api;
+	(void)rt;
 	*error = "this libgpuslot was built without HIP headers";
 	return false;
 #else
-	// Fewer pooled queues leave HQDs for the masked streams. Only read
-	// when HIP initialises: a program that already used HIP keeps its own.
-	setenv("GPU_MAX_HW_QUEUES", "1", 0);
-	void *lib = dlopen("libamdhip64.so.5", RTLD_NOW | RTLD_LOCAL);
-	if (!lib) {
-		*error = std::string("cannot load HIP: ") + dlerror() +
-			 " (install ROCm's libamdhip64-5)";
+	static const Loader loader = {
+		[](const char *name, int flags) { return dlopen(name, flags); },
+		[](void *h, const char *name) { return dlsym(h, name); },
+		[]() -> const char * { return dlerror(); },
+	};
+	void *lib = nullptr;
+	// Fewer pooled queues leave HQDs for the masked streams; HIP reads
+	// the variable when it initialises, so it only helps a HIP loaded
+	// here. The setenv must come before the dlopen.
+	const bool loaded = [] {
+		for (const char *name : kHipSonames)
+			if (dlopen(name, RTLD_NOW | RTLD_NOLOAD))
+				return true;
 		return false;
-	}
+	}();
+	if (!loaded)
+		setenv("GPU_MAX_HW_QUEUES", "1", 0);
+	if (!find_hip(loader, rt, &lib, error))
+		return false;
+	rt->pool_queues = hip_pool_queues(getenv("GPU_MAX_HW_QUEUES"));
 	bool ok = true;
 	auto sym = [&](const char *name) {
 		void *p = dlsym(lib, name);
 		if (!p && ok) {
-			*error = std::string("libamdhip64.so.5 has no ") + name;
+			*error = rt->soname + " has no " + name;
 			ok = false;
 		}
 		return p;
 	};
 	// The casts pin each pointer to the declaration in the HIP headers.
+	using GetDevice = decltype(&hipGetDevice);
 	using SetDevice = decltype(&hipSetDevice);
+	using DeviceCount = decltype(&hipGetDeviceCount);
+	using ByBusId = decltype(&hipDeviceGetByPCIBusId);
 	using Create = decltype(&hipStreamCreate);
 	using CreateMasked = decltype(&hipExtStreamCreateWithCUMask);
 	using Sync = decltype(&hipStreamSynchronize);
 	using Destroy = decltype(&hipStreamDestroy);
 	using ErrorString = decltype(&hipGetErrorString);
+	static GetDevice get_device;
 	static SetDevice set_device;
+	static DeviceCount device_count;
+	static ByBusId by_bus_id;
 	static Create create;
 	static CreateMasked create_masked;
 	static Sync sync;
 	static Destroy destroy;
 	static ErrorString error_string;
+	get_device = reinterpret_cast<GetDevice>(sym("hipGetDevice"));
 	set_device = reinterpret_cast<SetDevice>(sym("hipSetDevice"));
+	device_count = reinterpret_cast<DeviceCount>(sym("hipGetDeviceCount"));
+	by_bus_id = reinterpret_cast<ByBusId>(sym("hipDeviceGetByPCIBusId"));
 	create = reinterpret_cast<Create>(sym("hipStreamCreate"));
 	create_masked = reinterpret_cast<CreateMasked>(sym("hipExtStreamCreateWithCUMask"));
 	sync = reinterpret_cast<Sync>(sym("hipStreamSynchronize"));
 	destroy = reinterpret_cast<Destroy>(sym("hipStreamDestroy"));
 	error_string = reinterpret_cast<ErrorString>(sym("hipGetErrorString"));
 	if (!ok) {
-		dlclose(lib);
+		if (!rt->preloaded)
+			dlclose(lib);
 		return false;
 	}
 	// The library stays loaded for the life of the process, as HIP must.
-	api->set_device = [](int d) { return int(set_device(d)); };
-	api->stream_create = [](void **s) {
+	HipApi &api = rt->api;
+	api.get_device = [](int *d) { return int(get_device(d)); };
+	api.set_device = [](int d) { return int(set_device(d)); };
+	api.device_count = [](int *n) { return int(device_count(n)); };
+	api.device_by_pci_bus_id = [](int *d, const char *id) { return int(by_bus_id(d, id)); };
+	api.stream_create = [](void **s) {
 		return int(create(reinterpret_cast<hipStream_t *>(s)));
 	};
-	api->stream_create_with_cu_mask = [](void **s, uint32_t n, const uint32_t *m) {
+	api.stream_create_with_cu_mask = [](void **s, uint32_t n, const uint32_t *m) {
 		return int(create_masked(reinterpret_cast<hipStream_t *>(s), n, m));
 	};
-	api->stream_synchronize = [](void *s) {
+	api.stream_synchronize = [](void *s) {
 		return int(sync(static_cast<hipStream_t>(s)));
 	};
-	api->stream_destroy = [](void *s) {
+	api.stream_destroy = [](void *s) {
 		return int(destroy(static_cast<hipStream_t>(s)));
 	};
-	api->error_string = [](int e) {
+	api.error_string = [](int e) {
 		return error_string(static_cast<hipError_t>(e));
 	};
 	return true;

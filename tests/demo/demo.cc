@@ -122,7 +122,6 @@ int client_main(Shared *sh, ClientStats *me)
 	gpuslot_options o{};
 	o.size = sizeof(o);
 	o.backend = GPUSLOT_BACKEND_NONE;
-	o.gpu_index = -1;
 	gpuslot_client *c;
 	if (gpuslot_open(&o, &c) < 0) {
 		fprintf(stderr, "%s: %s\n", me->name, gpuslot_last_error());
@@ -130,7 +129,8 @@ int client_main(Shared *sh, ClientStats *me)
 	}
 	uint64_t generation = 0;
 	while (!sh->stop.load()) {
-		gpuslot_slot s;
+		gpuslot_slot s{};
+		s.size = sizeof(s);
 		uint64_t t0 = now_ns();
 		if (gpuslot_acquire_slot(c, GPUSLOT_WAIT_FOREVER, me->allowed, &s) < 0) {
 			fprintf(stderr, "%s: %s\n", me->name, gpuslot_last_error());
@@ -143,11 +143,15 @@ int client_main(Shared *sh, ClientStats *me)
 			me->boosts++;
 		if (me->allowed && !(me->allowed >> s.index & 1))
 			me->bad_slot++;
+		// A new layout: libgpuslot built new streams (outside the
+		// hold); a real job rebuilds what it made on the old ones,
+		// then retires them.
+		const uint64_t old_generation = generation;
 		if (generation && s.generation != generation)
 			me->new_generations++;
 		generation = s.generation;
-		// What libgpuslot did about it: streams rebuilt per new layout.
-		gpuslot_layout_info info;
+		gpuslot_layout_info info{};
+		info.size = sizeof(info);
 		if (gpuslot_client_layout(c, &info) == 0)
 			me->rebuilds = info.rebuilds;
 		me->slots_used |= 1ULL << s.index;
@@ -159,7 +163,9 @@ int client_main(Shared *sh, ClientStats *me)
 		sleep_ms(me->job_ms); // the job, on s.stream with a GPU backend
 		me->jobs++;
 		me->holding = -1;
-		gpuslot_release_slot(c);
+		gpuslot_release_slot(c, &s, 0);
+		if (old_generation && old_generation != generation)
+			gpuslot_retire_generation(c, old_generation);
 		sleep_ms(2); // between frames
 	}
 	gpuslot_close(c);

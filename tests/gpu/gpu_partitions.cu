@@ -46,12 +46,6 @@ namespace {
 		}                                                                        \
 	} while (0)
 
-class NoBudget : public gpuslot::QueueBudget {
-public:
-	int reserve(unsigned int, std::string *) override { return 0; }
-	void unreserve(unsigned int) override {}
-};
-
 double now_s()
 {
 	timespec ts;
@@ -94,11 +88,19 @@ gpuslot::SlotLayout layout_for(const gpuslot::NvGpu &g, unsigned int k,
 
 struct Streams {
 	gpuslot::CudaBackend backend;
-	std::vector<void *> streams;
-	NoBudget budget;
+	gpuslot::StreamSet set;
+	std::vector<void *> &streams = set.streams;
 
-	Streams(const gpuslot::CudaApi &api) : backend(api, 0) {}
-	~Streams() { backend.destroy(&streams); }
+	Streams(const gpuslot::CudaApi &api) : backend(api, device_zero()) {}
+	~Streams() { backend.destroy(&set); }
+	unsigned int sms(unsigned int slot) const { return set.units.at(slot); }
+
+	static gpuslot::DeviceChoice device_zero()
+	{
+		gpuslot::DeviceChoice d;
+		d.ordinal = 0;
+		return d;
+	}
 };
 
 gpuslot::CudaApi cuda()
@@ -115,7 +117,7 @@ gpuslot::CudaApi cuda()
 void build(Streams &s, const gpuslot::SlotLayout &l)
 {
 	std::string err;
-	if (int e = s.backend.build(l, s.budget, &s.streams, &err)) {
+	if (int e = s.backend.build(l, gpuslot::layout_slots(l, 0), &s.set, &err)) {
 		fprintf(stderr, "gpu_partitions: build: %s (%d)\n", err.c_str(), e);
 		exit(2);
 	}
@@ -182,7 +184,7 @@ int placement(unsigned int k)
 		for (unsigned int sm : used)
 			disjoint &= !seen.count(sm);
 		seen.insert(used.begin(), used.end());
-		const unsigned int want = plan.slot_sms[j], got = s.backend.slot_sms()[j];
+		const unsigned int want = plan.slot_sms[j], got = s.sms(j);
 		bool counts = used.size() == want && got == want;
 		printf("placement: slot %u: %u blocks ran on %zu SMs (layout %u, read back %u), "
 		       "disjoint from earlier slots: %s; SMs %s\n",
@@ -221,7 +223,7 @@ int work_main(int slot, unsigned int k, long long iters, double start_at)
 		gpuslot::NvPlan plan;
 		build(s, layout_for(g, k, {}, &plan));
 		stream = static_cast<cudaStream_t>(s.streams.at(slot));
-		sms = s.backend.slot_sms()[slot];
+		sms = s.sms(slot);
 	} else {
 		CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
 	}
@@ -334,8 +336,8 @@ int experiment(int jobs, const std::string &dir)
 			build(s, layout_for(g, 2, sc.sizes, &plan));
 			mine = static_cast<cudaStream_t>(s.streams[0]);
 			theirs = static_cast<cudaStream_t>(s.streams[1]);
-			sms = std::to_string(s.backend.slot_sms()[0]) + "/" +
-			      std::to_string(s.backend.slot_sms()[1]);
+			sms = std::to_string(s.sms(0)) + "/" +
+			      std::to_string(s.sms(1));
 		}
 		std::atomic<bool> stop{false};
 		std::thread competitor;

@@ -1,12 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
 // The cuda backend against a test double of the driver-API steps it calls
-// (CudaApi): which groups each slot's green context gets, the check that
-// the layout fits the driver's split, the MPS notice, and every error path.
+// (CudaApi): which groups each slot's green context gets, the device it
+// picks by PCI address (also when CUDA_VISIBLE_DEVICES renumbers), the
+// check that the layout fits the driver's split, the MPS notice, and every
+// error path.
 #include <gtest/gtest.h>
 
 #include <linux/gpuslot.h>
 
+#include <strings.h>
+
 #include <cerrno>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -20,9 +25,11 @@ struct CudaDouble {
 	static inline unsigned int split_groups = 4;
 	static inline bool mps = false;
 	static inline uintptr_t next = 0x100;
+	static inline std::vector<std::string> visible;
 
 	static void reset()
 	{
+		visible = {"0000:19:00.0", "0000:3B:00.0", "0000:4C:00.0", "0000:5D:00.0"};
 		calls.clear();
 		fail_open = 0;
 		fail_green_at = -1;
@@ -35,6 +42,18 @@ struct CudaDouble {
 	static gpuslot::CudaApi api()
 	{
 		gpuslot::CudaApi a;
+		a.device_count = [](int *n) {
+			*n = int(visible.size());
+			return 0;
+		};
+		a.device_by_pci_bus_id = [](int *d, const char *id) {
+			for (size_t i = 0; i < visible.size(); i++)
+				if (strcasecmp(visible[i].c_str(), id) == 0) {
+					*d = int(i);
+					return 0;
+				}
+			return 101; // CUDA_ERROR_INVALID_DEVICE
+		};
 		a.open_device = [](int d) {
 			calls.push_back("open " + std::to_string(d));
 			return fail_open;
@@ -74,11 +93,12 @@ struct CudaDouble {
 	}
 };
 
-class NullBudget : public gpuslot::QueueBudget {
-public:
-	int reserve(unsigned int, std::string *) override { return 0; }
-	void unreserve(unsigned int) override {}
-};
+gpuslot::DeviceChoice ordinal(int n)
+{
+	gpuslot::DeviceChoice d;
+	d.ordinal = n;
+	return d;
+}
 
 gpuslot::SlotLayout groups(std::vector<std::vector<uint32_t>> masks, unsigned int nr = 4)
 {
@@ -93,27 +113,30 @@ gpuslot::SlotLayout groups(std::vector<std::vector<uint32_t>> masks, unsigned in
 
 class CudaBackend : public testing::Test {
 protected:
-	void SetUp() override { CudaDouble::reset(); }
-	NullBudget budget;
-	std::vector<void *> streams;
+	void SetUp() override
+	{
+		CudaDouble::reset();
+		unsetenv("CUDA_VISIBLE_DEVICES");
+	}
+	gpuslot::StreamSet set;
+	std::vector<void *> &streams = set.streams;
 	std::string error;
 };
 
 TEST_F(CudaBackend, OneGreenContextPerSlotFromItsGroups)
 {
-	gpuslot::CudaBackend b(CudaDouble::api(), 1);
-	ASSERT_EQ(b.build(groups({{0x3}, {0x4}, {}, {0x8}}), budget, &streams, &error), 0)
-		<< error;
+	gpuslot::CudaBackend b(CudaDouble::api(), ordinal(1));
+	ASSERT_EQ(b.build(groups({{0x3}, {0x4}, {}, {0x8}}), 0xf, &set, &error), 0) << error;
 	EXPECT_EQ(CudaDouble::calls, (std::vector<std::string>{"open 1", "split 32", "green 0 1",
 							       "green 2", "plain", "green 3"}));
 	EXPECT_EQ(streams.size(), 4u);
 	// What the driver granted, read back.
-	EXPECT_EQ(b.slot_sms(), (std::vector<unsigned int>{62, 30, 0, 30}));
-	EXPECT_EQ(b.reserved(), 0u);
-	EXPECT_NE(std::string(b.notice()).find("nvidia-cuda-mps-control -d"), std::string::npos);
+	EXPECT_EQ(set.units, (std::vector<unsigned int>{62, 30, 0, 30}));
+	EXPECT_EQ(b.set_queues(groups({{0x3}}), 0x1), 0u);
+	EXPECT_NE(b.notice().find("nvidia-cuda-mps-control -d"), std::string::npos);
 
 	CudaDouble::calls.clear();
-	b.destroy(&streams);
+	b.destroy(&set);
 	EXPECT_EQ(CudaDouble::calls.size(), 4u);
 	EXPECT_EQ(CudaDouble::calls[0], "destroy 256 green");
 	EXPECT_EQ(CudaDouble::calls[2], "destroy 260");
@@ -122,51 +145,81 @@ TEST_F(CudaBackend, OneGreenContextPerSlotFromItsGroups)
 TEST_F(CudaBackend, UnderMpsThereIsNothingToSay)
 {
 	CudaDouble::mps = true;
-	gpuslot::CudaBackend b(CudaDouble::api(), 0);
-	ASSERT_EQ(b.build(groups({{0x1}, {0x2}}), budget, &streams, &error), 0);
-	EXPECT_STREQ(b.notice(), "");
+	gpuslot::CudaBackend b(CudaDouble::api(), ordinal(0));
+	ASSERT_EQ(b.build(groups({{0x1}, {0x2}}), 0x3, &set, &error), 0);
+	EXPECT_EQ(b.notice(), "");
 }
 
 TEST_F(CudaBackend, ALayoutForAnotherGpuIsRefused)
 {
 	CudaDouble::split_groups = 8;
-	gpuslot::CudaBackend b(CudaDouble::api(), 0);
-	EXPECT_EQ(b.build(groups({{0x1}, {0x2}}), budget, &streams, &error), -EIO);
+	gpuslot::CudaBackend b(CudaDouble::api(), ordinal(0));
+	EXPECT_EQ(b.build(groups({{0x1}, {0x2}}), 0x3, &set, &error), -EIO);
 	EXPECT_EQ(error, "the driver splits this GPU into 8 groups of 32 SMs, the layout into 4: "
 			 "it was planned for another GPU");
-	EXPECT_TRUE(streams.empty());
+	EXPECT_EQ(set.slots, 0u);
 }
 
 TEST_F(CudaBackend, AFailedContextUndoesTheOnesBeforeIt)
 {
 	CudaDouble::fail_green_at = 1;
-	gpuslot::CudaBackend b(CudaDouble::api(), 0);
-	EXPECT_EQ(b.build(groups({{0x1}, {0x2}}), budget, &streams, &error), -EIO);
+	gpuslot::CudaBackend b(CudaDouble::api(), ordinal(0));
+	EXPECT_EQ(b.build(groups({{0x1}, {0x2}}), 0x3, &set, &error), -EIO);
 	EXPECT_EQ(error, "a green context for slot 1: out of memory");
 	EXPECT_EQ(CudaDouble::calls.back(), "destroy 256 green");
-	EXPECT_TRUE(streams.empty());
+	EXPECT_EQ(set.slots, 0u);
+}
+
+TEST_F(CudaBackend, TheDomainsGpuIsFoundByItsPciAddress)
+{
+	gpuslot::DeviceChoice d;
+	d.domain = 2;
+	d.pci_bus_id = "0000:4c:00.0";
+	gpuslot::CudaBackend b(CudaDouble::api(), d);
+	ASSERT_EQ(b.build(groups({{0x1}}), 0x1, &set, &error), 0) << error;
+	EXPECT_EQ(CudaDouble::calls[0], "open 2");
+
+	// CUDA_VISIBLE_DEVICES=2,3 renumbers: it is CUDA's device 0 now.
+	CudaDouble::reset();
+	setenv("CUDA_VISIBLE_DEVICES", "2,3", 1);
+	CudaDouble::visible = {"0000:4C:00.0", "0000:5D:00.0"};
+	gpuslot::CudaBackend renumbered(CudaDouble::api(), d);
+	ASSERT_EQ(renumbered.build(groups({{0x1}}), 0x1, &set, &error), 0) << error;
+	EXPECT_EQ(CudaDouble::calls[0], "open 0");
+	EXPECT_EQ(renumbered.ordinal(), 0);
+
+	// ... and hidden: an error, never another GPU.
+	CudaDouble::reset();
+	setenv("CUDA_VISIBLE_DEVICES", "3", 1);
+	CudaDouble::visible = {"0000:5D:00.0"};
+	gpuslot::CudaBackend hidden(CudaDouble::api(), d);
+	EXPECT_EQ(hidden.build(groups({{0x1}}), 0x1, &set, &error), -ENODEV);
+	EXPECT_EQ(error, "domain 2's GPU 0000:4c:00.0 is not visible to CUDA in this process "
+			 "(CUDA_VISIBLE_DEVICES=3 hides it?)");
+	EXPECT_TRUE(CudaDouble::calls.empty());
 }
 
 TEST_F(CudaBackend, NoDeviceAndForeignUnits)
 {
 	CudaDouble::fail_open = 101;
-	gpuslot::CudaBackend b(CudaDouble::api(), 3);
-	EXPECT_EQ(b.build(groups({{0x1}}), budget, &streams, &error), -ENODEV);
+	gpuslot::CudaBackend failing(CudaDouble::api(), ordinal(3));
+	EXPECT_EQ(failing.build(groups({{0x1}}), 0x1, &set, &error), -ENODEV);
 	EXPECT_EQ(error, "CUDA device 3: invalid device");
 
 	CudaDouble::reset();
+	gpuslot::CudaBackend b(CudaDouble::api(), ordinal(3));
 	auto l = groups({{0x1}});
 	l.unit_kind = GPUSLOT_UNIT_AMD_CU;
-	EXPECT_EQ(b.build(l, budget, &streams, &error), -EOPNOTSUPP);
+	EXPECT_EQ(b.build(l, 0x1, &set, &error), -EOPNOTSUPP);
 	EXPECT_TRUE(CudaDouble::calls.empty());
 
 	// No partitions: plain streams, no split, no MPS notice.
 	gpuslot::SlotLayout none;
 	none.k = 2;
 	none.masks = {{}, {}};
-	ASSERT_EQ(b.build(none, budget, &streams, &error), 0);
+	ASSERT_EQ(b.build(none, 0x3, &set, &error), 0);
 	EXPECT_EQ(CudaDouble::calls, (std::vector<std::string>{"open 3", "plain", "plain"}));
-	EXPECT_STREQ(b.notice(), "");
+	EXPECT_EQ(b.notice(), "");
 }
 
 } // namespace

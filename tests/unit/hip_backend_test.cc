@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 // The hip backend against a test double of the HIP entry points it calls
-// (HipApi): the masks it passes, that it reserves hardware queues before
-// it creates any, and every error path.
+// (HipApi), and the choice of the HIP runtime against a test double of the
+// dynamic loader: the masks it passes, the device it picks by PCI address
+// (also when HIP_VISIBLE_DEVICES renumbers), that the caller's device comes
+// back, which libamdhip64 it uses, and every error path.
 #include <gtest/gtest.h>
 
+#include <dlfcn.h>
 #include <linux/gpuslot.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -14,19 +18,26 @@
 
 namespace {
 
-// The test double: records every call; fails where told to.
+// The test double of HIP: records every call; fails where told to. The
+// devices it sees are @visible, by PCI address, in HIP's order.
 struct HipDouble {
 	static inline std::vector<std::string> calls;
+	static inline std::vector<std::string> visible;
+	static inline int current = 0;
 	static inline int fail_set_device = 0;
 	static inline int fail_create_at = -1; // the n-th create fails
+	static inline int fail_sync = 0;
 	static inline int creates = 0;
 	static inline uintptr_t next_stream = 0x1000;
 
 	static void reset()
 	{
 		calls.clear();
+		visible = {"0000:03:00.0", "0000:43:00.0"};
+		current = 0;
 		fail_set_device = 0;
 		fail_create_at = -1;
+		fail_sync = 0;
 		creates = 0;
 		next_stream = 0x1000;
 	}
@@ -42,17 +53,40 @@ struct HipDouble {
 		return s;
 	}
 
-	static gpuslot::HipApi api()
+	static gpuslot::HipRuntime runtime(unsigned int pool = 1, bool preloaded = false)
 	{
-		gpuslot::HipApi a;
+		gpuslot::HipRuntime rt;
+		rt.soname = "libamdhip64.so.6";
+		rt.preloaded = preloaded;
+		rt.pool_queues = pool;
+		gpuslot::HipApi &a = rt.api;
+		a.get_device = [](int *d) {
+			*d = current;
+			return 0;
+		};
 		a.set_device = [](int d) {
 			calls.push_back("set_device " + std::to_string(d));
-			return fail_set_device;
+			if (fail_set_device)
+				return fail_set_device;
+			current = d;
+			return 0;
+		};
+		a.device_count = [](int *n) {
+			*n = int(visible.size());
+			return 0;
+		};
+		a.device_by_pci_bus_id = [](int *d, const char *id) {
+			for (size_t i = 0; i < visible.size(); i++)
+				if (visible[i] == id) {
+					*d = int(i);
+					return 0;
+				}
+			return 101; // hipErrorInvalidDevice's neighbour
 		};
 		a.stream_create = [](void **s) {
 			calls.push_back("create");
 			if (creates++ == fail_create_at)
-				return 101; // hipErrorInvalidValue's neighbour
+				return 101;
 			*s = reinterpret_cast<void *>(next_stream++);
 			return 0;
 		};
@@ -65,33 +99,17 @@ struct HipDouble {
 		};
 		a.stream_synchronize = [](void *s) {
 			calls.push_back("sync " + std::to_string(reinterpret_cast<uintptr_t>(s)));
-			return 0;
+			return fail_sync;
 		};
 		a.stream_destroy = [](void *s) {
 			calls.push_back("destroy " + std::to_string(reinterpret_cast<uintptr_t>(s)));
 			return 0;
 		};
-		a.error_string = [](int e) { return e == 2 ? "hipErrorOutOfMemory" : "hipErrorUnknown"; };
-		return a;
-	}
-};
-
-// The module's budget as a fake: records the order next to HIP's calls.
-class FakeBudget : public gpuslot::QueueBudget {
-public:
-	int refuse = 0;
-	int reserve(unsigned int count, std::string *error) override
-	{
-		HipDouble::calls.push_back("reserve " + std::to_string(count));
-		if (refuse) {
-			*error = "budget exhausted";
-			return -refuse;
-		}
-		return 0;
-	}
-	void unreserve(unsigned int count) override
-	{
-		HipDouble::calls.push_back("unreserve " + std::to_string(count));
+		a.error_string = [](int e) {
+			return e == 2 ? "hipErrorOutOfMemory" : e == 719 ? "hipErrorLaunchFailure"
+									   : "hipErrorUnknown";
+		};
+		return rt;
 	}
 };
 
@@ -106,91 +124,216 @@ gpuslot::SlotLayout layout(std::vector<std::vector<uint32_t>> masks)
 	return l;
 }
 
+gpuslot::DeviceChoice at(const char *pci_bus_id, unsigned int domain = 0)
+{
+	gpuslot::DeviceChoice d;
+	d.pci_bus_id = pci_bus_id;
+	d.domain = domain;
+	return d;
+}
+
 class HipBackend : public testing::Test {
 protected:
-	void SetUp() override { HipDouble::reset(); }
-	FakeBudget budget;
-	std::vector<void *> streams;
+	void SetUp() override
+	{
+		HipDouble::reset();
+		unsetenv("HIP_VISIBLE_DEVICES");
+	}
+	gpuslot::StreamSet set;
 	std::string error;
 };
 
-TEST_F(HipBackend, ReservesFirstThenOneMaskedStreamPerSlot)
+TEST_F(HipBackend, OneMaskedStreamPerSlotOnTheDomainsGpu)
 {
-	auto b = gpuslot::make_hip_backend(HipDouble::api(), 1);
-	// Radeon VII k = 2: SEs 0-1 and 2-3.
-	ASSERT_EQ(b->build(layout({{0x33333333, 0x3333333}, {0xcccccccc, 0xccccccc}}),
-			   budget, &streams, &error), 0) << error;
+	auto b = gpuslot::make_hip_backend(HipDouble::runtime(), at("0000:43:00.0"));
+	auto l = layout({{0x33333333, 0x3333333}, {0xcccccccc, 0xccccccc}});
+	EXPECT_EQ(b->set_queues(l, 0x3), 2u);
+	EXPECT_EQ(b->set_queues(l, 0x2), 1u);
+	EXPECT_EQ(b->runtime_queues(), 1u + gpuslot::kHipRuntimeQueues);
+	// Radeon VII k = 2: SEs 0-1 and 2-3, on HIP device 1, found by its
+	// PCI address; the thread's device 0 comes back afterwards.
+	ASSERT_EQ(b->build(l, 0x3, &set, &error), 0) << error;
 	EXPECT_EQ(HipDouble::calls,
-		  (std::vector<std::string>{"reserve 5", "set_device 1",
-					    "create_masked 0333333333333333",
-					    "create_masked 0ccccccccccccccc"}));
-	EXPECT_EQ(streams.size(), 2u);
-	EXPECT_EQ(b->reserved(), 2u + gpuslot::kHipDefaultPool + gpuslot::kHipRuntimeQueues);
+		  (std::vector<std::string>{"set_device 1", "create_masked 0333333333333333",
+					    "create_masked 0ccccccccccccccc", "set_device 0"}));
+	EXPECT_EQ(set.slots, 0x3u);
+	EXPECT_EQ(set.streams, (std::vector<void *>{reinterpret_cast<void *>(0x1000),
+						     reinterpret_cast<void *>(0x1001)}));
+	EXPECT_EQ(HipDouble::current, 0);
+}
+
+TEST_F(HipBackend, VisibleDevicesRenumberingCannotMoveTheDomain)
+{
+	// HIP_VISIBLE_DEVICES=1: the domain's GPU is HIP's device 0 now.
+	setenv("HIP_VISIBLE_DEVICES", "1", 1);
+	HipDouble::visible = {"0000:43:00.0"};
+	auto b = gpuslot::make_hip_backend(HipDouble::runtime(), at("0000:43:00.0", 1));
+	ASSERT_EQ(b->build(layout({{0xf}}), 0x1, &set, &error), 0) << error;
+	EXPECT_EQ(HipDouble::calls[0], "set_device 0");
+
+	// The domain's GPU hidden: an error, not another GPU.
+	HipDouble::reset();
+	HipDouble::visible = {"0000:03:00.0"};
+	auto hidden = gpuslot::make_hip_backend(HipDouble::runtime(), at("0000:43:00.0", 1));
+	EXPECT_EQ(hidden->build(layout({{0xf}}), 0x1, &set, &error), -ENODEV);
+	EXPECT_EQ(error, "domain 1's GPU 0000:43:00.0 is not visible to HIP in this process "
+			 "(HIP_VISIBLE_DEVICES=1 hides it?)");
+	EXPECT_TRUE(HipDouble::calls.empty());
+}
+
+TEST_F(HipBackend, AnUnknownGpuIsOnlyGuessedWhenThereIsOne)
+{
+	auto two = gpuslot::make_hip_backend(HipDouble::runtime(), at("", 1));
+	EXPECT_EQ(two->build(layout({{0xf}}), 0x1, &set, &error), -ENODEV);
+	EXPECT_EQ(error, "domain 1's GPU is unknown (gpuslotd records it in pci_bus_id) and HIP "
+			 "sees 2 GPUs: start gpuslotd, or name the device with "
+			 "GPUSLOT_OPEN_GPU_INDEX");
+	HipDouble::visible = {"0000:03:00.0"};
+	auto one = gpuslot::make_hip_backend(HipDouble::runtime(), at(""));
+	ASSERT_EQ(one->build(layout({{0xf}}), 0x1, &set, &error), 0) << error;
+	EXPECT_EQ(HipDouble::calls[0], "set_device 0");
+
+	// A device named by the caller.
+	HipDouble::reset();
+	gpuslot::DeviceChoice named;
+	named.ordinal = 1;
+	auto b = gpuslot::make_hip_backend(HipDouble::runtime(), named);
+	ASSERT_EQ(b->build(layout({{0xf}}), 0x1, &set, &error), 0);
+	EXPECT_EQ(HipDouble::calls[0], "set_device 1");
+	named.ordinal = 2;
+	auto missing = gpuslot::make_hip_backend(HipDouble::runtime(), named);
+	EXPECT_EQ(missing->build(layout({{0xf}}), 0x1, &set, &error), -ENODEV);
+	EXPECT_EQ(error, "HIP device 2 does not exist: HIP sees 2");
 }
 
 TEST_F(HipBackend, WholeGpuSlotsUsePlainStreamsAndNoQueueOfTheirOwn)
 {
-	auto b = gpuslot::make_hip_backend(HipDouble::api(), 0);
-	ASSERT_EQ(b->build(layout({{}, {0xf, 0}, {}}), budget, &streams, &error), 0);
+	auto b = gpuslot::make_hip_backend(HipDouble::runtime(), at("0000:03:00.0"));
+	auto l = layout({{}, {0xf, 0}, {}});
+	EXPECT_EQ(b->set_queues(l, 0x7), 1u);
+	ASSERT_EQ(b->build(l, 0x7, &set, &error), 0);
 	EXPECT_EQ(HipDouble::calls,
-		  (std::vector<std::string>{"reserve 4", "set_device 0", "create",
+		  (std::vector<std::string>{"set_device 0", "create",
 					    "create_masked 000000000000000f", "create"}));
 }
 
-TEST_F(HipBackend, ARefusedReservationCreatesNothing)
+TEST_F(HipBackend, OnlyTheSlotsAskedForGetStreams)
 {
-	auto b = gpuslot::make_hip_backend(HipDouble::api(), 0);
-	budget.refuse = ENOSPC;
-	EXPECT_EQ(b->build(layout({{0xf}}), budget, &streams, &error), -ENOSPC);
-	EXPECT_EQ(error, "budget exhausted");
-	EXPECT_EQ(HipDouble::calls, std::vector<std::string>{"reserve 4"});
-	EXPECT_TRUE(streams.empty());
-	EXPECT_EQ(b->reserved(), 0u);
+	auto b = gpuslot::make_hip_backend(HipDouble::runtime(), at("0000:03:00.0"));
+	ASSERT_EQ(b->build(layout({{0xf}, {0xf0}, {0xf00}}), 0x4, &set, &error), 0);
+	EXPECT_EQ(HipDouble::calls,
+		  (std::vector<std::string>{"set_device 0", "create_masked 00000f00"}));
+	EXPECT_EQ(set.slots, 0x4u);
+	EXPECT_EQ(set.streams[0], nullptr);
 }
 
 TEST_F(HipBackend, AFailedStreamDestroysTheOnesBeforeIt)
 {
-	auto b = gpuslot::make_hip_backend(HipDouble::api(), 0);
+	auto b = gpuslot::make_hip_backend(HipDouble::runtime(), at("0000:03:00.0"));
 	HipDouble::fail_create_at = 2;
-	EXPECT_EQ(b->build(layout({{0xf}, {0xf0}, {0xf00}}), budget, &streams, &error), -EIO);
+	EXPECT_EQ(b->build(layout({{0xf}, {0xf0}, {0xf00}}), 0x7, &set, &error), -EIO);
 	EXPECT_EQ(error, "hipExtStreamCreateWithCUMask for slot 2: hipErrorOutOfMemory");
-	EXPECT_TRUE(streams.empty());
+	EXPECT_EQ(set.slots, 0u);
 	const std::vector<std::string> tail(HipDouble::calls.end() - 4, HipDouble::calls.end());
 	EXPECT_EQ(tail, (std::vector<std::string>{"sync 4096", "destroy 4096", "sync 4097",
 						  "destroy 4097"}));
 }
 
-TEST_F(HipBackend, NoDeviceAndForeignUnitsAreErrors)
+TEST_F(HipBackend, NoDeviceForeignUnitsAndAFailedSync)
 {
-	auto b = gpuslot::make_hip_backend(HipDouble::api(), 3);
+	gpuslot::DeviceChoice named;
+	named.ordinal = 1;
+	auto b = gpuslot::make_hip_backend(HipDouble::runtime(), named);
 	HipDouble::fail_set_device = 101;
-	EXPECT_EQ(b->build(layout({{0xf}}), budget, &streams, &error), -ENODEV);
-	EXPECT_EQ(error, "hipSetDevice(3): hipErrorUnknown");
+	EXPECT_EQ(b->build(layout({{0xf}}), 0x1, &set, &error), -ENODEV);
+	EXPECT_EQ(error, "hipSetDevice(1): hipErrorUnknown");
 
 	HipDouble::reset();
 	auto l = layout({{0xf}});
 	l.unit_kind = GPUSLOT_UNIT_NV_SM_GROUP;
-	EXPECT_EQ(b->build(l, budget, &streams, &error), -EOPNOTSUPP);
+	EXPECT_EQ(b->build(l, 0x1, &set, &error), -EOPNOTSUPP);
 	EXPECT_TRUE(HipDouble::calls.empty());
+
+	HipDouble::fail_sync = 719;
+	EXPECT_EQ(b->synchronize(reinterpret_cast<void *>(0x1000), &error), -EIO);
+	EXPECT_EQ(error, "hipStreamSynchronize: hipErrorLaunchFailure");
 }
 
-TEST_F(HipBackend, RebuildsAdjustTheReservation)
+TEST_F(HipBackend, AHipLoadedBeforeKeepsItsPoolAndSaysSo)
 {
-	auto b = gpuslot::make_hip_backend(HipDouble::api(), 0);
-	ASSERT_EQ(b->build(layout({{0xf}, {0xf0}}), budget, &streams, &error), 0);
-	// Four partitions: two more queues, reserved before creating.
-	HipDouble::calls.clear();
-	b->destroy(&streams);
-	ASSERT_EQ(b->build(layout({{0xf}, {0xf0}, {0xf00}, {0xf000}}), budget, &streams,
-			   &error), 0);
-	EXPECT_EQ(HipDouble::calls[4], "reserve 2");
-	EXPECT_EQ(HipDouble::calls[5], "set_device 0");
-	// One partition: three fewer, given back after the new streams exist.
-	HipDouble::calls.clear();
-	b->destroy(&streams);
-	ASSERT_EQ(b->build(layout({{0xff}}), budget, &streams, &error), 0);
-	EXPECT_EQ(HipDouble::calls.back(), "unreserve 3");
-	EXPECT_EQ(b->reserved(), 1u + gpuslot::kHipDefaultPool + gpuslot::kHipRuntimeQueues);
+	auto b = gpuslot::make_hip_backend(HipDouble::runtime(4, true), at(""));
+	EXPECT_EQ(b->runtime_queues(), 4u + gpuslot::kHipRuntimeQueues);
+	EXPECT_NE(b->notice().find("set GPU_MAX_HW_QUEUES=1"), std::string::npos);
+	auto ours = gpuslot::make_hip_backend(HipDouble::runtime(1, false), at(""));
+	EXPECT_EQ(ours->notice(), "");
+	EXPECT_EQ(gpuslot::hip_pool_queues(nullptr), gpuslot::kHipDefaultPoolQueues);
+	EXPECT_EQ(gpuslot::hip_pool_queues("1"), 1u);
+	EXPECT_EQ(gpuslot::hip_pool_queues("8"), 8u);
+	EXPECT_EQ(gpuslot::hip_pool_queues("lots"), gpuslot::kHipDefaultPoolQueues);
+	EXPECT_EQ(gpuslot::hip_pool_queues("0"), gpuslot::kHipDefaultPoolQueues);
+}
+
+// The test double of the dynamic loader: which sonames are loaded in the
+// process and which are installed; records every open.
+struct LoaderDouble {
+	static inline std::vector<std::string> loaded, installed, calls;
+	static inline std::string last_error;
+
+	static gpuslot::Loader loader()
+	{
+		return {
+			[](const char *name, int flags) -> void * {
+				const bool noload = flags & RTLD_NOLOAD;
+				calls.push_back(std::string(noload ? "noload " : "load ") + name);
+				auto &where = noload ? loaded : installed;
+				for (auto &n : where)
+					if (n == name)
+						return &n;
+				last_error = std::string(name) + ": cannot open shared object file";
+				return nullptr;
+			},
+			[](void *, const char *) -> void * { return nullptr; },
+			[]() -> const char * { return last_error.c_str(); },
+		};
+	}
+};
+
+TEST(HipRuntime, TheRuntimeAlreadyInTheProcessWins)
+{
+	LoaderDouble::calls.clear();
+	LoaderDouble::loaded = {"libamdhip64.so.6"}; // PyTorch-ROCm's
+	LoaderDouble::installed = {"libamdhip64.so.7", "libamdhip64.so.6"};
+	gpuslot::HipRuntime rt;
+	void *h;
+	std::string error;
+	ASSERT_TRUE(gpuslot::find_hip(LoaderDouble::loader(), &rt, &h, &error));
+	EXPECT_EQ(rt.soname, "libamdhip64.so.6");
+	EXPECT_TRUE(rt.preloaded);
+	EXPECT_EQ(LoaderDouble::calls,
+		  (std::vector<std::string>{"noload libamdhip64.so.7", "noload libamdhip64.so.6"}));
+}
+
+TEST(HipRuntime, ElseTheNewestThatLoads)
+{
+	LoaderDouble::calls.clear();
+	LoaderDouble::loaded = {};
+	LoaderDouble::installed = {"libamdhip64.so.6", "libamdhip64.so.5"};
+	gpuslot::HipRuntime rt;
+	void *h;
+	std::string error;
+	ASSERT_TRUE(gpuslot::find_hip(LoaderDouble::loader(), &rt, &h, &error));
+	EXPECT_EQ(rt.soname, "libamdhip64.so.6");
+	EXPECT_FALSE(rt.preloaded);
+	EXPECT_EQ(LoaderDouble::calls,
+		  (std::vector<std::string>{"noload libamdhip64.so.7", "noload libamdhip64.so.6",
+					    "noload libamdhip64.so.5", "load libamdhip64.so.7",
+					    "load libamdhip64.so.6"}));
+
+	LoaderDouble::installed = {};
+	EXPECT_FALSE(gpuslot::find_hip(LoaderDouble::loader(), &rt, &h, &error));
+	EXPECT_EQ(error, "cannot load HIP (ROCm 5, 6 or 7): libamdhip64.so.7: cannot open shared "
+			 "object file; libamdhip64.so.6: cannot open shared object file; "
+			 "libamdhip64.so.5: cannot open shared object file");
 }
 
 } // namespace

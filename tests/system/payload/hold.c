@@ -10,10 +10,9 @@
 
 int main(void)
 {
-	struct gpuslot_options o = { .size = sizeof(o), .backend = GPUSLOT_BACKEND_NONE,
-				     .gpu_index = -1 };
+	struct gpuslot_options o = { .size = sizeof(o), .backend = GPUSLOT_BACKEND_NONE };
 	struct gpuslot_client *c;
-	struct gpuslot_slot s;
+	struct gpuslot_slot s = { .size = sizeof(s) };
 
 	if (gpuslot_open(&o, &c) < 0 || gpuslot_acquire_slot(c, GPUSLOT_WAIT_FOREVER, 0, &s) < 0) {
 		fprintf(stderr, "%s\n", gpuslot_last_error());

@@ -1,0 +1,545 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+#include "process_domain.hpp"
+
+#include <fcntl.h>
+#include <linux/gpuslot.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "hqd_message.hpp"
+
+namespace gpuslot {
+namespace {
+
+int ioctl_errno(int fd, unsigned long cmd, void *arg)
+{
+	return ioctl(fd, cmd, arg) ? errno : 0;
+}
+
+uint64_t now_ns()
+{
+	timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return uint64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+// The module's queue budget through the process's control file.
+class ModuleBudget : public QueueBudget {
+public:
+	ModuleBudget(int fd, unsigned int domain, std::string sysfs_root, bool wait)
+		: fd_(fd), domain_(domain), sysfs_root_(std::move(sysfs_root)), wait_(wait)
+	{
+	}
+
+	int reserve(unsigned int count, std::string *error) override
+	{
+		gpuslot_reserve_queues r{};
+		r.size = sizeof(r);
+		r.count = count;
+		r.flags = wait_ ? GPUSLOT_RESERVE_WAIT : 0;
+		int err = ioctl_errno(fd_, GPUSLOT_IOC_RESERVE_QUEUES, &r);
+		if (err == ENOSPC) {
+			auto e = explain_hqd_exhausted(sysfs_root_,
+						       "/sys/module/amdgpu/parameters/sched_policy",
+						       domain_, count);
+			*error = e.error ? "hardware queue budget exhausted (" + e.text + ")" : e.text;
+		} else if (err) {
+			*error = "reserving " + std::to_string(count) +
+				 " hardware queues: " + strerror(err);
+		}
+		return -err;
+	}
+
+	void unreserve(unsigned int count) override
+	{
+		gpuslot_unreserve_queues u{};
+		u.size = sizeof(u);
+		u.count = count;
+		ioctl_errno(fd_, GPUSLOT_IOC_UNRESERVE_QUEUES, &u);
+	}
+
+private:
+	int fd_;
+	unsigned int domain_;
+	std::string sysfs_root_;
+	bool wait_;
+};
+
+// A slot's handle: lane index + 1, and the lane's use serial.
+uint64_t make_handle(unsigned int index, uint32_t serial)
+{
+	return uint64_t(index + 1) << 32 | serial;
+}
+
+std::string acquire_message(int err)
+{
+	switch (err) {
+	case EAGAIN: return "no slot free now";
+	case ETIMEDOUT: return "no slot within the timeout";
+	case EINTR: return "interrupted by a signal; nothing is held";
+	case EINVAL: return "allowed_mask allows no slot below k";
+	default: return std::string("ACQUIRE: ") + strerror(err);
+	}
+}
+
+} // namespace
+
+ProcessDomain::ProcessDomain(const Config &config) : config_(config), owner_pid_(getpid()) {}
+
+int ProcessDomain::open_file(int *fd, std::string *error) const
+{
+	const std::string &device = config_.device;
+	int f = ::open(device.c_str(), O_RDWR | O_CLOEXEC);
+	if (f < 0) {
+		int err = errno;
+		*error = device + ": " + strerror(err) +
+			 (err == ENOENT	  ? " (load the gpuslot module)"
+			  : err == EACCES ? " (join the gpuslot group)"
+					  : "");
+		return -err;
+	}
+	gpuslot_attach a{};
+	a.size = sizeof(a);
+	a.domain = config_.domain;
+	if (int err = ioctl_errno(f, GPUSLOT_IOC_ATTACH, &a)) {
+		*error = "no GPU domain " + std::to_string(config_.domain) + ": " + strerror(err);
+		::close(f);
+		return -err;
+	}
+	*fd = f;
+	return 0;
+}
+
+int ProcessDomain::read_layout(SlotLayout *out, std::string *error) const
+{
+	std::vector<gpuslot_partition> parts(GPUSLOT_MAX_SLOTS);
+	gpuslot_layout l{};
+	l.size = sizeof(l);
+	l.nr_partitions = parts.size();
+	l.partitions = reinterpret_cast<uintptr_t>(parts.data());
+	if (int err = ioctl_errno(control_fd_, GPUSLOT_IOC_GET_LAYOUT, &l)) {
+		*error = std::string("GET_LAYOUT: ") + strerror(err) +
+			 (err == ENOTTY ? " (the loaded module predates layouts: load the one "
+					  "built with this library)"
+					: "");
+		return -err;
+	}
+	SlotLayout s;
+	s.k = l.k;
+	s.unit_kind = l.unit_kind;
+	s.nr_units = l.nr_units;
+	s.unit_size = l.unit_size;
+	s.generation = l.generation;
+	const unsigned int words = (l.nr_units + 31) / 32;
+	for (unsigned int slot = 0; slot < l.k; slot++) {
+		std::vector<uint32_t> mask(words);
+		bool any = false;
+		for (unsigned int w = 0; w < words; w++) {
+			mask[w] = uint32_t(parts[slot].units[w / 2] >> (32 * (w % 2)));
+			any |= mask[w] != 0;
+		}
+		s.masks.push_back(any ? mask : std::vector<uint32_t>{});
+	}
+	*out = std::move(s);
+	return 0;
+}
+
+int ProcessDomain::open(const Config &config, const BackendFactory &make_backend,
+			std::shared_ptr<ProcessDomain> *out, std::string *error)
+{
+	std::shared_ptr<ProcessDomain> d(new ProcessDomain(config));
+	if (int err = d->open_file(&d->control_fd_, error))
+		return err;
+	SlotLayout layout;
+	if (int err = d->read_layout(&layout, error))
+		return err;
+	if (int err = make_backend(layout, &d->backend_, error))
+		return err;
+	d->budget_ = std::make_unique<ModuleBudget>(d->control_fd_, config.domain,
+						    config.sysfs_root, config.wait_for_queues);
+	d->sets_ = std::make_unique<StreamSets>(*d->backend_, *d->budget_, config.slot_mask);
+	if (int err = d->sets_->update(layout, error); err < 0)
+		return err;
+	*out = std::move(d);
+	return 0;
+}
+
+ProcessDomain::~ProcessDomain()
+{
+	// A forked child shares the parent's open files and GPU state: it
+	// closes its descriptors and leaves the rest alone.
+	if (getpid() != owner_pid_) {
+		(void)sets_.release();
+	} else {
+		// Holds of clients that did not release end with their files.
+		sets_.reset();
+	}
+	for (auto &lane : lanes_)
+		::close(lane.fd);
+	if (control_fd_ >= 0)
+		::close(control_fd_);
+}
+
+int ProcessDomain::take_lane(const void *owner, Lane **out, std::string *error)
+{
+	{
+		std::lock_guard<std::mutex> hold(lock_);
+		if (!free_lanes_.empty()) {
+			Lane &lane = lanes_[free_lanes_.back()];
+			free_lanes_.pop_back();
+			lane.state = LaneState::busy;
+			lane.owner = owner;
+			lane.serial++;
+			*out = &lane;
+			return 0;
+		}
+	}
+	int fd;
+	if (int err = open_file(&fd, error))
+		return err;
+	std::lock_guard<std::mutex> hold(lock_);
+	Lane &lane = lanes_.emplace_back();
+	lane.fd = fd;
+	lane.index = unsigned(lanes_.size() - 1);
+	lane.state = LaneState::busy;
+	lane.owner = owner;
+	lane.serial = 1;
+	*out = &lane;
+	return 0;
+}
+
+void ProcessDomain::put_lane(Lane *lane)
+{
+	std::lock_guard<std::mutex> hold(lock_);
+	lane->state = LaneState::idle;
+	lane->owner = nullptr;
+	lane->stream = nullptr;
+	free_lanes_.push_back(lane->index);
+}
+
+int ProcessDomain::lane_of(const gpuslot_slot *slot, LaneState from, Lane **out,
+			   std::string *error)
+{
+	const uint64_t h = slot->handle;
+	const unsigned int i = unsigned(h >> 32) - 1;
+	std::lock_guard<std::mutex> hold(lock_);
+	if (!h || i >= lanes_.size() || lanes_[i].serial != uint32_t(h) ||
+	    lanes_[i].state != from) {
+		*error = from == LaneState::holding
+				 ? "this slot is not held by this client (released already?)"
+				 : "no acquire of this client was started in this slot";
+		return -EINVAL;
+	}
+	lanes_[i].state = LaneState::busy;
+	*out = &lanes_[i];
+	return 0;
+}
+
+int ProcessDomain::effective_mask(uint64_t allowed, uint64_t *mask, std::string *error)
+{
+	for (int round = 0; round < 2; round++) {
+		uint64_t built;
+		{
+			std::lock_guard<std::mutex> hold(lock_);
+			built = sets_->current()->slots;
+		}
+		*mask = (allowed ? allowed : ~0ULL) & built;
+		if (*mask)
+			return 0;
+		// Slots of a newer layout may be wanted: build it first.
+		if (round == 0) {
+			int err = refresh(error);
+			if (err < 0)
+				return err;
+			if (err == 0)
+				break;
+		}
+	}
+	// Let the module say whether the mask is below k at all.
+	if (!allowed)
+		return 0;
+	*error = "allowed_mask allows no slot this client has streams for "
+		 "(the client's slot_mask, or slots >= k)";
+	return -EINVAL;
+}
+
+bool ProcessDomain::claim(Lane *l, unsigned int slot_index, uint64_t generation,
+			  gpuslot_slot *slot)
+{
+	std::lock_guard<std::mutex> hold(lock_);
+	StreamSets::Handout h;
+	// A grant from a newer layout than the streams', or of a slot they
+	// do not have, cannot be served with the right partition.
+	if (sets_->newer(generation) || !sets_->hand_out(slot_index, &h))
+		return false;
+	l->state = LaneState::holding;
+	l->generation = h.generation;
+	l->stream = h.stream;
+	slot->index = slot_index;
+	slot->units = h.units;
+	slot->generation = h.generation;
+	slot->stream = h.stream;
+	slot->poll_fd = l->fd;
+	slot->handle = make_handle(l->index, l->serial);
+	return true;
+}
+
+int ProcessDomain::ioctl_release(int fd)
+{
+	gpuslot_release r{};
+	r.size = sizeof(r);
+	return ioctl_errno(fd, GPUSLOT_IOC_RELEASE, &r);
+}
+
+int ProcessDomain::regrant(Lane *lane, uint64_t generation, std::string *error)
+{
+	// Nothing ran on the slot: no stream to wait for.
+	ioctl_release(lane->fd);
+	bool newer;
+	{
+		std::lock_guard<std::mutex> hold(lock_);
+		newer = sets_->newer(generation);
+	}
+	if (newer) {
+		int err = refresh(error);
+		if (err < 0)
+			return err;
+	}
+	return 0;
+}
+
+int ProcessDomain::acquire(int64_t timeout_ns, uint64_t allowed, gpuslot_slot *slot,
+			   const void *owner, std::string *error)
+{
+	const uint64_t deadline = timeout_ns > 0 ? now_ns() + uint64_t(timeout_ns) : 0;
+	uint64_t mask;
+	if (int err = effective_mask(allowed, &mask, error))
+		return err;
+	Lane *lane;
+	if (int err = take_lane(owner, &lane, error))
+		return err;
+	for (;;) {
+		gpuslot_acquire a{};
+		a.size = sizeof(a);
+		a.allowed_mask = mask;
+		if (timeout_ns == 0) {
+			a.flags = GPUSLOT_ACQUIRE_TRY;
+		} else if (timeout_ns > 0) {
+			a.flags = GPUSLOT_ACQUIRE_TIMEOUT;
+			uint64_t now = now_ns();
+			a.timeout_ns = deadline > now ? deadline - now : 0;
+		}
+		if (int err = ioctl_errno(lane->fd, GPUSLOT_IOC_ACQUIRE, &a)) {
+			put_lane(lane);
+			*error = acquire_message(err);
+			return -err;
+		}
+		if (claim(lane, a.slot, a.generation, slot))
+			return 0;
+		if (int err = regrant(lane, a.generation, error)) {
+			put_lane(lane);
+			return err;
+		}
+		if (int err = effective_mask(allowed, &mask, error)) {
+			put_lane(lane);
+			return err;
+		}
+	}
+}
+
+int ProcessDomain::release(gpuslot_slot *slot, uint32_t flags, std::string *error)
+{
+	Lane *lane;
+	if (int err = lane_of(slot, LaneState::holding, &lane, error))
+		return err;
+	int ret = 0;
+	// The job's GPU work ends before the next holder's starts.
+	if (!(flags & GPUSLOT_RELEASE_NO_SYNC) && lane->stream) {
+		std::string why;
+		if (int err = backend_->synchronize(lane->stream, &why)) {
+			*error = "slot " + std::to_string(slot->index) + ": " + why +
+				 " (the slot is released all the same)";
+			ret = err;
+		}
+	}
+	if (int err = ioctl_release(lane->fd)) {
+		*error = std::string("RELEASE: ") + strerror(err);
+		ret = -err;
+	}
+	{
+		std::lock_guard<std::mutex> hold(lock_);
+		sets_->hold_ended(lane->generation);
+	}
+	put_lane(lane);
+	slot->handle = 0;
+	return ret;
+}
+
+int ProcessDomain::start(uint64_t allowed, gpuslot_slot *slot, const void *owner,
+			 std::string *error)
+{
+	uint64_t mask;
+	if (int err = effective_mask(allowed, &mask, error))
+		return err;
+	Lane *lane;
+	if (int err = take_lane(owner, &lane, error))
+		return err;
+	gpuslot_acquire a{};
+	a.size = sizeof(a);
+	a.allowed_mask = mask;
+	if (int err = ioctl_errno(lane->fd, GPUSLOT_IOC_ACQUIRE_ASYNC, &a)) {
+		put_lane(lane);
+		*error = err == ENOTTY ? "the loaded module has no asynchronous acquire: load "
+					 "the one built with this library"
+				       : acquire_message(err);
+		return -err;
+	}
+	std::lock_guard<std::mutex> hold(lock_);
+	lane->state = LaneState::pending;
+	lane->allowed = mask;
+	slot->poll_fd = lane->fd;
+	slot->handle = make_handle(lane->index, lane->serial);
+	return 0;
+}
+
+int ProcessDomain::complete(gpuslot_slot *slot, std::string *error)
+{
+	Lane *lane;
+	if (int err = lane_of(slot, LaneState::pending, &lane, error))
+		return err;
+	gpuslot_acquire a{};
+	a.size = sizeof(a);
+	int err = ioctl_errno(lane->fd, GPUSLOT_IOC_ACQUIRE_COMPLETE, &a);
+	if (err == EAGAIN) {
+		std::lock_guard<std::mutex> hold(lock_);
+		lane->state = LaneState::pending;
+		*error = "not granted yet: poll slot.poll_fd";
+		return -EAGAIN;
+	}
+	if (err) {
+		put_lane(lane);
+		slot->handle = 0;
+		*error = err == EINVAL ? "k shrank below every slot allowed_mask allows"
+				       : std::string("ACQUIRE_COMPLETE: ") + strerror(err);
+		return -err;
+	}
+	if (claim(lane, a.slot, a.generation, slot))
+		return 0;
+	// The grant needs new streams: build them, then queue again.
+	if (int e = regrant(lane, a.generation, error)) {
+		put_lane(lane);
+		slot->handle = 0;
+		return e;
+	}
+	gpuslot_acquire again{};
+	again.size = sizeof(again);
+	again.allowed_mask = lane->allowed;
+	if (int e = ioctl_errno(lane->fd, GPUSLOT_IOC_ACQUIRE_ASYNC, &again)) {
+		put_lane(lane);
+		slot->handle = 0;
+		*error = acquire_message(e);
+		return -e;
+	}
+	std::lock_guard<std::mutex> hold(lock_);
+	lane->state = LaneState::pending;
+	*error = "the layout changed: new streams were built and the slot was queued again";
+	return -EAGAIN;
+}
+
+int ProcessDomain::cancel(gpuslot_slot *slot, std::string *error)
+{
+	Lane *lane;
+	if (int err = lane_of(slot, LaneState::pending, &lane, error))
+		return err;
+	gpuslot_release r{};
+	r.size = sizeof(r);
+	int err = ioctl_errno(lane->fd, GPUSLOT_IOC_ACQUIRE_CANCEL, &r);
+	put_lane(lane);
+	slot->handle = 0;
+	if (err) {
+		*error = std::string("ACQUIRE_CANCEL: ") + strerror(err);
+		return -err;
+	}
+	return 0;
+}
+
+int ProcessDomain::refresh(std::string *error)
+{
+	std::lock_guard<std::mutex> building(build_lock_);
+	SlotLayout layout;
+	if (int err = read_layout(&layout, error))
+		return err;
+	{
+		std::lock_guard<std::mutex> hold(lock_);
+		if (!sets_->newer(layout.generation))
+			return 0;
+	}
+	StreamSets::Generation g;
+	if (int err = sets_->build(layout, &g, error))
+		return err;
+	std::lock_guard<std::mutex> hold(lock_);
+	sets_->install(std::move(g));
+	return 1;
+}
+
+int ProcessDomain::retire(uint64_t generation, std::string *error)
+{
+	std::lock_guard<std::mutex> building(build_lock_);
+	std::lock_guard<std::mutex> hold(lock_);
+	if (int err = sets_->retire(generation)) {
+		*error = "a slot of generation " + std::to_string(generation) +
+			 " or older is still held: release it first";
+		return err;
+	}
+	return 0;
+}
+
+void ProcessDomain::info(gpuslot_layout_info *out, std::string *notice)
+{
+	std::lock_guard<std::mutex> hold(lock_);
+	const SlotLayout *l = sets_->layout();
+	out->k = l->k;
+	out->unit_kind = l->unit_kind;
+	out->nr_units = l->nr_units;
+	out->hqd_reserved = sets_->reserved();
+	out->live_generations = sets_->live_sets();
+	out->generation = l->generation;
+	out->rebuilds = sets_->builds() - 1;
+	out->backend = backend_->name();
+	*notice = backend_->notice();
+}
+
+void ProcessDomain::drop_owner(const void *owner)
+{
+	for (unsigned int i = 0;; i++) {
+		LaneState state;
+		Lane *lane;
+		{
+			std::lock_guard<std::mutex> hold(lock_);
+			if (i >= lanes_.size())
+				return;
+			lane = &lanes_[i];
+			if (lane->owner != owner || (lane->state != LaneState::holding &&
+						     lane->state != LaneState::pending))
+				continue;
+			state = lane->state;
+			lane->state = LaneState::busy;
+		}
+		if (state == LaneState::holding) {
+			ioctl_release(lane->fd);
+			std::lock_guard<std::mutex> hold(lock_);
+			sets_->hold_ended(lane->generation);
+		} else {
+			gpuslot_release r{};
+			r.size = sizeof(r);
+			ioctl_errno(lane->fd, GPUSLOT_IOC_ACQUIRE_CANCEL, &r);
+		}
+		put_lane(lane);
+	}
+}
+
+} // namespace gpuslot

@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// A process's share of one GPU domain: what every client and thread of the
+// process attached to the domain uses together.
+//
+//  - one control file of /dev/gpuslot: the layout, and the hardware-queue
+//    reservation, made once for the process (it goes when the file closes);
+//  - the streams of each layout generation (StreamSets), built once;
+//  - lanes: one open file per concurrent hold. The module keeps one hold
+//    per open file, so N threads holding at once use N lanes; a lane is
+//    reused by the next acquire once its hold ends.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "backend.hpp"
+#include "gpuslot.h"
+#include "stream_sets.hpp"
+
+namespace gpuslot {
+
+// Makes the backend once the layout (its unit kind) is known.
+using BackendFactory = std::function<int(const SlotLayout &layout,
+					 std::unique_ptr<Backend> *out, std::string *error)>;
+
+class ProcessDomain {
+public:
+	struct Config {
+		std::string device;
+		std::string sysfs_root;
+		unsigned int domain = 0;
+		uint64_t slot_mask = 0; // slots to build streams for; 0 all
+		bool wait_for_queues = false;
+	};
+
+	// 0, or -errno with *error.
+	static int open(const Config &config, const BackendFactory &make_backend,
+			std::shared_ptr<ProcessDomain> *out, std::string *error);
+	ProcessDomain(const ProcessDomain &) = delete;
+	ProcessDomain &operator=(const ProcessDomain &) = delete;
+	~ProcessDomain();
+
+	pid_t owner_pid() const { return owner_pid_; }
+
+	// The calls of gpuslot.h; @owner is the client, for close.
+	int acquire(int64_t timeout_ns, uint64_t allowed, gpuslot_slot *slot, const void *owner,
+		    std::string *error);
+	int release(gpuslot_slot *slot, uint32_t flags, std::string *error);
+	int start(uint64_t allowed, gpuslot_slot *slot, const void *owner, std::string *error);
+	int complete(gpuslot_slot *slot, std::string *error);
+	int cancel(gpuslot_slot *slot, std::string *error);
+	int refresh(std::string *error);
+	int retire(uint64_t generation, std::string *error);
+	// Fills everything but the strings' storage: *notice keeps that one.
+	void info(gpuslot_layout_info *out, std::string *notice);
+	// End the holds and acquires of a client that closes.
+	void drop_owner(const void *owner);
+
+private:
+	enum class LaneState { idle, pending, holding, busy };
+	struct Lane {
+		int fd = -1;
+		unsigned int index = 0;
+		uint32_t serial = 0; // bumped per use: stale handles fail
+		LaneState state = LaneState::idle;
+		const void *owner = nullptr;
+		uint64_t generation = 0; // of the stream handed out
+		void *stream = nullptr;
+		uint64_t allowed = 0; // of a pending acquire, to queue it again
+	};
+
+	explicit ProcessDomain(const Config &config);
+	int open_file(int *fd, std::string *error) const;
+	int read_layout(SlotLayout *out, std::string *error) const;
+	// A lane for one acquire, marked busy: the calling thread owns it,
+	// and may use it without lock_, until it puts it back.
+	int take_lane(const void *owner, Lane **lane, std::string *error);
+	void put_lane(Lane *lane);
+	// The lane @slot names, if in state @from; marked busy. -EINVAL
+	// otherwise.
+	int lane_of(const gpuslot_slot *slot, LaneState from, Lane **lane, std::string *error);
+	// The allowed mask restricted to the slots with streams.
+	int effective_mask(uint64_t allowed, uint64_t *mask, std::string *error);
+	// The grant of @slot_index in @generation on lane @index, if the
+	// current streams serve it: fills *slot, lane holding.
+	bool claim(Lane *lane, unsigned int slot_index, uint64_t generation, gpuslot_slot *slot);
+	// A grant the streams cannot serve: give it back, rebuild if it came
+	// from a newer layout.
+	int regrant(Lane *lane, uint64_t generation, std::string *error);
+	int ioctl_release(int fd);
+
+	Config config_;
+	pid_t owner_pid_;
+	int control_fd_ = -1;
+	std::unique_ptr<QueueBudget> budget_;
+	std::unique_ptr<Backend> backend_;
+
+	// Serialises building streams; never held with lock_ while building.
+	std::mutex build_lock_;
+	// Lanes and streams: short sections only.
+	std::mutex lock_;
+	std::deque<Lane> lanes_; // stable addresses; never shrinks
+	std::vector<unsigned int> free_lanes_;
+	std::unique_ptr<StreamSets> sets_;
+};
+
+} // namespace gpuslot

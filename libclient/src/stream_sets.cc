@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+#include "stream_sets.hpp"
+
+#include <bit>
+#include <cerrno>
+
+namespace gpuslot {
+
+unsigned int slot_units(const SlotLayout &l, unsigned int slot)
+{
+	if (slot >= l.masks.size() || l.masks[slot].empty())
+		return l.nr_units;
+	unsigned int n = 0;
+	for (uint32_t w : l.masks[slot])
+		n += std::popcount(w);
+	return n;
+}
+
+StreamSets::~StreamSets()
+{
+	for (auto &g : gens_)
+		destroy(g);
+	if (reserved_)
+		budget_.unreserve(reserved_);
+}
+
+int StreamSets::build(const SlotLayout &layout, Generation *g, std::string *error)
+{
+	const uint64_t slots = layout_slots(layout, wanted_);
+	unsigned int need = backend_.set_queues(layout, slots);
+	const bool runtime = !runtime_reserved_;
+	if (runtime)
+		need += backend_.runtime_queues();
+	// Reserve before creating anything.
+	if (need) {
+		if (int err = budget_.reserve(need, error)) {
+			if (err == -ENOSPC && gens_.size() > 1)
+				*error += "; the streams of " + std::to_string(gens_.size() - 1) +
+					  " older layout generation(s) still hold queues: retire "
+					  "them with gpuslot_retire_generation()";
+			return err;
+		}
+	}
+	g->layout = layout;
+	if (int err = backend_.build(layout, slots, &g->set, error)) {
+		if (need)
+			budget_.unreserve(need);
+		return err;
+	}
+	g->set.queues = need - (runtime ? backend_.runtime_queues() : 0);
+	g->reserved = need;
+	runtime_reserved_ = true;
+	return 0;
+}
+
+void StreamSets::install(Generation &&g)
+{
+	reserved_ += g.reserved;
+	builds_++;
+	if (!gens_.empty()) {
+		trim(gens_.back());
+		// A set that nobody got a stream of is gone at once.
+		if (!gens_.back().set.slots && !gens_.back().holds) {
+			destroy(gens_.back());
+			gens_.pop_back();
+		}
+	}
+	gens_.push_back(std::move(g));
+}
+
+int StreamSets::update(const SlotLayout &layout, std::string *error)
+{
+	if (!newer(layout.generation))
+		return 0;
+	Generation g;
+	if (int err = build(layout, &g, error))
+		return err;
+	install(std::move(g));
+	return 1;
+}
+
+void StreamSets::trim(Generation &g)
+{
+	for (unsigned int s = 0; s < g.set.streams.size(); s++) {
+		if (!(g.set.slots >> s & 1) || g.set.handed_out[s])
+			continue;
+		const unsigned int q = backend_.set_queues(g.layout, 1ULL << s);
+		backend_.destroy_slot(&g.set, s);
+		g.set.queues -= q;
+		reserved_ -= q;
+		if (q)
+			budget_.unreserve(q);
+	}
+}
+
+void StreamSets::destroy(Generation &g)
+{
+	backend_.destroy(&g.set);
+	if (g.set.queues) {
+		reserved_ -= g.set.queues;
+		budget_.unreserve(g.set.queues);
+		g.set.queues = 0;
+	}
+}
+
+bool StreamSets::hand_out(unsigned int slot, Handout *out)
+{
+	if (gens_.empty())
+		return false;
+	Generation &g = gens_.back();
+	if (slot >= g.layout.k || !(g.set.slots >> slot & 1))
+		return false;
+	g.set.handed_out[slot] = true;
+	g.holds++;
+	*out = {g.set.streams[slot], g.layout.generation, slot_units(g.layout, slot)};
+	return true;
+}
+
+void StreamSets::hold_ended(uint64_t generation)
+{
+	for (auto &g : gens_)
+		if (g.layout.generation == generation && g.holds) {
+			g.holds--;
+			return;
+		}
+}
+
+int StreamSets::retire(uint64_t generation)
+{
+	if (gens_.empty())
+		return 0;
+	const auto current = std::prev(gens_.end());
+	for (auto it = gens_.begin(); it != current; ++it)
+		if (it->layout.generation <= generation && it->holds)
+			return -EBUSY;
+	for (auto it = gens_.begin(); it != current;) {
+		if (it->layout.generation <= generation) {
+			destroy(*it);
+			it = gens_.erase(it);
+		} else {
+			++it;
+		}
+	}
+	return 0;
+}
+
+} // namespace gpuslot

@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// The streams of a client across layout generations.
+//
+// The current set serves new holds. A set replaced by a newer layout keeps
+// every stream it handed out (callers built BLAS handles, graphs, framework
+// streams on them) until the caller retires its generation; streams it
+// never handed out go at once. Queues are reserved before any stream is
+// created and returned when streams go: past the budget the firmware
+// time-slices every queue on the GPU.
+//
+// Building is split from installing, so that the slow part (creating
+// streams) runs without the lock that holders take: build() needs only
+// that builds are serialised; every other call needs the caller's lock.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <string>
+
+#include "backend.hpp"
+
+namespace gpuslot {
+
+// The module's hardware-queue budget, as a client reserves from it.
+class QueueBudget {
+public:
+	virtual ~QueueBudget() = default;
+	// 0, or -errno with *error saying why (ENOSPC names the holders).
+	virtual int reserve(unsigned int count, std::string *error) = 0;
+	virtual void unreserve(unsigned int count) = 0;
+};
+
+class StreamSets {
+public:
+	// Streams for the slots in @wanted (0: all) of each layout.
+	StreamSets(Backend &backend, QueueBudget &budget, uint64_t wanted)
+		: backend_(backend), budget_(budget), wanted_(wanted)
+	{
+	}
+	StreamSets(const StreamSets &) = delete;
+	StreamSets &operator=(const StreamSets &) = delete;
+	~StreamSets();
+
+	struct Generation {
+		SlotLayout layout;
+		StreamSet set;
+		unsigned int holds = 0;	  // holds not ended
+		unsigned int reserved = 0; // queues reserved for it, runtime's too
+	};
+
+	// True if @generation is newer than the current set's.
+	bool newer(uint64_t generation) const
+	{
+		return gens_.empty() || gens_.back().layout.generation < generation;
+	}
+	// Reserve queues for and build the set of @layout into *g: 0, or
+	// -errno with *error (nothing reserved or built).
+	int build(const SlotLayout &layout, Generation *g, std::string *error);
+	// Make @g current (it must be newer); the old current set keeps the
+	// streams it handed out.
+	void install(Generation &&g);
+	// build() and install(): 1 built, 0 current already, or -errno.
+	int update(const SlotLayout &layout, std::string *error);
+
+	// The current set and its layout; nullptr before the first update().
+	const StreamSet *current() const { return gens_.empty() ? nullptr : &gens_.back().set; }
+	const SlotLayout *layout() const { return gens_.empty() ? nullptr : &gens_.back().layout; }
+
+	// Hand out slot @slot's stream of the current set for a hold: false
+	// if that set has no stream for @slot.
+	struct Handout {
+		void *stream;
+		uint64_t generation;
+		unsigned int units; // of the layout's partition
+	};
+	bool hand_out(unsigned int slot, Handout *out);
+	// A hold of generation @generation ended.
+	void hold_ended(uint64_t generation);
+
+	// Destroy the sets of generations <= @generation, except the current
+	// one: 0, or -EBUSY (nothing changed) if one of them is still held.
+	int retire(uint64_t generation);
+
+	unsigned int reserved() const { return reserved_; }
+	unsigned int live_sets() const { return unsigned(gens_.size()); }
+	uint64_t builds() const { return builds_; }
+
+private:
+	void destroy(Generation &g);
+	// Drop the never-handed-out streams of a set that is no longer current.
+	void trim(Generation &g);
+
+	Backend &backend_;
+	QueueBudget &budget_;
+	uint64_t wanted_;
+	std::list<Generation> gens_; // oldest first; the last is current
+	unsigned int reserved_ = 0;
+	bool runtime_reserved_ = false;
+	uint64_t builds_ = 0;
+};
+
+// The units of slot @slot's partition in @layout.
+unsigned int slot_units(const SlotLayout &layout, unsigned int slot);
+
+} // namespace gpuslot

@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: GPL-2.0
+// The CUDA layer of libgpuslot (cuda_load.cc) over a test double of the
+// CUDA driver, from many threads at once, under ThreadSanitizer: the
+// per-process device state is shared safely, and no call leaves a context
+// current on the calling thread.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cuda_driver.hpp"
+
+namespace {
+
+// The test double of the driver: two GPUs of 132 SMs; a per-thread stack
+// of current contexts, as the driver keeps one.
+thread_local std::vector<CUcontext> current;
+std::atomic<uintptr_t> next_handle{0x1000};
+std::atomic<int> live_streams{0}, live_greens{0};
+
+template <class T> T handle()
+{
+	return reinterpret_cast<T>(next_handle.fetch_add(1));
+}
+
+CUresult init(unsigned int) { return CUDA_SUCCESS; }
+CUresult device_count(int *n)
+{
+	*n = 2;
+	return CUDA_SUCCESS;
+}
+// cuDeviceGet takes any of 16 devices; the count says 2 (the PCI lookup
+// finds those); the rest let threads open devices of their own at once.
+CUresult device_get(CUdevice *d, int ordinal)
+{
+	*d = ordinal;
+	return ordinal < 16 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+CUresult by_bus_id(CUdevice *d, const char *id)
+{
+	if (!strcasecmp(id, "0000:19:00.0"))
+		*d = 0;
+	else if (!strcasecmp(id, "0000:3b:00.0"))
+		*d = 1;
+	else
+		return CUDA_ERROR_INVALID_DEVICE;
+	return CUDA_SUCCESS;
+}
+CUresult retain(CUcontext *c, CUdevice d)
+{
+	*c = reinterpret_cast<CUcontext>(uintptr_t(0x100 + d));
+	return CUDA_SUCCESS;
+}
+CUresult push(CUcontext c)
+{
+	current.push_back(c);
+	return CUDA_SUCCESS;
+}
+CUresult pop(CUcontext *c)
+{
+	if (current.empty())
+		return CUDA_ERROR_INVALID_CONTEXT;
+	*c = current.back();
+	current.pop_back();
+	return CUDA_SUCCESS;
+}
+CUresult device_resource(CUdevice, CUdevResource *r, CUdevResourceType type)
+{
+	memset(r, 0, sizeof(*r));
+	r->type = type;
+	r->sm.smCount = 132;
+	return CUDA_SUCCESS;
+}
+CUresult split(CUdevResource *result, unsigned int *groups, const CUdevResource *input,
+	       CUdevResource *, unsigned int, unsigned int min_count)
+{
+	const unsigned int n = input->sm.smCount / min_count;
+	if (result)
+		for (unsigned int i = 0; i < n && i < *groups; i++) {
+			memset(&result[i], 0, sizeof(result[i]));
+			result[i].type = CU_DEV_RESOURCE_TYPE_SM;
+			result[i].sm.smCount = min_count;
+		}
+	*groups = n;
+	return CUDA_SUCCESS;
+}
+CUresult generate_desc(CUdevResourceDesc *desc, CUdevResource *r, unsigned int n)
+{
+	unsigned int sms = 0;
+	for (unsigned int i = 0; i < n; i++)
+		sms += r[i].sm.smCount;
+	*desc = reinterpret_cast<CUdevResourceDesc>(uintptr_t(sms));
+	return CUDA_SUCCESS;
+}
+CUresult green_create(CUgreenCtx *g, CUdevResourceDesc desc, CUdevice, unsigned int)
+{
+	// The handle carries the SM count, for green_resource.
+	*g = reinterpret_cast<CUgreenCtx>(reinterpret_cast<uintptr_t>(desc) << 32 |
+					  (next_handle.fetch_add(1) & 0xffffffff));
+	live_greens++;
+	return CUDA_SUCCESS;
+}
+CUresult green_stream(CUstream *s, CUgreenCtx, unsigned int, int)
+{
+	*s = handle<CUstream>();
+	live_streams++;
+	return CUDA_SUCCESS;
+}
+CUresult green_resource(CUgreenCtx g, CUdevResource *r, CUdevResourceType type)
+{
+	memset(r, 0, sizeof(*r));
+	r->type = type;
+	r->sm.smCount = unsigned(reinterpret_cast<uintptr_t>(g) >> 32);
+	return CUDA_SUCCESS;
+}
+CUresult green_destroy(CUgreenCtx)
+{
+	live_greens--;
+	return CUDA_SUCCESS;
+}
+CUresult stream_create(CUstream *s, unsigned int)
+{
+	// A plain stream needs a current context, as the driver's does.
+	if (current.empty())
+		return CUDA_ERROR_INVALID_CONTEXT;
+	*s = handle<CUstream>();
+	live_streams++;
+	return CUDA_SUCCESS;
+}
+CUresult stream_sync(CUstream) { return CUDA_SUCCESS; }
+CUresult stream_destroy(CUstream)
+{
+	live_streams--;
+	return CUDA_SUCCESS;
+}
+CUresult error_string(CUresult, const char **s)
+{
+	*s = "test double error";
+	return CUDA_SUCCESS;
+}
+
+const gpuslot::CudaDriver driver = {
+	init,	       device_count,  device_get,    by_bus_id,	   retain,
+	push,	       pop,	      device_resource, split,	   generate_desc,
+	green_create, green_stream, green_resource, green_destroy, stream_create,
+	stream_sync,  stream_destroy, error_string,
+};
+
+TEST(CudaThreads, ManyThreadsOpenSplitAndBuildAtOnce)
+{
+	const gpuslot::CudaApi api = gpuslot::cuda_api_over(driver);
+	constexpr int kThreads = 8, kRounds = 200;
+	std::atomic<int> failures{0}, left_current{0};
+	std::atomic<bool> go{false};
+	std::vector<std::thread> threads;
+	for (int t = 0; t < kThreads; t++)
+		threads.emplace_back([&, t] {
+			const int ordinal = t % 2;
+			while (!go.load())
+				;
+			// Every thread adds devices to the shared table at once.
+			unsigned int halves = 0;
+			if (api.open_device(2 + t) || api.open_device(2 + (t + 1) % kThreads) ||
+			    api.split(2 + t, 66, &halves) || halves != 2)
+				failures++;
+			for (int i = 0; i < kRounds; i++) {
+				int n = 0, found = -1;
+				unsigned int groups = 0, sms = 0;
+				const unsigned int idx[] = {0, 1};
+				void *s = nullptr, *g = nullptr, *plain = nullptr;
+				if (api.device_count(&n) || n != 2 ||
+				    api.device_by_pci_bus_id(&found, ordinal ? "0000:3B:00.0"
+									     : "0000:19:00.0") ||
+				    found != ordinal || api.open_device(ordinal) ||
+				    api.split(ordinal, 32, &groups) || groups != 4 ||
+				    api.green_stream(ordinal, idx, 2, &s, &g, &sms) || sms != 64 ||
+				    api.plain_stream(ordinal, &plain) ||
+				    api.stream_synchronize(s)) {
+					failures++;
+					continue;
+				}
+				left_current += int(current.size());
+				api.destroy(s, g);
+				api.destroy(plain, nullptr);
+			}
+		});
+	go = true;
+	for (auto &t : threads)
+		t.join();
+	EXPECT_EQ(failures.load(), 0);
+	EXPECT_EQ(left_current.load(), 0) << "a call left a context current";
+	EXPECT_EQ(live_streams.load(), 0);
+	EXPECT_EQ(live_greens.load(), 0);
+	EXPECT_STREQ(api.error_string(1), "test double error");
+}
+
+} // namespace

@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: GPL-2.0
+// StreamSets over a test double of a backend and of the queue budget: queues
+// are reserved before any stream exists, the runtime's once; a new layout
+// keeps the streams handed out and drops the rest; retiring waits for the
+// holds; a refused reservation or a failed build changes nothing.
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <string>
+#include <vector>
+
+#include "stream_sets.hpp"
+
+namespace {
+
+std::vector<std::string> calls;
+
+class BackendDouble : public gpuslot::Backend {
+public:
+	int fail_build = 0;
+	uintptr_t next = 0x10;
+	const char *name() const override { return "double"; }
+	unsigned int runtime_queues() const override { return 3; }
+	unsigned int set_queues(const gpuslot::SlotLayout &l, uint64_t slots) const override
+	{
+		unsigned int n = 0;
+		for (unsigned int s = 0; s < l.k; s++)
+			n += (slots >> s & 1) && !l.masks[s].empty();
+		return n;
+	}
+	int build(const gpuslot::SlotLayout &l, uint64_t slots, gpuslot::StreamSet *set,
+		  std::string *error) override
+	{
+		calls.push_back("build " + std::to_string(l.generation));
+		if (fail_build) {
+			*error = "no streams today";
+			return fail_build;
+		}
+		set->generation = l.generation;
+		set->slots = slots;
+		set->streams.assign(l.k, nullptr);
+		set->contexts.assign(l.k, nullptr);
+		set->units.assign(l.k, 0);
+		set->handed_out.assign(l.k, false);
+		for (unsigned int s = 0; s < l.k; s++)
+			if (slots >> s & 1)
+				set->streams[s] = reinterpret_cast<void *>(next++);
+		return 0;
+	}
+	int synchronize(void *, std::string *) override { return 0; }
+	void destroy_slot(gpuslot::StreamSet *set, unsigned int slot) override
+	{
+		calls.push_back("destroy " +
+				std::to_string(reinterpret_cast<uintptr_t>(set->streams[slot])));
+		set->streams[slot] = nullptr;
+		set->slots &= ~(1ULL << slot);
+	}
+};
+
+class BudgetDouble : public gpuslot::QueueBudget {
+public:
+	int refuse = 0;
+	unsigned int used = 0;
+	int reserve(unsigned int n, std::string *error) override
+	{
+		calls.push_back("reserve " + std::to_string(n));
+		if (refuse) {
+			*error = "budget exhausted";
+			return -refuse;
+		}
+		used += n;
+		return 0;
+	}
+	void unreserve(unsigned int n) override
+	{
+		calls.push_back("unreserve " + std::to_string(n));
+		used -= n;
+	}
+};
+
+gpuslot::SlotLayout layout(uint64_t generation, unsigned int k)
+{
+	gpuslot::SlotLayout l;
+	l.k = k;
+	l.unit_kind = 1;
+	l.nr_units = 60;
+	l.generation = generation;
+	for (unsigned int s = 0; s < k; s++)
+		l.masks.push_back({1u << s});
+	return l;
+}
+
+class StreamSets : public testing::Test {
+protected:
+	void SetUp() override { calls.clear(); }
+	BackendDouble backend;
+	BudgetDouble budget;
+	std::string error;
+};
+
+TEST_F(StreamSets, ReservesFirstAndTheRuntimeOnce)
+{
+	gpuslot::StreamSets sets(backend, budget, 0);
+	ASSERT_EQ(sets.update(layout(1, 4), &error), 1);
+	EXPECT_EQ(calls, (std::vector<std::string>{"reserve 7", "build 1"}));
+	EXPECT_EQ(sets.reserved(), 7u);
+	EXPECT_EQ(sets.update(layout(1, 4), &error), 0) << "the same generation again";
+	calls.clear();
+	ASSERT_EQ(sets.update(layout(2, 2), &error), 1);
+	// 2 new queues, then the 4 old streams (none handed out) go.
+	EXPECT_EQ(calls, (std::vector<std::string>{"reserve 2", "build 2", "destroy 16",
+						   "unreserve 1", "destroy 17", "unreserve 1",
+						   "destroy 18", "unreserve 1", "destroy 19",
+						   "unreserve 1"}));
+	EXPECT_EQ(sets.reserved(), 5u);
+	EXPECT_EQ(budget.used, 5u);
+	EXPECT_EQ(sets.live_sets(), 1u);
+}
+
+TEST_F(StreamSets, HandedOutStreamsLiveUntilRetiredAndHoldsBlockRetiring)
+{
+	gpuslot::StreamSets sets(backend, budget, 0);
+	ASSERT_EQ(sets.update(layout(1, 2), &error), 1);
+	gpuslot::StreamSets::Handout h;
+	ASSERT_TRUE(sets.hand_out(1, &h));
+	EXPECT_EQ(h.stream, reinterpret_cast<void *>(0x11));
+	EXPECT_EQ(h.generation, 1u);
+	EXPECT_EQ(h.units, 1u);
+	EXPECT_FALSE(sets.hand_out(2, &h)) << "no slot 2 at k = 2";
+	calls.clear();
+	ASSERT_EQ(sets.update(layout(2, 2), &error), 1);
+	EXPECT_EQ(calls, (std::vector<std::string>{"reserve 2", "build 2", "destroy 16",
+						   "unreserve 1"}));
+	EXPECT_EQ(sets.live_sets(), 2u);
+	EXPECT_EQ(sets.retire(1), -EBUSY) << "slot 1 of generation 1 is still held";
+	sets.hold_ended(1);
+	calls.clear();
+	EXPECT_EQ(sets.retire(1), 0);
+	EXPECT_EQ(calls, (std::vector<std::string>{"destroy 17", "unreserve 1"}));
+	EXPECT_EQ(sets.live_sets(), 1u);
+	EXPECT_EQ(sets.retire(2), 0) << "the current set is never retired";
+	EXPECT_EQ(sets.live_sets(), 1u);
+	EXPECT_EQ(budget.used, 5u);
+}
+
+TEST_F(StreamSets, ARefusalOrAFailedBuildChangesNothing)
+{
+	gpuslot::StreamSets sets(backend, budget, 0x1);
+	budget.refuse = ENOSPC;
+	EXPECT_EQ(sets.update(layout(1, 2), &error), -ENOSPC);
+	EXPECT_EQ(error, "budget exhausted");
+	EXPECT_EQ(calls, std::vector<std::string>{"reserve 4"});
+	EXPECT_EQ(sets.current(), nullptr);
+	budget.refuse = 0;
+	backend.fail_build = -EIO;
+	calls.clear();
+	EXPECT_EQ(sets.update(layout(1, 2), &error), -EIO);
+	EXPECT_EQ(calls, (std::vector<std::string>{"reserve 4", "build 1", "unreserve 4"}));
+	EXPECT_EQ(budget.used, 0u);
+	backend.fail_build = 0;
+	ASSERT_EQ(sets.update(layout(1, 2), &error), 1);
+	EXPECT_EQ(sets.current()->slots, 0x1u) << "only the slots asked for";
+}
+} // namespace
