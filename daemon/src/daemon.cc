@@ -205,6 +205,16 @@ Daemon::Applied Daemon::apply(Managed &m, const GpuSettings &settings,
 		*error = name + ": the module refused the layout: " + strerror(err);
 		return Applied::failed;
 	}
+	// Which GPU the domain stands for: clients match their runtime's
+	// device by it. An older module without the file is no error.
+	const std::string &pci = m.nvidia ? m.nv.pci_bus_id : m.gpu.pci_bus_id;
+	if (!pci.empty()) {
+		int err = write_domain_file(options_.sysfs, m.domain, "pci_bus_id", pci);
+		if (err && err != ENOENT) {
+			*error = name + ": cannot set pci_bus_id " + pci + ": " + strerror(err);
+			return Applied::failed;
+		}
+	}
 	if (settings.boost_priority) {
 		if (int err = write_domain_file(options_.sysfs, m.domain,
 						"boost_priority",

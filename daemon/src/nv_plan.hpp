@@ -23,6 +23,7 @@ struct NvGpu {
 	unsigned int sm_count = 0;
 	unsigned int min_partition_sms = 0;     // without the IGNORE flag
 	unsigned int coscheduled_alignment = 0; // likewise
+	std::string pci_bus_id; // DDDD:BB:DD.F, lower case; "" unknown
 };
 
 // SMs of a TPC: the split's granularity with the IGNORE flag.

@@ -3,6 +3,8 @@
 
 #include <dlfcn.h>
 
+#include <cctype>
+
 #ifdef GPUSLOT_HAVE_CUDA
 #include <cuda.h>
 #endif
@@ -31,6 +33,7 @@ NvTopologyResult read_nv_topology()
 	decltype(&cuDeviceGet) device = nullptr;
 	decltype(&cuDeviceGetName) name = nullptr;
 	decltype(&cuDeviceGetDevResource) resource = nullptr;
+	decltype(&cuDeviceGetPCIBusId) bus_id = nullptr;
 	auto sym = [&](const char *n, auto *fn) {
 		void *p = nullptr;
 		CUdriverProcAddressQueryResult st;
@@ -42,6 +45,7 @@ NvTopologyResult read_nv_topology()
 	sym("cuDeviceGet", &device);
 	sym("cuDeviceGetName", &name);
 	sym("cuDeviceGetDevResource", &resource);
+	sym("cuDeviceGetPCIBusId", &bus_id);
 	if (!init || !count || !device || !name || !resource) {
 		r.error = "the NVIDIA driver lacks green-context resources (CUDA 12.4 or later)";
 		return r;
@@ -60,8 +64,16 @@ NvTopologyResult read_nv_topology()
 			r.error = "CUDA device " + std::to_string(i) + ": CUresult " + std::to_string(e);
 			return r;
 		}
+		// The driver writes DDDD:BB:DD.F in upper case; the module's
+		// pci_bus_id reads back in lower case.
+		char pci[32] = "";
+		if (bus_id && bus_id(pci, sizeof(pci), d) == CUDA_SUCCESS)
+			for (char *c = pci; *c; c++)
+				*c = char(tolower(*c));
+		else
+			pci[0] = '\0';
 		r.gpus.push_back({i, buf, sm.sm.smCount, sm.sm.minSmPartitionSize,
-				  sm.sm.smCoscheduledAlignment});
+				  sm.sm.smCoscheduledAlignment, pci});
 	}
 	if (r.gpus.empty())
 		r.error = "the NVIDIA driver sees no GPU";

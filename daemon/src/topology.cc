@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -164,6 +165,24 @@ bool parse_node(const fs::path &dir, unsigned int node_id, GpuNode *out,
 		}
 		n.gfx = GfxVersion::from_target(it->second);
 		n.gfx_from_device_id = true;
+	}
+
+	// Clients find their runtime's device by this address.
+	if (props.has("location_id")) {
+		auto loc = props.number("location_id", 0, 0xffff, error);
+		if (!loc)
+			return false;
+		uint64_t pci_domain = 0;
+		if (props.has("domain")) {
+			auto d = props.number("domain", 0, 0xffff, error);
+			if (!d)
+				return false;
+			pci_domain = *d;
+		}
+		char buf[16];
+		snprintf(buf, sizeof(buf), "%04x:%02x:%02x.%x", unsigned(pci_domain),
+			 unsigned(*loc >> 8), unsigned(*loc >> 3 & 0x1f), unsigned(*loc & 7));
+		n.pci_bus_id = buf;
 	}
 
 	auto bad = [&](const std::string &what) {

@@ -36,6 +36,9 @@ struct GpuNode {
 	unsigned int num_xcc = 1;
 	unsigned int drm_render_minor = 0;
 	uint32_t gpu_id = 0; // the node's gpu_id file: KFD's name in proc/<pid>/queues
+	// The PCI address, DDDD:BB:DD.F, from "domain" and "location_id"
+	// (bus << 8 | devfn); "" when the node has no location_id.
+	std::string pci_bus_id;
 
 	unsigned int active_cus() const { return simd_count / simd_per_cu; }
 	unsigned int shader_engines() const

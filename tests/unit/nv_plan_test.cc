@@ -12,7 +12,7 @@ namespace {
 
 gpuslot::NvGpu h200()
 {
-	return {0, "NVIDIA H200", 132, 8, 8};
+	return {0, "NVIDIA H200", 132, 8, 8, "0000:19:00.0"};
 }
 
 TEST(NvPlan, SplitCountsMatchTheMeasuredIgnoreSplits)
@@ -75,7 +75,7 @@ TEST(NvPlan, ImpossiblePlansSayWhy)
 	EXPECT_NE(gpuslot::plan_nv_partitions(h200(), 2, {1, 40}).error.find("less than one TPC"),
 		  std::string::npos);
 	EXPECT_NE(gpuslot::plan_nv_partitions(h200(), 2, {40}).error, "");
-	gpuslot::NvGpu tiny{0, "tiny", 6, 2, 2};
+	gpuslot::NvGpu tiny{0, "tiny", 6, 2, 2, ""};
 	EXPECT_NE(gpuslot::plan_nv_partitions(tiny, 4, {}).error.find("less than one TPC"),
 		  std::string::npos);
 }

@@ -23,6 +23,7 @@ struct Expect {
 	const char *fixture, *gfx;
 	unsigned int cus, ses, sh, queues, xcc;
 	bool wgp;
+	const char *pci_bus_id; // from domain and location_id (bus << 8 | devfn)
 };
 
 class Fixtures : public testing::TestWithParam<Expect> {};
@@ -42,15 +43,17 @@ TEST_P(Fixtures, ShapeAndBudget)
 	EXPECT_EQ(g.num_xcc, e.xcc);
 	EXPECT_EQ(g.wgp_mode(), e.wgp);
 	EXPECT_FALSE(g.gfx_from_device_id);
+	EXPECT_EQ(g.pci_bus_id, e.pci_bus_id);
 }
 
 INSTANTIATE_TEST_SUITE_P(
 	Kfd, Fixtures,
-	testing::Values(Expect{"radeon-vii-gfx906", "gfx906", 60, 4, 1, 24, 1, false},
-			Expect{"mi100-gfx908", "gfx908", 120, 8, 1, 24, 1, false},
-			Expect{"mi300x-gfx942-spx", "gfx942", 304, 32, 1, 24, 8, false},
-			Expect{"rx6900xt-gfx1030", "gfx1030", 80, 4, 2, 8, 1, true},
-			Expect{"rx7900xtx-gfx1100", "gfx1100", 96, 6, 2, 8, 1, true}));
+	testing::Values(
+		Expect{"radeon-vii-gfx906", "gfx906", 60, 4, 1, 24, 1, false, "0000:03:00.0"},
+		Expect{"mi100-gfx908", "gfx908", 120, 8, 1, 24, 1, false, "0000:23:00.0"},
+		Expect{"mi300x-gfx942-spx", "gfx942", 304, 32, 1, 24, 8, false, "0000:47:00.0"},
+		Expect{"rx6900xt-gfx1030", "gfx1030", 80, 4, 2, 8, 1, true, "0000:0b:00.0"},
+		Expect{"rx7900xtx-gfx1100", "gfx1100", 96, 6, 2, 8, 1, true, "0000:86:00.0"}));
 
 class BrokenTopology : public testing::Test {
 protected:

@@ -166,6 +166,8 @@ TEST_F(Daemon, AppliesThePlanAndTellsSystemdItIsReady)
 	EXPECT_EQ(domain_file("units"), "amd-cu 60 1\n");
 	EXPECT_EQ(domain_file("hqd_limit"), "24\n"); // num_cp_queues
 	EXPECT_EQ(domain_file("boost_priority"), "40\n");
+	// The fixture's location_id 768: bus 3. Clients find the GPU by it.
+	EXPECT_EQ(domain_file("pci_bus_id"), "0000:03:00.0\n");
 	// k = 4 on 4 SEs x 15: one SE each, the acceptance layout.
 	auto lines = split_lines(domain_file("partitions"));
 	ASSERT_EQ(lines.size(), 4u);
