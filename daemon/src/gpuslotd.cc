@@ -10,6 +10,9 @@
 
 #include "daemon.hpp"
 #include "plan_report.hpp"
+#include "serve.hpp"
+
+#include <sys/stat.h>
 
 namespace {
 
@@ -38,6 +41,14 @@ const char kUsage[] =
 	"                    (default /dev/dri; empty: assume uniform harvesting)\n"
 	"  --state-dir PATH  audit.json, and gpuslotd.lock, which keeps a second\n"
 	"                    gpuslotd from starting (default /run/gpuslot)\n"
+	"  --transport T     device: the module's /dev/gpuslot; socket: serve the\n"
+	"                    lock itself on a Unix socket per GPU, where the module\n"
+	"                    cannot load (no SCHED_FIFO boost there yet); auto\n"
+	"                    (default): device if --device exists, else socket\n"
+	"  --socket-dir PATH the socket transport's gpu<N>.sock (default\n"
+	"                    /run/gpuslot); clients find it there, or where\n"
+	"                    GPUSLOT_SOCKET_DIR says\n"
+	"  --socket-group G  the sockets' group, mode 0660 (default gpuslot)\n"
 	"  --kernel RELEASE  the kernel whose CU-mask walk applies (default: this\n"
 	"                    one's, uname -r, or amdgpu-dkms's where it is loaded;\n"
 	"                    mask_algorithm in the configuration overrides both)\n"
@@ -126,6 +137,8 @@ int check_config(const gpuslot::DaemonOptions &o)
 int main(int argc, char **argv)
 {
 	gpuslot::DaemonOptions o;
+	gpuslot::SocketServeOptions so;
+	std::string transport = "auto";
 	bool check = false;
 	static const option opts[] = {
 		{"config", required_argument, nullptr, 'c'},
@@ -137,6 +150,9 @@ int main(int argc, char **argv)
 		{"dri", required_argument, nullptr, 'r'},
 		{"state-dir", required_argument, nullptr, 'S'},
 		{"kernel", required_argument, nullptr, 'k'},
+		{"transport", required_argument, nullptr, 'T'},
+		{"socket-dir", required_argument, nullptr, 'D'},
+		{"socket-group", required_argument, nullptr, 'G'},
 		{"help", no_argument, nullptr, 'h'},
 		{nullptr, 0, nullptr, 0},
 	};
@@ -151,17 +167,25 @@ int main(int argc, char **argv)
 		case 'r': o.dri = optarg; break;
 		case 'S': o.state_dir = optarg; break;
 		case 'k': o.kernel = optarg; break;
+		case 'T': transport = optarg; break;
+		case 'D': so.socket_dir = optarg; break;
+		case 'G': so.group = optarg; break;
 		case 'h': fputs(kUsage, stdout); return 0;
 		default: return usage_error("unknown option");
 		}
 	}
 	if (optind < argc)
 		return usage_error("unexpected argument '" + std::string(argv[optind]) + "'");
+	if (transport != "auto" && transport != "device" && transport != "socket")
+		return usage_error("--transport '" + transport + "': use device, socket or auto");
 	if (check) {
 		if (o.kernel.empty())
 			o.kernel = gpuslot::running_kernel_release();
 		return check_config(o);
 	}
+	struct stat st;
+	if (transport == "socket" || (transport == "auto" && stat(o.device.c_str(), &st) != 0))
+		return gpuslot::serve_socket_transport(o, so, log_line);
 
 	gpuslot::Daemon daemon(o, log_line);
 	std::string error;

@@ -68,7 +68,7 @@ extern "C" {
 #define GPUSLOT_API
 #endif
 
-/* The version of this header; gpuslot_version() gives the library's. */
+/* The version of this header; gpuslot_lib_version() gives the library's. */
 #define GPUSLOT_VERSION_MAJOR 1
 #define GPUSLOT_VERSION_MINOR 1
 #define GPUSLOT_VERSION_PATCH 0
@@ -152,7 +152,7 @@ struct gpuslot_layout_info {
 #define GPUSLOT_LAYOUT_INFO_SIZE_VER0 88
 
 /* The library's version, GPUSLOT_VERSION_NUMBER(major, minor, patch). */
-GPUSLOT_API uint32_t gpuslot_version(void);
+GPUSLOT_API uint32_t gpuslot_lib_version(void);
 
 /*
  * gpuslot_open - open a client of GPU domain @opts->domain.

@@ -7,6 +7,7 @@
 #include <linux/gpuslot.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -96,7 +97,7 @@ int child_error(const gpuslot_client *c)
 }
 
 // Clients of one process that asked for the same thing share a domain.
-using Key = std::tuple<pid_t, std::string, std::string, unsigned int, uint32_t, int, uint64_t>;
+using Key = std::tuple<pid_t, int, std::string, std::string, unsigned int, uint32_t, int, uint64_t>;
 std::mutex registry_lock;
 std::map<Key, std::weak_ptr<ProcessDomain>> registry;
 
@@ -164,6 +165,14 @@ int open_client(const gpuslot_options *opts, const BackendFactory *backends,
 
 	ProcessDomain::Config config;
 	config.device = opts->device ? opts->device : "/dev/gpuslot";
+	const char *socket_dir = getenv("GPUSLOT_SOCKET_DIR");
+	config.socket_dir = socket_dir && *socket_dir ? socket_dir : "/run/gpuslot";
+	{
+		std::string error;
+		if (int err = choose_transport(config.device, config.socket_dir, opts->domain,
+					       &config.transport, &error))
+			return fail(err, error);
+	}
 	config.sysfs_root = opts->sysfs_root ? opts->sysfs_root : "/sys/kernel/gpuslot";
 	config.domain = opts->domain;
 	config.slot_mask = opts->slot_mask;
@@ -173,8 +182,14 @@ int open_client(const gpuslot_options *opts, const BackendFactory *backends,
 	auto c = std::make_unique<gpuslot_client>();
 	c->owner = getpid();
 	// A test's backend is its own: such clients share nothing.
-	const Key key{c->owner,	     config.device, config.sysfs_root, config.domain,
-		      opts->backend, gpu,	    config.slot_mask};
+	const Key key{c->owner,
+		      int(config.transport),
+		      config.transport == Transport::device ? config.device : config.socket_dir,
+		      config.sysfs_root,
+		      config.domain,
+		      opts->backend,
+		      gpu,
+		      config.slot_mask};
 	std::lock_guard<std::mutex> hold(registry_lock);
 	if (!backends) {
 		auto it = registry.find(key);
@@ -199,7 +214,7 @@ int open_client(const gpuslot_options *opts, const BackendFactory *backends,
 
 } // namespace gpuslot
 
-extern "C" uint32_t gpuslot_version(void)
+extern "C" uint32_t gpuslot_lib_version(void)
 {
 	return GPUSLOT_VERSION_NUMBER(GPUSLOT_VERSION_MAJOR, GPUSLOT_VERSION_MINOR,
 				      GPUSLOT_VERSION_PATCH);

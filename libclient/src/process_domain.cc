@@ -15,11 +15,6 @@
 namespace gpuslot {
 namespace {
 
-int ioctl_errno(int fd, unsigned long cmd, void *arg)
-{
-	return ioctl(fd, cmd, arg) ? errno : 0;
-}
-
 uint64_t now_ns()
 {
 	timespec ts;
@@ -27,11 +22,11 @@ uint64_t now_ns()
 	return uint64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
-// The module's queue budget through the process's control file.
+// The queue budget through the process's control file.
 class ModuleBudget : public QueueBudget {
 public:
-	ModuleBudget(int fd, unsigned int domain, std::string sysfs_root, bool wait)
-		: fd_(fd), domain_(domain), sysfs_root_(std::move(sysfs_root)), wait_(wait)
+	ModuleBudget(LockFile &file, unsigned int domain, std::string sysfs_root, bool wait)
+		: file_(file), domain_(domain), sysfs_root_(std::move(sysfs_root)), wait_(wait)
 	{
 	}
 
@@ -41,7 +36,7 @@ public:
 		r.size = sizeof(r);
 		r.count = count;
 		r.flags = wait_ ? GPUSLOT_RESERVE_WAIT : 0;
-		int err = ioctl_errno(fd_, GPUSLOT_IOC_RESERVE_QUEUES, &r);
+		int err = file_.call(GPUSLOT_IOC_RESERVE_QUEUES, &r);
 		if (err == ENOSPC) {
 			auto e = explain_hqd_exhausted(sysfs_root_,
 						       "/sys/module/amdgpu/parameters/sched_policy",
@@ -59,11 +54,11 @@ public:
 		gpuslot_unreserve_queues u{};
 		u.size = sizeof(u);
 		u.count = count;
-		ioctl_errno(fd_, GPUSLOT_IOC_UNRESERVE_QUEUES, &u);
+		file_.call(GPUSLOT_IOC_UNRESERVE_QUEUES, &u);
 	}
 
 private:
-	int fd_;
+	LockFile &file_;
 	unsigned int domain_;
 	std::string sysfs_root_;
 	bool wait_;
@@ -90,28 +85,12 @@ std::string acquire_message(int err)
 
 ProcessDomain::ProcessDomain(const Config &config) : config_(config), owner_pid_(getpid()) {}
 
-int ProcessDomain::open_file(int *fd, std::string *error) const
+int ProcessDomain::open_file(std::unique_ptr<LockFile> *file, std::string *error) const
 {
-	const std::string &device = config_.device;
-	int f = ::open(device.c_str(), O_RDWR | O_CLOEXEC);
-	if (f < 0) {
-		int err = errno;
-		*error = device + ": " + strerror(err) +
-			 (err == ENOENT	  ? " (load the gpuslot module)"
-			  : err == EACCES ? " (join the gpuslot group)"
-					  : "");
-		return -err;
-	}
-	gpuslot_attach a{};
-	a.size = sizeof(a);
-	a.domain = config_.domain;
-	if (int err = ioctl_errno(f, GPUSLOT_IOC_ATTACH, &a)) {
-		*error = "no GPU domain " + std::to_string(config_.domain) + ": " + strerror(err);
-		::close(f);
-		return -err;
-	}
-	*fd = f;
-	return 0;
+	return open_lock_file(config_.transport,
+			      config_.transport == Transport::device ? config_.device
+								     : config_.socket_dir,
+			      config_.domain, file, error);
 }
 
 int ProcessDomain::read_layout(SlotLayout *out, std::string *error) const
@@ -121,7 +100,7 @@ int ProcessDomain::read_layout(SlotLayout *out, std::string *error) const
 	l.size = sizeof(l);
 	l.nr_partitions = parts.size();
 	l.partitions = reinterpret_cast<uintptr_t>(parts.data());
-	if (int err = ioctl_errno(control_fd_, GPUSLOT_IOC_GET_LAYOUT, &l)) {
+	if (int err = control_->call(GPUSLOT_IOC_GET_LAYOUT, &l)) {
 		*error = std::string("GET_LAYOUT: ") + strerror(err) +
 			 (err == ENOTTY ? " (the loaded module predates layouts: load the one "
 					  "built with this library)"
@@ -152,14 +131,14 @@ int ProcessDomain::open(const Config &config, const BackendFactory &make_backend
 			std::shared_ptr<ProcessDomain> *out, std::string *error)
 {
 	std::shared_ptr<ProcessDomain> d(new ProcessDomain(config));
-	if (int err = d->open_file(&d->control_fd_, error))
+	if (int err = d->open_file(&d->control_, error))
 		return err;
 	SlotLayout layout;
 	if (int err = d->read_layout(&layout, error))
 		return err;
 	if (int err = make_backend(layout, &d->backend_, error))
 		return err;
-	d->budget_ = std::make_unique<ModuleBudget>(d->control_fd_, config.domain,
+	d->budget_ = std::make_unique<ModuleBudget>(*d->control_, config.domain,
 						    config.sysfs_root, config.wait_for_queues);
 	d->sets_ = std::make_unique<StreamSets>(*d->backend_, *d->budget_, config.slot_mask);
 	if (int err = d->sets_->update(layout, error); err < 0)
@@ -178,10 +157,7 @@ ProcessDomain::~ProcessDomain()
 		// Holds of clients that did not release end with their files.
 		sets_.reset();
 	}
-	for (auto &lane : lanes_)
-		::close(lane.fd);
-	if (control_fd_ >= 0)
-		::close(control_fd_);
+	// The files close with lanes_ and control_.
 }
 
 int ProcessDomain::take_lane(const void *owner, Lane **out, std::string *error)
@@ -198,12 +174,12 @@ int ProcessDomain::take_lane(const void *owner, Lane **out, std::string *error)
 			return 0;
 		}
 	}
-	int fd;
-	if (int err = open_file(&fd, error))
+	std::unique_ptr<LockFile> file;
+	if (int err = open_file(&file, error))
 		return err;
 	std::lock_guard<std::mutex> hold(lock_);
 	Lane &lane = lanes_.emplace_back();
-	lane.fd = fd;
+	lane.file = std::move(file);
 	lane.index = unsigned(lanes_.size() - 1);
 	lane.state = LaneState::busy;
 	lane.owner = owner;
@@ -283,22 +259,22 @@ bool ProcessDomain::claim(Lane *l, unsigned int slot_index, uint64_t generation,
 	slot->units = h.units;
 	slot->generation = h.generation;
 	slot->stream = h.stream;
-	slot->poll_fd = l->fd;
+	slot->poll_fd = l->file->fd();
 	slot->handle = make_handle(l->index, l->serial);
 	return true;
 }
 
-int ProcessDomain::ioctl_release(int fd)
+int ProcessDomain::file_release(LockFile &file)
 {
 	gpuslot_release r{};
 	r.size = sizeof(r);
-	return ioctl_errno(fd, GPUSLOT_IOC_RELEASE, &r);
+	return file.call(GPUSLOT_IOC_RELEASE, &r);
 }
 
 int ProcessDomain::regrant(Lane *lane, uint64_t generation, std::string *error)
 {
 	// Nothing ran on the slot: no stream to wait for.
-	ioctl_release(lane->fd);
+	file_release(*lane->file);
 	bool newer;
 	{
 		std::lock_guard<std::mutex> hold(lock_);
@@ -333,7 +309,7 @@ int ProcessDomain::acquire(int64_t timeout_ns, uint64_t allowed, gpuslot_slot *s
 			uint64_t now = now_ns();
 			a.timeout_ns = deadline > now ? deadline - now : 0;
 		}
-		if (int err = ioctl_errno(lane->fd, GPUSLOT_IOC_ACQUIRE, &a)) {
+		if (int err = lane->file->call(GPUSLOT_IOC_ACQUIRE, &a)) {
 			put_lane(lane);
 			*error = acquire_message(err);
 			return -err;
@@ -366,7 +342,7 @@ int ProcessDomain::release(gpuslot_slot *slot, uint32_t flags, std::string *erro
 			ret = err;
 		}
 	}
-	if (int err = ioctl_release(lane->fd)) {
+	if (int err = file_release(*lane->file)) {
 		*error = std::string("RELEASE: ") + strerror(err);
 		ret = -err;
 	}
@@ -391,7 +367,7 @@ int ProcessDomain::start(uint64_t allowed, gpuslot_slot *slot, const void *owner
 	gpuslot_acquire a{};
 	a.size = sizeof(a);
 	a.allowed_mask = mask;
-	if (int err = ioctl_errno(lane->fd, GPUSLOT_IOC_ACQUIRE_ASYNC, &a)) {
+	if (int err = lane->file->call(GPUSLOT_IOC_ACQUIRE_ASYNC, &a)) {
 		put_lane(lane);
 		*error = err == ENOTTY ? "the loaded module has no asynchronous acquire: load "
 					 "the one built with this library"
@@ -401,7 +377,7 @@ int ProcessDomain::start(uint64_t allowed, gpuslot_slot *slot, const void *owner
 	std::lock_guard<std::mutex> hold(lock_);
 	lane->state = LaneState::pending;
 	lane->allowed = mask;
-	slot->poll_fd = lane->fd;
+	slot->poll_fd = lane->file->fd();
 	slot->handle = make_handle(lane->index, lane->serial);
 	return 0;
 }
@@ -413,7 +389,7 @@ int ProcessDomain::complete(gpuslot_slot *slot, std::string *error)
 		return err;
 	gpuslot_acquire a{};
 	a.size = sizeof(a);
-	int err = ioctl_errno(lane->fd, GPUSLOT_IOC_ACQUIRE_COMPLETE, &a);
+	int err = lane->file->call(GPUSLOT_IOC_ACQUIRE_COMPLETE, &a);
 	if (err == EAGAIN) {
 		std::lock_guard<std::mutex> hold(lock_);
 		lane->state = LaneState::pending;
@@ -438,7 +414,7 @@ int ProcessDomain::complete(gpuslot_slot *slot, std::string *error)
 	gpuslot_acquire again{};
 	again.size = sizeof(again);
 	again.allowed_mask = lane->allowed;
-	if (int e = ioctl_errno(lane->fd, GPUSLOT_IOC_ACQUIRE_ASYNC, &again)) {
+	if (int e = lane->file->call(GPUSLOT_IOC_ACQUIRE_ASYNC, &again)) {
 		put_lane(lane);
 		slot->handle = 0;
 		*error = acquire_message(e);
@@ -457,7 +433,7 @@ int ProcessDomain::cancel(gpuslot_slot *slot, std::string *error)
 		return err;
 	gpuslot_release r{};
 	r.size = sizeof(r);
-	int err = ioctl_errno(lane->fd, GPUSLOT_IOC_ACQUIRE_CANCEL, &r);
+	int err = lane->file->call(GPUSLOT_IOC_ACQUIRE_CANCEL, &r);
 	put_lane(lane);
 	slot->handle = 0;
 	if (err) {
@@ -530,13 +506,13 @@ void ProcessDomain::drop_owner(const void *owner)
 			lane->state = LaneState::busy;
 		}
 		if (state == LaneState::holding) {
-			ioctl_release(lane->fd);
+			file_release(*lane->file);
 			std::lock_guard<std::mutex> hold(lock_);
 			sets_->hold_ended(lane->generation);
 		} else {
 			gpuslot_release r{};
 			r.size = sizeof(r);
-			ioctl_errno(lane->fd, GPUSLOT_IOC_ACQUIRE_CANCEL, &r);
+			lane->file->call(GPUSLOT_IOC_ACQUIRE_CANCEL, &r);
 		}
 		put_lane(lane);
 	}

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // A process's share of one GPU domain: what every client and thread of the
-// process attached to the domain uses together.
+// process attached to the domain uses together, over either transport (the
+// module's device or gpuslotd's socket: LockFile).
 //
-//  - one control file of /dev/gpuslot: the layout, and the hardware-queue
+//  - one control file: the layout, and the hardware-queue
 //    reservation, made once for the process (it goes when the file closes);
 //  - the streams of each layout generation (StreamSets), built once;
 //  - lanes: one open file per concurrent hold. The module keeps one hold
@@ -22,6 +23,7 @@
 
 #include "backend.hpp"
 #include "gpuslot.h"
+#include "lock_file.hpp"
 #include "stream_sets.hpp"
 
 namespace gpuslot {
@@ -33,7 +35,9 @@ using BackendFactory = std::function<int(const SlotLayout &layout,
 class ProcessDomain {
 public:
 	struct Config {
-		std::string device;
+		Transport transport = Transport::device;
+		std::string device;	// /dev/gpuslot
+		std::string socket_dir; // /run/gpuslot
 		std::string sysfs_root;
 		unsigned int domain = 0;
 		uint64_t slot_mask = 0; // slots to build streams for; 0 all
@@ -66,7 +70,7 @@ public:
 private:
 	enum class LaneState { idle, pending, holding, busy };
 	struct Lane {
-		int fd = -1;
+		std::unique_ptr<LockFile> file;
 		unsigned int index = 0;
 		uint32_t serial = 0; // bumped per use: stale handles fail
 		LaneState state = LaneState::idle;
@@ -77,7 +81,7 @@ private:
 	};
 
 	explicit ProcessDomain(const Config &config);
-	int open_file(int *fd, std::string *error) const;
+	int open_file(std::unique_ptr<LockFile> *file, std::string *error) const;
 	int read_layout(SlotLayout *out, std::string *error) const;
 	// A lane for one acquire, marked busy: the calling thread owns it,
 	// and may use it without lock_, until it puts it back.
@@ -94,11 +98,11 @@ private:
 	// A grant the streams cannot serve: give it back, rebuild if it came
 	// from a newer layout.
 	int regrant(Lane *lane, uint64_t generation, std::string *error);
-	int ioctl_release(int fd);
+	static int file_release(LockFile &file);
 
 	Config config_;
 	pid_t owner_pid_;
-	int control_fd_ = -1;
+	std::unique_ptr<LockFile> control_;
 	std::unique_ptr<QueueBudget> budget_;
 	std::unique_ptr<Backend> backend_;
 

@@ -14,7 +14,7 @@ out=$build/fuzz
 mkdir -p "$out/corpus"
 
 flags=(-Wall -Wextra -Werror -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
-	-I"$root/tests/unit/shim" -I"$root/kmod" -I"$root/tests/unit")
+	-I"$root/daemon/lockserver/kshim" -I"$root/kmod" -I"$root/tests/unit")
 cflags=("${flags[@]/-fsanitize=fuzzer,/-fsanitize=fuzzer-no-link,}")
 clang -std=c11 "${cflags[@]}" -c "$root/kmod/core.c" -o "$out/core.o"
 clang -std=c11 "${cflags[@]}" -c "$root/kmod/boost.c" -o "$out/boost.o"

@@ -35,7 +35,7 @@ int main(void)
 	struct newer_options n;
 	struct gpuslot_slot s;
 
-	CHECK(gpuslot_version() == GPUSLOT_VERSION_NUMBER(GPUSLOT_VERSION_MAJOR,
+	CHECK(gpuslot_lib_version() == GPUSLOT_VERSION_NUMBER(GPUSLOT_VERSION_MAJOR,
 							  GPUSLOT_VERSION_MINOR,
 							  GPUSLOT_VERSION_PATCH));
 	CHECK(GPUSLOT_OPTIONS_SIZE_VER0 == 80 && GPUSLOT_SLOT_SIZE_VER0 == 72 &&

@@ -402,4 +402,32 @@ struct gpuslot_layout {
 #define GPUSLOT_IOC_ACQUIRE_COMPLETE	_IO(GPUSLOT_IOC_MAGIC, 0x0C)
 #define GPUSLOT_IOC_ACQUIRE_CANCEL	_IO(GPUSLOT_IOC_MAGIC, 0x0D)
 
+/*
+ * The socket transport. Where /dev/gpuslot cannot exist (no module), gpuslotd
+ * serves each domain on a SOCK_SEQPACKET Unix socket with the same commands:
+ * a connection stands for one open file of the device. A request is one
+ * message: struct gpuslot_wire (@cmd the ioctl's command number,
+ * _IOC_NR(GPUSLOT_IOC_*); @size the bytes that follow) and the command's
+ * struct, as the ioctl takes it. GET_LAYOUT and SET_LAYOUT carry their
+ * partitions after the struct instead of behind a pointer. The reply is one
+ * message: struct gpuslot_wire with @error 0 or a positive errno, and the
+ * struct as the ioctl writes it back (and GET_LAYOUT's partitions). An
+ * untimed or timed ACQUIRE is answered when it is granted or fails; an
+ * ACQUIRE_ASYNC grant is announced by a message with @cmd
+ * GPUSLOT_WIRE_GRANTED and no struct, which makes the socket readable.
+ * @tid names the calling thread (for the boost); gpuslotd checks that it
+ * belongs to the peer process.
+ */
+#define GPUSLOT_WIRE_MAGIC	0x67736c31	/* "gsl1" */
+#define GPUSLOT_WIRE_GRANTED	0xff
+
+struct gpuslot_wire {
+	__u32 magic;
+	__u32 cmd;
+	__s32 error;
+	__u32 size;
+	__s32 tid;
+	__u32 __reserved;
+};
+
 #endif /* _UAPI_LINUX_GPUSLOT_H */

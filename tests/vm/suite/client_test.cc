@@ -182,7 +182,7 @@ TEST_F(Client, ReadsTheLayoutAndAcquiresInCAndCpp)
 				  0x444444444444444ULL, 0});
 	ASSERT_EQ(admin.set_layout(l), 0);
 
-	EXPECT_EQ(gpuslot_version(), uint32_t(GPUSLOT_VERSION_NUMBER(GPUSLOT_VERSION_MAJOR,
+	EXPECT_EQ(gpuslot_lib_version(), uint32_t(GPUSLOT_VERSION_NUMBER(GPUSLOT_VERSION_MAJOR,
 								   GPUSLOT_VERSION_MINOR,
 								   GPUSLOT_VERSION_PATCH)));
 	gpuslot_options o = none_options();

@@ -1,0 +1,919 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "lock_server.hpp"
+
+#include <fcntl.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+extern "C" {
+#include "budget.h"
+#include "core.h"
+#include "partition.h"
+}
+
+namespace gpuslot {
+
+namespace {
+
+uint64_t now_ns()
+{
+	timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return uint64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+template <class T, class M> T *owner_of(M *member, size_t offset)
+{
+	return reinterpret_cast<T *>(reinterpret_cast<char *>(member) - offset);
+}
+
+// What the ioctl dispatcher checks of a struct's size (main.c).
+int take_struct(const char *data, uint32_t usize, void *out, size_t known, size_t ver0)
+{
+	if (usize < ver0)
+		return EINVAL;
+	if (usize > GPUSLOT_MAX_STRUCT_SIZE)
+		return E2BIG;
+	std::memset(out, 0, known);
+	std::memcpy(out, data, std::min<size_t>(usize, known));
+	for (size_t i = known; i < usize; i++)
+		if (data[i])
+			return E2BIG;
+	return 0;
+}
+
+// CAP_SYS_ADMIN in the effective set of @pid, from /proc.
+bool has_cap_sys_admin(pid_t pid)
+{
+	std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+	std::string line;
+	while (std::getline(in, line)) {
+		if (line.rfind("CapEff:", 0) != 0)
+			continue;
+		uint64_t caps = std::stoull(line.substr(7), nullptr, 16);
+		return caps >> 21 & 1; // CAP_SYS_ADMIN
+	}
+	return false;
+}
+
+} // namespace
+
+std::filesystem::path domain_socket(const std::filesystem::path &dir, unsigned int domain)
+{
+	return dir / ("gpu" + std::to_string(domain) + ".sock");
+}
+
+struct LockServer::Source {
+	enum Kind { listener, connection, timer, stopper } kind;
+	Domain *domain = nullptr;
+	Conn *conn = nullptr;
+};
+
+struct LockServer::Conn {
+	int fd = -1;
+	Domain *domain = nullptr;
+	pid_t pid = 0;
+	uid_t uid = 0;
+	Source source{Source::connection};
+	enum State { idle, acquiring, holding, queued, granted } state = idle;
+	struct Waiter {
+		gpuslot_core_waiter core;
+		Conn *conn;
+	} waiter{};
+	uint32_t acquire_size = 0; // the pending ACQUIRE's struct size
+	unsigned int slot = 0;
+	uint64_t generation = 0;
+	uint64_t start_ns = 0;
+	bool timed = false;
+	std::multimap<uint64_t, Conn *>::iterator deadline;
+	int async_error = 0;
+	// Hardware queues.
+	unsigned int hqd_reserved = 0;
+	struct BudgetWaiter {
+		gpuslot_budget_waiter b;
+		Conn *conn;
+	} hqd_waiter{};
+	bool hqd_waiting = false;
+	bool hqd_timed = false;
+	uint32_t reserve_size = 0;
+	gpuslot_reserve_queues reserve{};
+	std::multimap<uint64_t, Conn *>::iterator hqd_deadline;
+};
+
+struct LockServer::Domain {
+	unsigned int id = 0;
+	int listen_fd = -1;
+	int timer_fd = -1;
+	Source listen_source{Source::listener};
+	Source timer_source{Source::timer};
+	gpuslot_core core{};
+	gpuslot_budget budget{};
+	gpuslot_partitions parts{};
+	Conn *holder[GPUSLOT_MAX_SLOTS] = {};
+	unsigned int max_hold_ms = GPUSLOT_DEFAULT_MAX_HOLD_MS;
+	gpuslot_stats stats{};
+	// Timed waits, earliest first: slots and queue reservations.
+	std::multimap<uint64_t, Conn *> deadlines;
+	std::multimap<uint64_t, Conn *> hqd_deadlines;
+};
+
+LockServer::LockServer(const LockServerOptions &options) : options_(options) {}
+
+LockServer::~LockServer()
+{
+	for (auto &[fd, c] : conns_)
+		::close(fd);
+	for (auto &d : domains_) {
+		if (d->listen_fd >= 0) {
+			::close(d->listen_fd);
+			std::error_code ec;
+			std::filesystem::remove(domain_socket(options_.socket_dir, d->id), ec);
+		}
+		if (d->timer_fd >= 0)
+			::close(d->timer_fd);
+	}
+	if (stop_fd_ >= 0)
+		::close(stop_fd_);
+	if (epoll_fd_ >= 0)
+		::close(epoll_fd_);
+}
+
+int LockServer::start(std::string *error)
+{
+	auto fail = [&](const std::string &what) {
+		int err = errno;
+		*error = what + ": " + strerror(err);
+		return -err;
+	};
+	epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+	stop_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (epoll_fd_ < 0 || stop_fd_ < 0)
+		return fail("epoll/eventfd");
+	sources_.push_back(std::make_unique<Source>(Source{Source::stopper}));
+	epoll_event e{};
+	e.events = EPOLLIN;
+	e.data.ptr = sources_.back().get();
+	if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, stop_fd_, &e))
+		return fail("epoll_ctl");
+	std::error_code ec;
+	std::filesystem::create_directories(options_.socket_dir, ec);
+	for (unsigned int i = 0; i < options_.nr_domains; i++) {
+		auto d = std::make_unique<Domain>();
+		d->id = i;
+		gpuslot_core_init(&d->core, 1);
+		gpuslot_budget_init(&d->budget, GPUSLOT_DEFAULT_HQD_LIMIT);
+		d->listen_source.domain = d.get();
+		d->timer_source.domain = d.get();
+		const auto path = domain_socket(options_.socket_dir, i);
+		sockaddr_un addr{};
+		addr.sun_family = AF_UNIX;
+		if (path.string().size() >= sizeof(addr.sun_path)) {
+			*error = path.string() + ": too long for a Unix socket";
+			return -ENAMETOOLONG;
+		}
+		strcpy(addr.sun_path, path.c_str());
+		std::filesystem::remove(path, ec);
+		d->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		if (d->listen_fd < 0)
+			return fail("socket");
+		if (bind(d->listen_fd, reinterpret_cast<sockaddr *>(&addr), sizeof(addr)))
+			return fail(path.string());
+		if (chmod(path.c_str(), options_.mode) ||
+		    (options_.group != gid_t(-1) && chown(path.c_str(), uid_t(-1), options_.group)))
+			return fail(path.string());
+		if (listen(d->listen_fd, 128))
+			return fail("listen");
+		d->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+		if (d->timer_fd < 0)
+			return fail("timerfd_create");
+		e.data.ptr = &d->listen_source;
+		if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, d->listen_fd, &e))
+			return fail("epoll_ctl");
+		e.data.ptr = &d->timer_source;
+		if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, d->timer_fd, &e))
+			return fail("epoll_ctl");
+		domains_.push_back(std::move(d));
+	}
+	return 0;
+}
+
+void LockServer::stop()
+{
+	uint64_t one = 1;
+	(void)!write(stop_fd_, &one, sizeof(one));
+}
+
+int LockServer::run(std::string *error)
+{
+	epoll_event events[64];
+	for (;;) {
+		int n = epoll_wait(epoll_fd_, events, 64, -1);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			*error = std::string("epoll_wait: ") + strerror(errno);
+			return -errno;
+		}
+		for (int i = 0; i < n; i++) {
+			auto *s = static_cast<Source *>(events[i].data.ptr);
+			switch (s->kind) {
+			case Source::stopper:
+				return 0;
+			case Source::listener:
+				accept_on(*s->domain);
+				break;
+			case Source::timer:
+				on_timer(*s->domain);
+				break;
+			case Source::connection:
+				if (events[i].events & (EPOLLHUP | EPOLLERR))
+					close_conn(*s->conn);
+				else
+					on_message(*s->conn);
+				break;
+			}
+		}
+	}
+}
+
+void LockServer::accept_on(Domain &d)
+{
+	for (;;) {
+		int fd = accept4(d.listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd < 0)
+			return;
+		ucred cred{};
+		socklen_t len = sizeof(cred);
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len)) {
+			::close(fd);
+			continue;
+		}
+		auto c = std::make_unique<Conn>();
+		c->fd = fd;
+		c->domain = &d;
+		c->pid = cred.pid;
+		c->uid = cred.uid;
+		c->source.conn = c.get();
+		c->waiter.conn = c.get();
+		c->hqd_waiter.conn = c.get();
+		epoll_event e{};
+		e.events = EPOLLIN;
+		e.data.ptr = &c->source;
+		if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &e)) {
+			::close(fd);
+			continue;
+		}
+		conns_[fd] = std::move(c);
+	}
+}
+
+void LockServer::reply(Conn &c, uint32_t cmd, int error, const void *data, size_t size,
+		       const void *tail, size_t tail_size)
+{
+	std::vector<char> msg(sizeof(gpuslot_wire) + size + tail_size);
+	gpuslot_wire h{};
+	h.magic = GPUSLOT_WIRE_MAGIC;
+	h.cmd = cmd;
+	h.error = error;
+	h.size = uint32_t(size + tail_size);
+	std::memcpy(msg.data(), &h, sizeof(h));
+	if (size)
+		std::memcpy(msg.data() + sizeof(h), data, size);
+	if (tail_size)
+		std::memcpy(msg.data() + sizeof(h) + size, tail, tail_size);
+	// A peer that cannot take a reply is gone or broken: it closes.
+	(void)!send(c.fd, msg.data(), msg.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+void LockServer::arm_timer(Domain &d)
+{
+	uint64_t next = 0;
+	if (!d.deadlines.empty())
+		next = d.deadlines.begin()->first;
+	if (!d.hqd_deadlines.empty() && (!next || d.hqd_deadlines.begin()->first < next))
+		next = d.hqd_deadlines.begin()->first;
+	itimerspec t{};
+	if (next) {
+		t.it_value.tv_sec = time_t(next / 1000000000);
+		t.it_value.tv_nsec = long(next % 1000000000);
+	}
+	timerfd_settime(d.timer_fd, TFD_TIMER_ABSTIME, &t, nullptr);
+}
+
+void LockServer::grant(Domain &d, Conn &c, unsigned int slot)
+{
+	const uint64_t now = now_ns();
+	const uint64_t wait = now > c.start_ns ? now - c.start_ns : 0;
+	c.slot = slot;
+	c.generation = d.core.generation;
+	d.holder[slot] = &c;
+	d.stats.acquisitions++;
+	d.stats.total_wait_ns += wait;
+	d.stats.max_wait_ns = std::max<uint64_t>(d.stats.max_wait_ns, wait);
+	d.stats.wait_hist[std::min(wait ? 63 - std::countl_zero(wait) : 0,
+				   GPUSLOT_HIST_BUCKETS - 1)]++;
+}
+
+void LockServer::finish(Domain &d, ::list_head *done)
+{
+	for (::list_head *n = done->next; n != done;) {
+		::list_head *next = n->next;
+		auto *cw = owner_of<gpuslot_core_waiter>(n, offsetof(gpuslot_core_waiter, node));
+		Conn &c = *owner_of<Conn::Waiter>(cw, offsetof(Conn::Waiter, core))->conn;
+		n->prev->next = n->next;
+		n->next->prev = n->prev;
+		n->next = n->prev = n;
+		if (c.timed) {
+			d.deadlines.erase(c.deadline);
+			c.timed = false;
+		}
+		const bool async = c.state == Conn::queued;
+		if (cw->granted) {
+			grant(d, c, unsigned(cw->slot));
+			c.state = async ? Conn::granted : Conn::holding;
+			if (async) {
+				reply(c, GPUSLOT_WIRE_GRANTED, 0, nullptr, 0);
+			} else {
+				gpuslot_acquire a{};
+				a.size = sizeof(a);
+				a.slot = c.slot;
+				a.generation = c.generation;
+				reply(c, _IOC_NR(GPUSLOT_IOC_ACQUIRE), 0, &a,
+				      std::min<size_t>(c.acquire_size, sizeof(a)));
+			}
+		} else {
+			c.state = Conn::idle;
+			if (async) {
+				c.async_error = -cw->error;
+				reply(c, GPUSLOT_WIRE_GRANTED, 0, nullptr, 0);
+			} else {
+				reply(c, _IOC_NR(GPUSLOT_IOC_ACQUIRE), -cw->error, nullptr, 0);
+			}
+		}
+		n = next;
+	}
+	arm_timer(d);
+}
+
+void LockServer::release_slot(Domain &d, Conn &c)
+{
+	d.holder[c.slot] = nullptr;
+	c.state = Conn::idle;
+	LIST_HEAD(done);
+	gpuslot_core_release(&d.core, c.slot, &done);
+	finish(d, &done);
+}
+
+void LockServer::finish_budget(Domain &d, ::list_head *done)
+{
+	for (::list_head *n = done->next; n != done;) {
+		::list_head *next = n->next;
+		auto *bw = owner_of<gpuslot_budget_waiter>(n, offsetof(gpuslot_budget_waiter, node));
+		Conn &c = *owner_of<Conn::BudgetWaiter>(bw, offsetof(Conn::BudgetWaiter, b))->conn;
+		n->prev->next = n->next;
+		n->next->prev = n->prev;
+		n->next = n->prev = n;
+		if (c.hqd_timed) {
+			d.hqd_deadlines.erase(c.hqd_deadline);
+			c.hqd_timed = false;
+		}
+		c.hqd_waiting = false;
+		int err = 0;
+		if (bw->granted)
+			c.hqd_reserved += bw->count;
+		else
+			err = -bw->error;
+		c.reserve.reserved = c.hqd_reserved;
+		c.reserve.hqd_used = d.budget.used;
+		c.reserve.hqd_limit = d.budget.limit;
+		reply(c, _IOC_NR(GPUSLOT_IOC_RESERVE_QUEUES), err, &c.reserve,
+		      err ? 0 : std::min<size_t>(c.reserve_size, sizeof(c.reserve)));
+		n = next;
+	}
+	arm_timer(d);
+}
+
+void LockServer::on_timer(Domain &d)
+{
+	uint64_t ticks;
+	(void)!read(d.timer_fd, &ticks, sizeof(ticks));
+	const uint64_t now = now_ns();
+	while (!d.deadlines.empty() && d.deadlines.begin()->first <= now) {
+		Conn &c = *d.deadlines.begin()->second;
+		d.deadlines.erase(d.deadlines.begin());
+		c.timed = false;
+		gpuslot_core_cancel(&d.core, &c.waiter.core);
+		c.state = Conn::idle;
+		d.stats.timeouts++;
+		reply(c, _IOC_NR(GPUSLOT_IOC_ACQUIRE), ETIMEDOUT, nullptr, 0);
+	}
+	while (!d.hqd_deadlines.empty() && d.hqd_deadlines.begin()->first <= now) {
+		Conn &c = *d.hqd_deadlines.begin()->second;
+		d.hqd_deadlines.erase(d.hqd_deadlines.begin());
+		c.hqd_timed = false;
+		c.hqd_waiting = false;
+		LIST_HEAD(done);
+		gpuslot_budget_cancel(&d.budget, &c.hqd_waiter.b, &done);
+		reply(c, _IOC_NR(GPUSLOT_IOC_RESERVE_QUEUES), ETIMEDOUT, nullptr, 0);
+		finish_budget(d, &done);
+	}
+	arm_timer(d);
+}
+
+void LockServer::close_conn(Conn &c)
+{
+	Domain &d = *c.domain;
+	// As the module's release of the file: holds, waits and queues end.
+	if (c.state == Conn::holding || c.state == Conn::granted) {
+		release_slot(d, c);
+	} else if (c.state == Conn::acquiring || c.state == Conn::queued) {
+		if (c.timed)
+			d.deadlines.erase(c.deadline);
+		gpuslot_core_cancel(&d.core, &c.waiter.core);
+	}
+	LIST_HEAD(done);
+	if (c.hqd_waiting) {
+		if (c.hqd_timed)
+			d.hqd_deadlines.erase(c.hqd_deadline);
+		gpuslot_budget_cancel(&d.budget, &c.hqd_waiter.b, &done);
+	}
+	if (c.hqd_reserved)
+		gpuslot_budget_unreserve(&d.budget, c.hqd_reserved, &done);
+	c.hqd_waiting = false;
+	c.hqd_reserved = 0;
+	epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c.fd, nullptr);
+	::close(c.fd);
+	const int fd = c.fd;
+	finish_budget(d, &done);
+	conns_.erase(fd);
+}
+
+bool LockServer::admin(const Conn &c) const
+{
+	return c.uid == 0 || has_cap_sys_admin(c.pid);
+}
+
+int LockServer::cmd_acquire(Conn &c, gpuslot_acquire &a, uint32_t usize, bool *later)
+{
+	Domain &d = *c.domain;
+	const bool timed = a.flags & GPUSLOT_ACQUIRE_TIMEOUT;
+	const uint64_t allowed = a.allowed_mask ? a.allowed_mask : ~0ULL;
+	if (a.__reserved || (a.flags & ~(GPUSLOT_ACQUIRE_TRY | GPUSLOT_ACQUIRE_TIMEOUT)) ||
+	    ((a.flags & GPUSLOT_ACQUIRE_TRY) && timed) || (!timed && a.timeout_ns))
+		return EINVAL;
+	if (c.state != Conn::idle || c.async_error)
+		return c.state == Conn::holding ? EDEADLK : EBUSY;
+	if (!(allowed & gpuslot_core_valid(&d.core)))
+		return EINVAL;
+	c.start_ns = now_ns();
+	int slot = gpuslot_core_try_acquire(&d.core, allowed);
+	if (slot >= 0) {
+		grant(d, c, unsigned(slot));
+		c.state = Conn::holding;
+		a.slot = c.slot;
+		a.generation = c.generation;
+		return 0;
+	}
+	if (a.flags & GPUSLOT_ACQUIRE_TRY)
+		return EAGAIN;
+	gpuslot_core_enqueue(&d.core, &c.waiter.core, allowed);
+	c.state = Conn::acquiring;
+	c.acquire_size = usize;
+	d.stats.contended++;
+	if (timed) {
+		c.timed = true;
+		const uint64_t end = a.timeout_ns > UINT64_MAX - c.start_ns ? UINT64_MAX
+									     : c.start_ns + a.timeout_ns;
+		c.deadline = d.deadlines.emplace(end, &c);
+		arm_timer(d);
+	}
+	*later = true;
+	return 0;
+}
+
+int LockServer::cmd_release(Conn &c, gpuslot_release &r)
+{
+	if (r.flags || r.__reserved)
+		return EINVAL;
+	if (c.state != Conn::holding)
+		return EPERM;
+	r.slot = c.slot;
+	release_slot(*c.domain, c);
+	return 0;
+}
+
+int LockServer::cmd_async(Conn &c, gpuslot_acquire &a)
+{
+	Domain &d = *c.domain;
+	const uint64_t allowed = a.allowed_mask ? a.allowed_mask : ~0ULL;
+	if (a.flags || a.timeout_ns || a.__reserved)
+		return EINVAL;
+	if (c.state != Conn::idle || c.async_error)
+		return c.state == Conn::holding ? EDEADLK : EBUSY;
+	if (!(allowed & gpuslot_core_valid(&d.core)))
+		return EINVAL;
+	c.start_ns = now_ns();
+	int slot = gpuslot_core_try_acquire(&d.core, allowed);
+	if (slot >= 0) {
+		grant(d, c, unsigned(slot));
+		c.state = Conn::granted;
+		// The reply goes first, then the grant's announcement.
+		return -1;
+	}
+	gpuslot_core_enqueue(&d.core, &c.waiter.core, allowed);
+	c.state = Conn::queued;
+	d.stats.contended++;
+	return 0;
+}
+
+int LockServer::cmd_complete(Conn &c, gpuslot_acquire &a)
+{
+	if (a.flags || a.timeout_ns || a.allowed_mask || a.__reserved)
+		return EINVAL;
+	if (c.state == Conn::queued)
+		return EAGAIN;
+	if (c.state != Conn::granted) {
+		int err = c.async_error ? c.async_error : EPERM;
+		c.async_error = 0;
+		return err;
+	}
+	c.state = Conn::holding;
+	a.slot = c.slot;
+	a.generation = c.generation;
+	return 0;
+}
+
+int LockServer::cmd_cancel(Conn &c, gpuslot_release &r)
+{
+	Domain &d = *c.domain;
+	if (r.flags || r.__reserved)
+		return EINVAL;
+	r.slot = GPUSLOT_NO_SLOT;
+	switch (c.state) {
+	case Conn::queued:
+		gpuslot_core_cancel(&d.core, &c.waiter.core);
+		c.state = Conn::idle;
+		return 0;
+	case Conn::acquiring:
+		// A sleeping ACQUIRE whose caller was interrupted: EINTR.
+		if (c.timed) {
+			d.deadlines.erase(c.deadline);
+			c.timed = false;
+		}
+		gpuslot_core_cancel(&d.core, &c.waiter.core);
+		c.state = Conn::idle;
+		d.stats.interrupted++;
+		reply(c, _IOC_NR(GPUSLOT_IOC_ACQUIRE), EINTR, nullptr, 0);
+		arm_timer(d);
+		return 0;
+	case Conn::granted:
+		r.slot = c.slot;
+		release_slot(d, c);
+		return 0;
+	default:
+		if (c.async_error) {
+			c.async_error = 0;
+			return 0;
+		}
+		return EPERM;
+	}
+}
+
+int LockServer::cmd_reserve(Conn &c, gpuslot_reserve_queues &r, uint32_t usize, bool *later)
+{
+	Domain &d = *c.domain;
+	const bool timed = r.flags & GPUSLOT_RESERVE_TIMEOUT;
+	if ((r.flags & ~(GPUSLOT_RESERVE_WAIT | GPUSLOT_RESERVE_TIMEOUT)) ||
+	    ((r.flags & GPUSLOT_RESERVE_WAIT) && timed) || (!timed && r.timeout_ns) || !r.count ||
+	    r.count > d.budget.limit)
+		return EINVAL;
+	if (c.hqd_waiting)
+		return EBUSY;
+	if (gpuslot_budget_try_reserve(&d.budget, r.count)) {
+		c.hqd_reserved += r.count;
+		r.reserved = c.hqd_reserved;
+		r.hqd_used = d.budget.used;
+		r.hqd_limit = d.budget.limit;
+		return 0;
+	}
+	if (!r.flags)
+		return ENOSPC;
+	gpuslot_budget_enqueue(&d.budget, &c.hqd_waiter.b, r.count);
+	c.hqd_waiting = true;
+	c.reserve = r;
+	c.reserve_size = usize;
+	if (timed) {
+		c.hqd_timed = true;
+		c.hqd_deadline = d.hqd_deadlines.emplace(now_ns() + r.timeout_ns, &c);
+		arm_timer(d);
+	}
+	*later = true;
+	return 0;
+}
+
+int LockServer::cmd_unreserve(Conn &c, gpuslot_unreserve_queues &u)
+{
+	Domain &d = *c.domain;
+	if (u.__reserved || !u.count || u.count > c.hqd_reserved)
+		return EINVAL;
+	c.hqd_reserved -= u.count;
+	u.reserved = c.hqd_reserved;
+	LIST_HEAD(done);
+	gpuslot_budget_unreserve(&d.budget, u.count, &done);
+	finish_budget(d, &done);
+	return 0;
+}
+
+int LockServer::cmd_set_k(Conn &c, gpuslot_set_k &s)
+{
+	if (!admin(c))
+		return EPERM;
+	Domain &d = *c.domain;
+	if (s.k < 1 || s.k > GPUSLOT_MAX_SLOTS)
+		return EINVAL;
+	LIST_HEAD(done);
+	bool changed = gpuslot_core_set_k(&d.core, s.k, &done);
+	if (gpuslot_partitions_reset(&d.parts) && !changed)
+		gpuslot_core_new_generation(&d.core);
+	s.generation = d.core.generation;
+	finish(d, &done);
+	return 0;
+}
+
+int LockServer::set_layout(unsigned int domain, gpuslot_layout *l, const gpuslot_partition *parts)
+{
+	if (domain >= domains_.size())
+		return EINVAL;
+	Domain &d = *domains_[domain];
+	if ((l->flags & ~(GPUSLOT_LAYOUT_MAX_HOLD | GPUSLOT_LAYOUT_EXPECT_GENERATION)) ||
+	    l->__reserved || l->k < 1 || l->k > GPUSLOT_MAX_SLOTS ||
+	    l->hqd_limit > GPUSLOT_MAX_HQD ||
+	    ((l->flags & GPUSLOT_LAYOUT_MAX_HOLD) && l->max_hold_ms > GPUSLOT_MAX_MAX_HOLD_MS) ||
+	    (!(l->flags & GPUSLOT_LAYOUT_EXPECT_GENERATION) && l->expected_generation))
+		return EINVAL;
+	if (gpuslot_partitions_check_kind(l->unit_kind, l->unit_size, l->nr_units))
+		return EINVAL;
+	const unsigned int want = l->unit_kind == GPUSLOT_UNIT_NONE ? 0 : l->k;
+	if (l->nr_partitions != want && !(l->unit_kind == GPUSLOT_UNIT_NONE && l->nr_partitions == 0))
+		return EINVAL;
+	gpuslot_partitions p{};
+	p.unit_kind = l->unit_kind;
+	p.unit_size = l->unit_size;
+	p.nr_units = l->nr_units;
+	for (unsigned int s = 0; s < l->nr_partitions; s++)
+		std::memcpy(p.units[s], parts[s].units, sizeof(p.units[s]));
+	if (gpuslot_partitions_check(&p, l->k))
+		return EINVAL;
+	if ((l->flags & GPUSLOT_LAYOUT_EXPECT_GENERATION) &&
+	    l->expected_generation != d.core.generation) {
+		l->generation = d.core.generation;
+		return EAGAIN;
+	}
+	LIST_HEAD(done);
+	bool changed = std::memcmp(&d.parts, &p, sizeof(p)) != 0;
+	if (changed)
+		d.parts = p;
+	if (gpuslot_core_set_k(&d.core, l->k, &done))
+		changed = true;
+	else if (changed)
+		gpuslot_core_new_generation(&d.core);
+	if (l->flags & GPUSLOT_LAYOUT_MAX_HOLD)
+		d.max_hold_ms = l->max_hold_ms;
+	LIST_HEAD(budget_done);
+	if (l->hqd_limit)
+		gpuslot_budget_set_limit(&d.budget, l->hqd_limit, &budget_done);
+	l->generation = d.core.generation;
+	finish(d, &done);
+	finish_budget(d, &budget_done);
+	return 0;
+}
+
+int LockServer::get_layout(unsigned int domain, gpuslot_layout *l,
+			   std::vector<gpuslot_partition> *parts) const
+{
+	if (domain >= domains_.size())
+		return EINVAL;
+	const Domain &d = *domains_[domain];
+	l->k = d.core.k;
+	l->unit_kind = d.parts.unit_kind;
+	l->unit_size = d.parts.unit_size;
+	l->nr_units = d.parts.nr_units;
+	l->hqd_limit = d.budget.limit;
+	l->generation = d.core.generation;
+	l->max_hold_ms = d.max_hold_ms;
+	const unsigned int n = std::min(l->nr_partitions, d.core.k);
+	parts->assign(n, gpuslot_partition{});
+	for (unsigned int s = 0; s < n; s++)
+		std::memcpy((*parts)[s].units, d.parts.units[s], sizeof((*parts)[s].units));
+	return 0;
+}
+
+void LockServer::on_message(Conn &c)
+{
+	static char buf[sizeof(gpuslot_wire) + sizeof(gpuslot_layout) +
+			GPUSLOT_MAX_SLOTS * sizeof(gpuslot_partition) + GPUSLOT_MAX_STRUCT_SIZE];
+	ssize_t n = recv(c.fd, buf, sizeof(buf), MSG_TRUNC);
+	if (n <= 0) {
+		if (n == 0 || (errno != EAGAIN && errno != EINTR))
+			close_conn(c);
+		return;
+	}
+	gpuslot_wire h;
+	if (size_t(n) < sizeof(h) || size_t(n) > sizeof(buf)) {
+		// Not our protocol, or truncated: that peer is broken.
+		close_conn(c);
+		return;
+	}
+	std::memcpy(&h, buf, sizeof(h));
+	const char *data = buf + sizeof(h);
+	if (h.magic != GPUSLOT_WIRE_MAGIC || h.size != size_t(n) - sizeof(h)) {
+		close_conn(c);
+		return;
+	}
+	const uint32_t cmd = h.cmd;
+	// The struct's own size field, as the ioctl reads it.
+	uint32_t usize = 0;
+	if (h.size < sizeof(uint32_t)) {
+		reply(c, cmd, EFAULT, nullptr, 0);
+		return;
+	}
+	std::memcpy(&usize, data, sizeof(usize));
+	if (usize > h.size && usize <= GPUSLOT_MAX_STRUCT_SIZE) {
+		reply(c, cmd, EFAULT, nullptr, 0);
+		return;
+	}
+	Domain &d = *c.domain;
+	bool later = false;
+	int err;
+	auto out = [&](auto &s) { return std::min<size_t>(usize, sizeof(s)); };
+	switch (cmd) {
+	case _IOC_NR(GPUSLOT_IOC_VERSION): {
+		gpuslot_version v;
+		if ((err = take_struct(data, usize, &v, sizeof(v), GPUSLOT_VERSION_SIZE_VER0)) ||
+		    (err = v.__reserved ? EINVAL : 0))
+			break;
+		v.api_version = GPUSLOT_API_VERSION;
+		v.nr_domains = unsigned(domains_.size());
+		v.features = GPUSLOT_FEATURE_LOCK | GPUSLOT_FEATURE_HQD | GPUSLOT_FEATURE_LAYOUT |
+			     GPUSLOT_FEATURE_ASYNC;
+		reply(c, cmd, 0, &v, out(v));
+		return;
+	}
+	case _IOC_NR(GPUSLOT_IOC_ATTACH): {
+		gpuslot_attach a;
+		if ((err = take_struct(data, usize, &a, sizeof(a), GPUSLOT_ATTACH_SIZE_VER0)))
+			break;
+		// A socket is one domain's: attaching elsewhere means another socket.
+		err = a.domain == d.id ? 0 : EINVAL;
+		break;
+	}
+	case _IOC_NR(GPUSLOT_IOC_ACQUIRE): {
+		gpuslot_acquire a;
+		if ((err = take_struct(data, usize, &a, sizeof(a), GPUSLOT_ACQUIRE_SIZE_VER0)) ||
+		    (err = cmd_acquire(c, a, usize, &later)) || later)
+			break;
+		reply(c, cmd, 0, &a, out(a));
+		return;
+	}
+	case _IOC_NR(GPUSLOT_IOC_RELEASE): {
+		gpuslot_release r;
+		if ((err = take_struct(data, usize, &r, sizeof(r), GPUSLOT_RELEASE_SIZE_VER0)) ||
+		    (err = cmd_release(c, r)))
+			break;
+		reply(c, cmd, 0, &r, out(r));
+		return;
+	}
+	case _IOC_NR(GPUSLOT_IOC_ACQUIRE_ASYNC): {
+		gpuslot_acquire a;
+		if ((err = take_struct(data, usize, &a, sizeof(a), GPUSLOT_ACQUIRE_SIZE_VER0)))
+			break;
+		err = cmd_async(c, a);
+		if (err == -1) {
+			reply(c, cmd, 0, nullptr, 0);
+			reply(c, GPUSLOT_WIRE_GRANTED, 0, nullptr, 0);
+			return;
+		}
+		break;
+	}
+	case _IOC_NR(GPUSLOT_IOC_ACQUIRE_COMPLETE): {
+		gpuslot_acquire a;
+		if ((err = take_struct(data, usize, &a, sizeof(a), GPUSLOT_ACQUIRE_SIZE_VER0)) ||
+		    (err = cmd_complete(c, a)))
+			break;
+		reply(c, cmd, 0, &a, out(a));
+		return;
+	}
+	case _IOC_NR(GPUSLOT_IOC_ACQUIRE_CANCEL): {
+		gpuslot_release r;
+		if ((err = take_struct(data, usize, &r, sizeof(r), GPUSLOT_RELEASE_SIZE_VER0)) ||
+		    (err = cmd_cancel(c, r)))
+			break;
+		reply(c, cmd, 0, &r, out(r));
+		return;
+	}
+	case _IOC_NR(GPUSLOT_IOC_SET_K): {
+		gpuslot_set_k s;
+		if ((err = take_struct(data, usize, &s, sizeof(s), GPUSLOT_SET_K_SIZE_VER0)) ||
+		    (err = cmd_set_k(c, s)))
+			break;
+		reply(c, cmd, 0, &s, out(s));
+		return;
+	}
+	case _IOC_NR(GPUSLOT_IOC_DOMAIN_INFO): {
+		gpuslot_domain_info i;
+		if ((err = take_struct(data, usize, &i, sizeof(i), GPUSLOT_DOMAIN_INFO_SIZE_VER0)))
+			break;
+		i.domain = d.id;
+		i.k = d.core.k;
+		i.boost_priority = 0; // no boost on this transport yet
+		i.nr_holders = unsigned(std::popcount(d.core.held));
+		i.nr_waiters = d.core.nr_waiters;
+		i.held_mask = d.core.held;
+		i.generation = d.core.generation;
+		i.hqd_limit = d.budget.limit;
+		i.hqd_used = d.budget.used;
+		reply(c, cmd, 0, &i, out(i));
+		return;
+	}
+	case _IOC_NR(GPUSLOT_IOC_GET_STATS): {
+		gpuslot_stats s;
+		if ((err = take_struct(data, usize, &s, sizeof(s), GPUSLOT_STATS_SIZE_VER0)) ||
+		    (err = s.__reserved ? EINVAL : 0))
+			break;
+		s = d.stats;
+		s.size = usize;
+		reply(c, cmd, 0, &s, out(s));
+		return;
+	}
+	case _IOC_NR(GPUSLOT_IOC_RESERVE_QUEUES): {
+		gpuslot_reserve_queues r;
+		if ((err = take_struct(data, usize, &r, sizeof(r),
+				       GPUSLOT_RESERVE_QUEUES_SIZE_VER0)) ||
+		    (err = cmd_reserve(c, r, usize, &later)) || later)
+			break;
+		reply(c, cmd, 0, &r, out(r));
+		return;
+	}
+	case _IOC_NR(GPUSLOT_IOC_UNRESERVE_QUEUES): {
+		gpuslot_unreserve_queues u;
+		if ((err = take_struct(data, usize, &u, sizeof(u),
+				       GPUSLOT_UNRESERVE_QUEUES_SIZE_VER0)) ||
+		    (err = cmd_unreserve(c, u)))
+			break;
+		reply(c, cmd, 0, &u, out(u));
+		return;
+	}
+	case _IOC_NR(GPUSLOT_IOC_SET_LAYOUT):
+	case _IOC_NR(GPUSLOT_IOC_GET_LAYOUT): {
+		gpuslot_layout l;
+		if ((err = take_struct(data, std::min<uint32_t>(usize, h.size), &l, sizeof(l),
+				       GPUSLOT_LAYOUT_SIZE_VER0)))
+			break;
+		const size_t tail = h.size - std::min<uint32_t>(usize, h.size);
+		if (cmd == _IOC_NR(GPUSLOT_IOC_GET_LAYOUT)) {
+			if (l.flags) {
+				err = EINVAL;
+				break;
+			}
+			std::vector<gpuslot_partition> parts;
+			get_layout(d.id, &l, &parts);
+			reply(c, cmd, 0, &l, out(l), parts.data(),
+			      parts.size() * sizeof(gpuslot_partition));
+			return;
+		}
+		if (!admin(c)) {
+			err = EPERM;
+			break;
+		}
+		if (l.nr_partitions > GPUSLOT_MAX_SLOTS ||
+		    tail != l.nr_partitions * sizeof(gpuslot_partition)) {
+			err = EINVAL;
+			break;
+		}
+		std::vector<gpuslot_partition> parts(l.nr_partitions);
+		std::memcpy(parts.data(), data + usize, tail);
+		if ((err = set_layout(d.id, &l, parts.data())) && err != EAGAIN)
+			break;
+		reply(c, cmd, err, &l, out(l));
+		return;
+	}
+	default:
+		err = ENOTTY;
+	}
+	if (!later)
+		reply(c, cmd, err, nullptr, 0);
+}
+
+} // namespace gpuslot

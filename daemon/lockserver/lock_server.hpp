@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: GPL-2.0
+// The lock without the module: gpuslotd serves each GPU domain on a Unix
+// socket (SOCK_SEQPACKET), one connection standing for one open file of
+// /dev/gpuslot, with the module's own lock code (kmod/core.c, budget.c,
+// partition.c, built for userspace) and the module's semantics: strict
+// FIFO with direct handoff, allowed-slot masks, try / timeout / forever,
+// the asynchronous acquire, k and layouts with generations, the HQD budget,
+// statistics. The wire messages are the uapi structs (see "The socket
+// transport" in <linux/gpuslot.h>), so the two transports cannot drift.
+//
+// Death is release: a connection that closes (exit, crash, SIGKILL) frees
+// its slot and its queues. Admin commands (SET_K, SET_LAYOUT) need the
+// peer to be uid 0 or to have CAP_SYS_ADMIN (SO_PEERCRED, /proc).
+//
+// One thread runs everything (epoll); timeouts are one timerfd per domain
+// over an ordered set of deadlines, so a queue of thousands costs
+// O(log n) per operation, and no thread waits per waiter.
+//
+// Not yet: the SCHED_FIFO boost of holders (the socket transport runs
+// without it; DOMAIN_INFO reports boost_priority 0).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <linux/gpuslot.h>
+
+struct list_head; // kmod's lists, of the lock core
+
+namespace gpuslot {
+
+struct LockServerOptions {
+	std::filesystem::path socket_dir = "/run/gpuslot";
+	unsigned int nr_domains = 1;
+	// The sockets' group and mode: members of the group may connect.
+	gid_t group = gid_t(-1);
+	mode_t mode = 0660;
+};
+
+// gpu<domain>.sock in @dir.
+std::filesystem::path domain_socket(const std::filesystem::path &dir, unsigned int domain);
+
+class LockServer {
+public:
+	explicit LockServer(const LockServerOptions &options);
+	LockServer(const LockServer &) = delete;
+	LockServer &operator=(const LockServer &) = delete;
+	~LockServer();
+
+	// Create the sockets and the event loop: 0 or -errno with *error.
+	int start(std::string *error);
+	// Serve until stop(); 0, or -errno with *error.
+	int run(std::string *error);
+	// Make run() return; safe from any thread and from signal handlers.
+	void stop();
+
+	// SET_LAYOUT as an admin would (@l->partitions ignored: @parts has
+	// @l->nr_partitions entries). Before run(), or on its thread. 0 or a
+	// positive errno, as the ioctl.
+	int set_layout(unsigned int domain, gpuslot_layout *l, const gpuslot_partition *parts);
+	int get_layout(unsigned int domain, gpuslot_layout *l,
+		       std::vector<gpuslot_partition> *parts) const;
+
+	struct Domain;
+	struct Conn;
+
+private:
+	struct Source;
+	void accept_on(Domain &d);
+	void on_message(Conn &c);
+	void on_timer(Domain &d);
+	void close_conn(Conn &c);
+	void reply(Conn &c, uint32_t cmd, int error, const void *data, size_t size,
+		   const void *tail = nullptr, size_t tail_size = 0);
+	void arm_timer(Domain &d);
+	// Complete what the lock core finished: grants and failures.
+	void finish(Domain &d, ::list_head *done);
+	void finish_budget(Domain &d, ::list_head *done);
+	void grant(Domain &d, Conn &c, unsigned int slot);
+	void release_slot(Domain &d, Conn &c);
+
+	int cmd_acquire(Conn &c, gpuslot_acquire &a, uint32_t usize, bool *later);
+	int cmd_release(Conn &c, gpuslot_release &r);
+	int cmd_async(Conn &c, gpuslot_acquire &a);
+	int cmd_complete(Conn &c, gpuslot_acquire &a);
+	int cmd_cancel(Conn &c, gpuslot_release &r);
+	int cmd_reserve(Conn &c, gpuslot_reserve_queues &r, uint32_t usize, bool *later);
+	int cmd_unreserve(Conn &c, gpuslot_unreserve_queues &u);
+	int cmd_set_k(Conn &c, gpuslot_set_k &s);
+	bool admin(const Conn &c) const;
+
+	LockServerOptions options_;
+	int epoll_fd_ = -1;
+	int stop_fd_ = -1;
+	std::vector<std::unique_ptr<Domain>> domains_;
+	std::map<int, std::unique_ptr<Conn>> conns_;
+	std::vector<std::unique_ptr<Source>> sources_;
+};
+
+} // namespace gpuslot

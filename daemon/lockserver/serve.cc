@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "serve.hpp"
+
+#include <grp.h>
+#include <signal.h>
+#include <syslog.h>
+#include <systemd/sd-daemon.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+
+#include "config.hpp"
+#include "cu_mask.hpp"
+#include "lock_server.hpp"
+#include "nv_topology.hpp"
+#include "topology.hpp"
+
+namespace gpuslot {
+namespace {
+
+LockServer *running;
+
+void on_signal(int)
+{
+	if (running)
+		running->stop();
+}
+
+} // namespace
+
+int serve_socket_transport(const DaemonOptions &daemon, const SocketServeOptions &options,
+			   const Daemon::Log &log)
+{
+	Config config;
+	std::string error;
+	if (!load_config(daemon.config, &config, &error)) {
+		log(LOG_ERR, error);
+		return 1;
+	}
+	// The GPUs, as the device transport finds them: KFD first, else CUDA.
+	auto topo = read_topology(daemon.topology);
+	NvTopologyResult nv;
+	if (!topo.error.empty()) {
+		nv = read_nv_topology();
+		if (!nv.error.empty()) {
+			log(LOG_ERR, topo.error + "; and no NVIDIA GPU either (" + nv.error + ")");
+			return 69;
+		}
+	}
+	const size_t gpus = nv.gpus.empty() ? topo.gpus.size() : nv.gpus.size();
+
+	LockServerOptions lo;
+	lo.socket_dir = options.socket_dir;
+	lo.nr_domains = unsigned(gpus);
+	if (!options.group.empty()) {
+		if (const group *g = getgrnam(options.group.c_str()))
+			lo.group = g->gr_gid;
+		else
+			log(LOG_WARNING, "no group '" + options.group +
+						 "': the sockets keep gpuslotd's group");
+	}
+	LockServer server(lo);
+	if (server.start(&error)) {
+		log(LOG_ERR, error);
+		return 1;
+	}
+	const std::string kernel = daemon.kernel.empty() ? running_kernel_release() : daemon.kernel;
+	for (size_t i = 0; i < gpus; i++) {
+		const GpuSettings s = config.for_gpu(unsigned(i));
+		const std::string name = "gpu" + std::to_string(i);
+		ModuleLayout layout;
+		std::vector<std::string> notes;
+		const unsigned int k = s.k_or(1);
+		const unsigned int hqd = s.hqd_limit.value_or(nv.gpus.empty()
+								  ? topo.gpus[i].num_cp_queues
+								  : GPUSLOT_DEFAULT_HQD_LIMIT);
+		const bool ok = nv.gpus.empty()
+					? plan_layout(topo.gpus[i], uniform_shape(topo.gpus[i]),
+						      choose_algorithm(topo.gpus[i].gfx, kernel, "",
+								       s.mask_algorithm)
+							      .algorithm,
+						      k, s.sizes, hqd, &layout, &notes, &error)
+					: plan_nv_layout(nv.gpus[i], k, s.sizes, hqd, &layout, &notes,
+							 &error);
+		if (!ok) {
+			log(LOG_ERR, name + ": cannot plan k = " + std::to_string(k) + ": " + error);
+			return 1;
+		}
+		gpuslot_layout l{};
+		l.size = sizeof(l);
+		l.k = layout.k;
+		l.unit_kind = layout.unit_kind;
+		l.unit_size = layout.unit_size;
+		l.nr_units = layout.nr_units;
+		l.hqd_limit = layout.hqd_limit;
+		l.nr_partitions = uint32_t(layout.partitions.size());
+		if (int err = server.set_layout(unsigned(i), &l, layout.partitions.data())) {
+			log(LOG_ERR, name + ": the lock refused the layout: " + strerror(err));
+			return 1;
+		}
+		log(LOG_INFO, name + ": k " + std::to_string(l.k) + ", generation " +
+				      std::to_string(l.generation) + ", served on " +
+				      domain_socket(options.socket_dir, unsigned(i)).string() +
+				      " (socket transport: no SCHED_FIFO boost)");
+		for (const auto &n : notes)
+			log(LOG_INFO, name + ": note: " + n);
+	}
+
+	running = &server;
+	struct sigaction sa = {};
+	sa.sa_handler = on_signal;
+	sigaction(SIGTERM, &sa, nullptr);
+	sigaction(SIGINT, &sa, nullptr);
+	signal(SIGPIPE, SIG_IGN);
+	sd_notify(0, "READY=1\nSTATUS=serving the socket transport");
+	int ret = server.run(&error);
+	running = nullptr;
+	sd_notify(0, "STOPPING=1");
+	if (ret) {
+		log(LOG_ERR, error);
+		return 1;
+	}
+	return 0;
+}
+
+} // namespace gpuslot

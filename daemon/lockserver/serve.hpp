@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: GPL-2.0
+// gpuslotd on the socket transport: where the module cannot load, it plans
+// each GPU's layout as on the device and serves the lock itself
+// (LockServer), one socket per GPU domain.
+//
+// Not yet on this transport: re-planning on an admin's k (an admin's
+// SET_K/SET_LAYOUT over the socket does take effect), reload, the queue
+// audit, gpuslotctl status, and the holders' SCHED_FIFO boost.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <string>
+
+#include "daemon.hpp"
+
+namespace gpuslot {
+
+struct SocketServeOptions {
+	std::filesystem::path socket_dir = "/run/gpuslot";
+	std::string group = "gpuslot"; // the sockets' group; "" keeps ours
+};
+
+// Plan, serve until SIGTERM/SIGINT, and return gpuslotd's exit status.
+int serve_socket_transport(const DaemonOptions &daemon, const SocketServeOptions &options,
+			   const Daemon::Log &log);
+
+} // namespace gpuslot

@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// One "open file" of a gpuslot lock, over either transport: the module's
+// /dev/gpuslot (ioctl) or gpuslotd's socket (one connection per file, the
+// same commands and structs as messages; see <linux/gpuslot.h>). The client
+// calls the commands the same way on both.
+#pragma once
+
+#include <memory>
+#include <string>
+
+namespace gpuslot {
+
+enum class Transport { device, socket };
+
+class LockFile {
+public:
+	virtual ~LockFile() = default;
+	// Pollable: readable when an asynchronous acquire was granted.
+	virtual int fd() const = 0;
+	// GPUSLOT_IOC_* on @arg, as ioctl(2) does it: 0 or a positive errno.
+	// GET_LAYOUT/SET_LAYOUT's partitions go through their pointer.
+	virtual int call(unsigned long cmd, void *arg) = 0;
+};
+
+// A file of @domain: @where is the device (/dev/gpuslot) or the socket
+// directory (/run/gpuslot). 0, or -errno with *error.
+int open_lock_file(Transport transport, const std::string &where, unsigned int domain,
+		   std::unique_ptr<LockFile> *out, std::string *error);
+
+// The transport for @domain: GPUSLOT_TRANSPORT=device|socket if set (else
+// -EINVAL), else the device when it exists, else the socket when gpuslotd
+// serves one, else the device (whose absence the open then reports).
+int choose_transport(const std::string &device, const std::string &socket_dir,
+		     unsigned int domain, Transport *out, std::string *error);
+
+} // namespace gpuslot
