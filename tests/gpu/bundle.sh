@@ -1,0 +1,29 @@
+#!/bin/bash
+# Gather gpuslotd, gpuslotctl, libgpuslot, slot_jobs and every library they
+# need (glibc and its loader too) into one folder, for a GPU host that has
+# neither Debian's libraries nor a way to download them. Programs run as
+#   BUNDLE/ld-linux-x86-64.so.2 --library-path BUNDLE BUNDLE/PROGRAM
+# which finds the host's libcuda.so.1 through its ld.so.cache.
+#
+# usage: bundle.sh RELEASE_BUILD_DIR OUT_DIR
+set -euo pipefail
+build=$1 out=$2
+here=$(cd "$(dirname "$0")" && pwd)
+root=$here/../..
+rm -rf "$out"
+mkdir -p "$out"
+nvcc -O2 -std=c++20 -arch=sm_90 -I"$root/libclient/include" -I"$root/uapi" \
+	"$here/slot_jobs.cu" -L"$build/libclient" -lgpuslot -o "$out/slot_jobs"
+cp "$build/daemon/gpuslotd" "$build/daemon/gpuslotctl" "$out/"
+cp -L "$build/libclient/libgpuslot.so.1" "$out/"
+cp "$here/socket_results.py" "$here/run_socket.sh" "$out/"
+for bin in "$out/gpuslotd" "$out/gpuslotctl" "$out/slot_jobs"; do
+	LD_LIBRARY_PATH="$out" ldd "$bin" | awk '/=> \// {print $3} /^\t\/lib64/ {print $1}' |
+		while read -r lib; do
+			case "$(basename "$lib")" in
+			libcuda.so*|libnvidia*) ;; # the host's driver
+			*) cp -Ln "$lib" "$out/" 2>/dev/null || true ;;
+			esac
+		done
+done
+du -sh "$out"
