@@ -35,6 +35,17 @@ struct StreamSet {
 	unsigned int queues = 0; // hardware queues its streams take
 	// Per slot: handed out in a slot, so it lives until retired.
 	std::vector<bool> handed_out;
+
+	// Empty, for @layout's k slots: what a backend's build() starts from.
+	void start(const SlotLayout &layout)
+	{
+		generation = layout.generation;
+		slots = 0;
+		streams.assign(layout.k, nullptr);
+		contexts.assign(layout.k, nullptr);
+		units.assign(layout.k, 0);
+		handed_out.assign(layout.k, false);
+	}
 };
 
 // Which runtime device is the domain's GPU.

@@ -22,12 +22,8 @@ public:
 	int build(const SlotLayout &layout, uint64_t slots, StreamSet *set,
 		  std::string *) override
 	{
-		set->generation = layout.generation;
+		set->start(layout);
 		set->slots = slots;
-		set->streams.assign(layout.k, nullptr);
-		set->contexts.assign(layout.k, nullptr);
-		set->units.assign(layout.k, 0);
-		set->handed_out.assign(layout.k, false);
 		return 0;
 	}
 

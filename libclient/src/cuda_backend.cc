@@ -64,12 +64,7 @@ int CudaBackend::build(const SlotLayout &layout, uint64_t slots, StreamSet *set,
 			return -EIO;
 		}
 	}
-	set->generation = layout.generation;
-	set->slots = 0;
-	set->streams.assign(layout.k, nullptr);
-	set->contexts.assign(layout.k, nullptr);
-	set->units.assign(layout.k, 0);
-	set->handed_out.assign(layout.k, false);
+	set->start(layout);
 	for (unsigned int slot = 0; slot < layout.k; slot++) {
 		if (!(slots >> slot & 1))
 			continue;

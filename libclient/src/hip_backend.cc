@@ -61,12 +61,7 @@ public:
 				 "): " + api_.error_string(err);
 			return -ENODEV;
 		}
-		set->generation = layout.generation;
-		set->slots = 0;
-		set->streams.assign(layout.k, nullptr);
-		set->contexts.assign(layout.k, nullptr);
-		set->units.assign(layout.k, 0);
-		set->handed_out.assign(layout.k, false);
+		set->start(layout);
 		int ret = 0;
 		for (unsigned int slot = 0; slot < layout.k && !ret; slot++) {
 			if (!(slots >> slot & 1))

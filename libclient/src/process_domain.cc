@@ -355,6 +355,22 @@ int ProcessDomain::release(gpuslot_slot *slot, uint32_t flags, std::string *erro
 	return ret;
 }
 
+int ProcessDomain::queue_async(Lane *lane, std::string *error)
+{
+	gpuslot_acquire a{};
+	a.size = sizeof(a);
+	a.allowed_mask = lane->allowed;
+	if (int err = lane->file->call(GPUSLOT_IOC_ACQUIRE_ASYNC, &a)) {
+		*error = err == ENOTTY ? "the loaded module has no asynchronous acquire: load "
+					 "the one built with this library"
+				       : acquire_message(err);
+		return -err;
+	}
+	std::lock_guard<std::mutex> hold(lock_);
+	lane->state = LaneState::pending;
+	return 0;
+}
+
 int ProcessDomain::start(uint64_t allowed, gpuslot_slot *slot, const void *owner,
 			 std::string *error)
 {
@@ -364,19 +380,12 @@ int ProcessDomain::start(uint64_t allowed, gpuslot_slot *slot, const void *owner
 	Lane *lane;
 	if (int err = take_lane(owner, &lane, error))
 		return err;
-	gpuslot_acquire a{};
-	a.size = sizeof(a);
-	a.allowed_mask = mask;
-	if (int err = lane->file->call(GPUSLOT_IOC_ACQUIRE_ASYNC, &a)) {
+	lane->allowed = mask;
+	if (int err = queue_async(lane, error)) {
 		put_lane(lane);
-		*error = err == ENOTTY ? "the loaded module has no asynchronous acquire: load "
-					 "the one built with this library"
-				       : acquire_message(err);
-		return -err;
+		return err;
 	}
 	std::lock_guard<std::mutex> hold(lock_);
-	lane->state = LaneState::pending;
-	lane->allowed = mask;
 	slot->poll_fd = lane->file->fd();
 	slot->handle = make_handle(lane->index, lane->serial);
 	return 0;
@@ -411,17 +420,11 @@ int ProcessDomain::complete(gpuslot_slot *slot, std::string *error)
 		slot->handle = 0;
 		return e;
 	}
-	gpuslot_acquire again{};
-	again.size = sizeof(again);
-	again.allowed_mask = lane->allowed;
-	if (int e = lane->file->call(GPUSLOT_IOC_ACQUIRE_ASYNC, &again)) {
+	if (int e = queue_async(lane, error)) {
 		put_lane(lane);
 		slot->handle = 0;
-		*error = acquire_message(e);
-		return -e;
+		return e;
 	}
-	std::lock_guard<std::mutex> hold(lock_);
-	lane->state = LaneState::pending;
 	*error = "the layout changed: new streams were built and the slot was queued again";
 	return -EAGAIN;
 }

@@ -98,6 +98,8 @@ private:
 	// A grant the streams cannot serve: give it back, rebuild if it came
 	// from a newer layout.
 	int regrant(Lane *lane, uint64_t generation, std::string *error);
+	// ACQUIRE_ASYNC with lane->allowed; the lane is pending after it.
+	int queue_async(Lane *lane, std::string *error);
 	static int file_release(LockFile &file);
 
 	Config config_;

@@ -21,10 +21,12 @@
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
 #include "gpuslot.h"
+#include "gpuslot.hpp"
 #include "lock_file.hpp"
 #include "lock_server.hpp"
 
@@ -433,6 +435,30 @@ TEST_F(Socket, LibgpuslotClientsUseItUnchanged)
 	setenv("GPUSLOT_TRANSPORT", "bogus", 1);
 	EXPECT_EQ(gpuslot_open(&o, &c), -EINVAL);
 	EXPECT_NE(std::string(gpuslot_last_error()).find("use device or socket"), std::string::npos);
+	unsetenv("GPUSLOT_TRANSPORT");
+	unsetenv("GPUSLOT_SOCKET_DIR");
+}
+
+// Under ASan: a C++ Slot released after its Client is gone (moved and
+// move-assigned first) is no use-after-free; the slot is really released.
+TEST_F(Socket, ACppSlotOutlivesItsClient)
+{
+	setenv("GPUSLOT_TRANSPORT", "socket", 1);
+	setenv("GPUSLOT_SOCKET_DIR", dir_.c_str(), 1);
+	gpuslot::Options opts;
+	opts.backend = GPUSLOT_BACKEND_NONE;
+	std::optional<gpuslot::Slot> slot;
+	{
+		gpuslot::Client client(opts);
+		gpuslot::Client moved(std::move(client));
+		gpuslot::Client assigned(opts);
+		assigned = std::move(moved);
+		slot = assigned.acquire();
+	}
+	auto watcher = file();
+	EXPECT_EQ(info(*watcher).nr_holders, 1u);
+	EXPECT_EQ(slot->release(), 0);
+	EXPECT_EQ(info(*watcher).nr_holders, 0u);
 	unsetenv("GPUSLOT_TRANSPORT");
 	unsetenv("GPUSLOT_SOCKET_DIR");
 }

@@ -36,12 +36,8 @@ public:
 			*error = "no streams today";
 			return fail_build;
 		}
-		set->generation = l.generation;
+		set->start(l);
 		set->slots = slots;
-		set->streams.assign(l.k, nullptr);
-		set->contexts.assign(l.k, nullptr);
-		set->units.assign(l.k, 0);
-		set->handed_out.assign(l.k, false);
 		for (unsigned int s = 0; s < l.k; s++)
 			if (slots >> s & 1)
 				set->streams[s] = reinterpret_cast<void *>(next++);

@@ -110,12 +110,8 @@ public:
 		r_.builds++;
 		r_.holders_at_build.push_back(split_lines(domain_file("holders")).size());
 		r_.policy_at_build.push_back(sched_getscheduler(0) & ~SCHED_RESET_ON_FORK);
-		set->generation = l.generation;
+		set->start(l);
 		set->slots = slots;
-		set->streams.assign(l.k, nullptr);
-		set->contexts.assign(l.k, nullptr);
-		set->units.assign(l.k, 0);
-		set->handed_out.assign(l.k, false);
 		for (unsigned int s = 0; s < l.k; s++) {
 			if (!(slots >> s & 1))
 				continue;
