@@ -173,6 +173,14 @@ int LockServer::start(std::string *error)
 		auto d = std::make_unique<Domain>();
 		d->id = i;
 		gpuslot_core_init(&d->core, 1);
+		// Generations keep growing across restarts of gpuslotd, so that a
+		// client that reconnects never takes a new layout for the one its
+		// streams were built for: start from the wall clock in
+		// microseconds (a daemon makes far fewer than one change per
+		// microsecond of its life).
+		timespec wall;
+		clock_gettime(CLOCK_REALTIME, &wall);
+		d->core.generation = uint64_t(wall.tv_sec) * 1000000 + uint64_t(wall.tv_nsec) / 1000;
 		gpuslot_budget_init(&d->budget, GPUSLOT_DEFAULT_HQD_LIMIT);
 		d->listen_source.domain = d.get();
 		d->timer_source.domain = d.get();

@@ -25,7 +25,9 @@ uint64_t now_ns()
 // The queue budget through the process's control file.
 class ModuleBudget : public QueueBudget {
 public:
-	ModuleBudget(LockFile &file, unsigned int domain, std::string sysfs_root, bool wait)
+	// @file is the owner's: it is replaced when gpuslotd restarts.
+	ModuleBudget(std::unique_ptr<LockFile> &file, unsigned int domain, std::string sysfs_root,
+		     bool wait)
 		: file_(file), domain_(domain), sysfs_root_(std::move(sysfs_root)), wait_(wait)
 	{
 	}
@@ -36,7 +38,7 @@ public:
 		r.size = sizeof(r);
 		r.count = count;
 		r.flags = wait_ ? GPUSLOT_RESERVE_WAIT : 0;
-		int err = file_.call(GPUSLOT_IOC_RESERVE_QUEUES, &r);
+		int err = file_->call(GPUSLOT_IOC_RESERVE_QUEUES, &r);
 		if (err == ENOSPC) {
 			auto e = explain_hqd_exhausted(sysfs_root_,
 						       "/sys/module/amdgpu/parameters/sched_policy",
@@ -54,11 +56,11 @@ public:
 		gpuslot_unreserve_queues u{};
 		u.size = sizeof(u);
 		u.count = count;
-		file_.call(GPUSLOT_IOC_UNRESERVE_QUEUES, &u);
+		file_->call(GPUSLOT_IOC_UNRESERVE_QUEUES, &u);
 	}
 
 private:
-	LockFile &file_;
+	std::unique_ptr<LockFile> &file_;
 	unsigned int domain_;
 	std::string sysfs_root_;
 	bool wait_;
@@ -138,7 +140,7 @@ int ProcessDomain::open(const Config &config, const BackendFactory &make_backend
 		return err;
 	if (int err = make_backend(layout, &d->backend_, error))
 		return err;
-	d->budget_ = std::make_unique<ModuleBudget>(*d->control_, config.domain,
+	d->budget_ = std::make_unique<ModuleBudget>(d->control_, config.domain,
 						    config.sysfs_root, config.wait_for_queues);
 	d->sets_ = std::make_unique<StreamSets>(*d->backend_, *d->budget_, config.slot_mask);
 	if (int err = d->sets_->update(layout, error); err < 0)
@@ -162,6 +164,7 @@ ProcessDomain::~ProcessDomain()
 
 int ProcessDomain::take_lane(const void *owner, Lane **out, std::string *error)
 {
+	Lane *reuse = nullptr;
 	{
 		std::lock_guard<std::mutex> hold(lock_);
 		if (!free_lanes_.empty()) {
@@ -170,9 +173,24 @@ int ProcessDomain::take_lane(const void *owner, Lane **out, std::string *error)
 			lane.state = LaneState::busy;
 			lane.owner = owner;
 			lane.serial++;
-			*out = &lane;
-			return 0;
+			if (!lane.lost) {
+				*out = &lane;
+				return 0;
+			}
+			reuse = &lane;
 		}
+	}
+	if (reuse) {
+		// Its connection died with gpuslotd: a new one.
+		std::unique_ptr<LockFile> file;
+		if (int err = open_file(&file, error)) {
+			put_lane(reuse);
+			return err;
+		}
+		reuse->file = std::move(file);
+		reuse->lost = false;
+		*out = reuse;
+		return 0;
 	}
 	std::unique_ptr<LockFile> file;
 	if (int err = open_file(&file, error))
@@ -195,6 +213,45 @@ void ProcessDomain::put_lane(Lane *lane)
 	lane->owner = nullptr;
 	lane->stream = nullptr;
 	free_lanes_.push_back(lane->index);
+}
+
+int ProcessDomain::connection_lost(Lane *lane, const char *what, std::string *error)
+{
+	if (lane)
+		lane->lost = true;
+	control_lost_ = true;
+	*error = std::string(what) +
+		 ": gpuslotd went away (restarted?); holds and queue reservations of the socket "
+		 "transport end with it. The next call connects again";
+	return -ECONNRESET;
+}
+
+int ProcessDomain::reconnect(std::string *error)
+{
+	if (!control_lost_)
+		return 0;
+	std::lock_guard<std::mutex> building(build_lock_);
+	if (!control_lost_)
+		return 0;
+	std::unique_ptr<LockFile> file;
+	if (int err = open_file(&file, error))
+		return err;
+	control_ = std::move(file);
+	unsigned int queues;
+	{
+		std::lock_guard<std::mutex> hold(lock_);
+		queues = sets_->reserved();
+	}
+	if (queues) {
+		if (int err = budget_->reserve(queues, error)) {
+			*error = "reconnected to gpuslotd, but the streams' queues could not be "
+				 "reserved again: " +
+				 *error;
+			return err;
+		}
+	}
+	control_lost_ = false;
+	return 0;
 }
 
 int ProcessDomain::lane_of(const gpuslot_slot *slot, LaneState from, Lane **out,
@@ -292,6 +349,8 @@ int ProcessDomain::acquire(int64_t timeout_ns, uint64_t allowed, gpuslot_slot *s
 			   const void *owner, std::string *error)
 {
 	const uint64_t deadline = timeout_ns > 0 ? now_ns() + uint64_t(timeout_ns) : 0;
+	if (int err = reconnect(error))
+		return err;
 	uint64_t mask;
 	if (int err = effective_mask(allowed, &mask, error))
 		return err;
@@ -310,9 +369,10 @@ int ProcessDomain::acquire(int64_t timeout_ns, uint64_t allowed, gpuslot_slot *s
 			a.timeout_ns = deadline > now ? deadline - now : 0;
 		}
 		if (int err = lane->file->call(GPUSLOT_IOC_ACQUIRE, &a)) {
+			const int ret = err == ECONNRESET ? connection_lost(lane, "ACQUIRE", error)
+							  : (*error = acquire_message(err), -err);
 			put_lane(lane);
-			*error = acquire_message(err);
-			return -err;
+			return ret;
 		}
 		if (claim(lane, a.slot, a.generation, slot))
 			return 0;
@@ -343,8 +403,12 @@ int ProcessDomain::release(gpuslot_slot *slot, uint32_t flags, std::string *erro
 		}
 	}
 	if (int err = file_release(*lane->file)) {
-		*error = std::string("RELEASE: ") + strerror(err);
-		ret = -err;
+		if (err == ECONNRESET) {
+			ret = connection_lost(lane, "RELEASE", error);
+		} else {
+			*error = std::string("RELEASE: ") + strerror(err);
+			ret = -err;
+		}
 	}
 	{
 		std::lock_guard<std::mutex> hold(lock_);
@@ -361,6 +425,8 @@ int ProcessDomain::queue_async(Lane *lane, std::string *error)
 	a.size = sizeof(a);
 	a.allowed_mask = lane->allowed;
 	if (int err = lane->file->call(GPUSLOT_IOC_ACQUIRE_ASYNC, &a)) {
+		if (err == ECONNRESET)
+			return connection_lost(lane, "ACQUIRE_ASYNC", error);
 		*error = err == ENOTTY ? "the loaded module has no asynchronous acquire: load "
 					 "the one built with this library"
 				       : acquire_message(err);
@@ -374,6 +440,8 @@ int ProcessDomain::queue_async(Lane *lane, std::string *error)
 int ProcessDomain::start(uint64_t allowed, gpuslot_slot *slot, const void *owner,
 			 std::string *error)
 {
+	if (int err = reconnect(error))
+		return err;
 	uint64_t mask;
 	if (int err = effective_mask(allowed, &mask, error))
 		return err;
@@ -406,11 +474,14 @@ int ProcessDomain::complete(gpuslot_slot *slot, std::string *error)
 		return -EAGAIN;
 	}
 	if (err) {
+		const int ret = err == ECONNRESET ? connection_lost(lane, "ACQUIRE_COMPLETE", error)
+			       : (*error = err == EINVAL
+						   ? "k shrank below every slot allowed_mask allows"
+						   : std::string("ACQUIRE_COMPLETE: ") + strerror(err),
+				  -err);
 		put_lane(lane);
 		slot->handle = 0;
-		*error = err == EINVAL ? "k shrank below every slot allowed_mask allows"
-				       : std::string("ACQUIRE_COMPLETE: ") + strerror(err);
-		return -err;
+		return ret;
 	}
 	if (claim(lane, a.slot, a.generation, slot))
 		return 0;
@@ -437,6 +508,12 @@ int ProcessDomain::cancel(gpuslot_slot *slot, std::string *error)
 	gpuslot_release r{};
 	r.size = sizeof(r);
 	int err = lane->file->call(GPUSLOT_IOC_ACQUIRE_CANCEL, &r);
+	// A lost connection cancelled everything already.
+	if (err == ECONNRESET) {
+		lane->lost = true;
+		control_lost_ = true;
+		err = 0;
+	}
 	put_lane(lane);
 	slot->handle = 0;
 	if (err) {
@@ -448,6 +525,8 @@ int ProcessDomain::cancel(gpuslot_slot *slot, std::string *error)
 
 int ProcessDomain::refresh(std::string *error)
 {
+	if (int err = reconnect(error))
+		return err;
 	std::lock_guard<std::mutex> building(build_lock_);
 	SlotLayout layout;
 	if (int err = read_layout(&layout, error))

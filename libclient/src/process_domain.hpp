@@ -13,6 +13,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -78,10 +79,18 @@ private:
 		uint64_t generation = 0; // of the stream handed out
 		void *stream = nullptr;
 		uint64_t allowed = 0; // of a pending acquire, to queue it again
+		bool lost = false;    // its connection died with gpuslotd
 	};
 
 	explicit ProcessDomain(const Config &config);
 	int open_file(std::unique_ptr<LockFile> *file, std::string *error) const;
+	// gpuslotd restarted (socket transport): every connection, and the
+	// holds and reservations on it, ended. Marks @lane (if any) and the
+	// control file for reconnection and says so in *error.
+	int connection_lost(Lane *lane, const char *what, std::string *error);
+	// A new control file after connection_lost(), with the queues the
+	// streams need reserved again.
+	int reconnect(std::string *error);
 	int read_layout(SlotLayout *out, std::string *error) const;
 	// A lane for one acquire, marked busy: the calling thread owns it,
 	// and may use it without lock_, until it puts it back.
@@ -105,6 +114,7 @@ private:
 	Config config_;
 	pid_t owner_pid_;
 	std::unique_ptr<LockFile> control_;
+	std::atomic<bool> control_lost_{false};
 	std::unique_ptr<QueueBudget> budget_;
 	std::unique_ptr<Backend> backend_;
 

@@ -61,6 +61,24 @@ protected:
 		fs::remove_all(dir_);
 	}
 
+	// gpuslotd restarts: a new server on the same sockets.
+	void restart()
+	{
+		server_->stop();
+		thread_.join();
+		server_.reset();
+		gpuslot::LockServerOptions o;
+		o.socket_dir = dir_;
+		o.nr_domains = 2;
+		server_ = std::make_unique<gpuslot::LockServer>(o);
+		std::string error;
+		ASSERT_EQ(server_->start(&error), 0) << error;
+		thread_ = std::thread([this] {
+			std::string e;
+			server_->run(&e);
+		});
+	}
+
 	std::unique_ptr<LockFile> file(unsigned int domain = 0)
 	{
 		std::unique_ptr<LockFile> f;
@@ -229,7 +247,11 @@ TEST_F(Socket, ASignalEndsTheWaitAndLeavesNoTrace)
 		err = acquire(*waiter).err;
 	});
 	ASSERT_TRUE(wait_waiters(*holder, 1));
-	syscall(SYS_tgkill, getpid(), tid.load(), SIGUSR1);
+	// Queued is not yet asleep in recv(): signal until the wait ends.
+	while (err.load() == -1) {
+		syscall(SYS_tgkill, getpid(), tid.load(), SIGUSR1);
+		usleep(5000);
+	}
 	t.join();
 	sigaction(SIGUSR1, &old, nullptr);
 	EXPECT_EQ(err.load(), EINTR);
@@ -459,6 +481,49 @@ TEST_F(Socket, ACppSlotOutlivesItsClient)
 	EXPECT_EQ(info(*watcher).nr_holders, 1u);
 	EXPECT_EQ(slot->release(), 0);
 	EXPECT_EQ(info(*watcher).nr_holders, 0u);
+	unsetenv("GPUSLOT_TRANSPORT");
+	unsetenv("GPUSLOT_SOCKET_DIR");
+}
+
+// A restart of gpuslotd ends the holds of the socket transport: the next
+// call says so (no hang), the one after reconnects, with the reservation
+// made again, and a generation the client has never seen.
+TEST_F(Socket, ARestartEndsHoldsAndTheClientReconnects)
+{
+	setenv("GPUSLOT_TRANSPORT", "socket", 1);
+	setenv("GPUSLOT_SOCKET_DIR", dir_.c_str(), 1);
+	gpuslot_options o{};
+	o.size = sizeof(o);
+	o.backend = GPUSLOT_BACKEND_NONE;
+	gpuslot_client *c;
+	ASSERT_EQ(gpuslot_open(&o, &c), 0) << gpuslot_last_error();
+	gpuslot_slot s{};
+	s.size = sizeof(s);
+	ASSERT_EQ(gpuslot_acquire_slot(c, 0, 0, &s), 0);
+	const uint64_t before = s.generation;
+	restart();
+	EXPECT_EQ(gpuslot_release_slot(c, &s, 0), -ECONNRESET);
+	EXPECT_NE(std::string(gpuslot_last_error()).find("gpuslotd went away"), std::string::npos)
+		<< gpuslot_last_error();
+	ASSERT_EQ(gpuslot_acquire_slot(c, GPUSLOT_WAIT_FOREVER, 0, &s), 0) << gpuslot_last_error();
+	EXPECT_GT(s.generation, before);
+	auto watcher = file();
+	EXPECT_EQ(info(*watcher).nr_holders, 1u);
+	EXPECT_EQ(gpuslot_release_slot(c, &s, 0), 0);
+	// A waiter blocked when gpuslotd goes away gets an error, not a hang.
+	auto holder = file();
+	ASSERT_EQ(acquire(*holder).err, 0);
+	std::atomic<int> err{1};
+	std::thread t([&] {
+		gpuslot_slot w{};
+		w.size = sizeof(w);
+		err = gpuslot_acquire_slot(c, GPUSLOT_WAIT_FOREVER, 0, &w);
+	});
+	ASSERT_TRUE(wait_waiters(*watcher, 1));
+	restart();
+	t.join();
+	EXPECT_EQ(err.load(), -ECONNRESET);
+	gpuslot_close(c);
 	unsetenv("GPUSLOT_TRANSPORT");
 	unsetenv("GPUSLOT_SOCKET_DIR");
 }
