@@ -17,8 +17,6 @@
 #include "core.h"
 #include "partition.h"
 
-#define GPUSLOT_DEFAULT_BOOST_PRIORITY	50
-
 struct gpuslot_file;
 
 /* Counters reported by sysfs "stats" and GPUSLOT_IOC_GET_STATS. */

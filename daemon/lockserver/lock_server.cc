@@ -17,11 +17,29 @@
 #include <cstring>
 #include <fstream>
 
+#include <sys/syscall.h>
+
 extern "C" {
+#include "boost.h"
 #include "budget.h"
 #include "core.h"
 #include "partition.h"
 }
+
+// The ledger's idea of a thread (kmod/boost.h): here, a thread of a peer
+// process, verified against the peer's pidfd before every change.
+struct task_struct {
+	pid_t pid = 0;
+	pid_t tid = 0;
+	int pidfd = -1; // its own, pinning the process
+	unsigned int records = 0; // boost records that point here
+
+	~task_struct()
+	{
+		if (pidfd >= 0)
+			close(pidfd);
+	}
+};
 
 namespace gpuslot {
 
@@ -68,6 +86,93 @@ bool has_cap_sys_admin(pid_t pid)
 	return false;
 }
 
+// One ledger for the server, as the module has one: every call runs on the
+// server's thread.
+std::map<pid_t, std::unique_ptr<task_struct>> tasks;
+gpuslot_boost_ledger ledger;
+
+// sched_setattr(2)'s struct, which glibc does not declare (and whose uapi
+// header clashes with glibc's <sched.h>).
+struct SchedAttr {
+	uint32_t size;
+	uint32_t sched_policy;
+	uint64_t sched_flags;
+	int32_t sched_nice;
+	uint32_t sched_priority;
+	uint64_t sched_runtime, sched_deadline, sched_period;
+};
+constexpr uint64_t kResetOnFork = 0x01; // SCHED_FLAG_RESET_ON_FORK
+
+// @tid is a thread of the process @pidfd stands for, now.
+bool thread_of(const task_struct *p)
+{
+	if (syscall(SYS_pidfd_send_signal, p->pidfd, 0, nullptr, 0))
+		return false;
+	const std::string task =
+		"/proc/" + std::to_string(p->pid) + "/task/" + std::to_string(p->tid);
+	return access(task.c_str(), F_OK) == 0;
+}
+
+void task_get_attr(task_struct *p, gpuslot_sched_attr *a)
+{
+	SchedAttr attr{};
+	*a = {};
+	if (syscall(SYS_sched_getattr, p->tid, &attr, sizeof(attr), 0))
+		return;
+	a->policy = attr.sched_policy;
+	a->rt_priority = attr.sched_priority;
+	a->nice = attr.sched_nice;
+	a->reset_on_fork = attr.sched_flags & kResetOnFork;
+}
+
+int task_set_attr(task_struct *p, const gpuslot_sched_attr *a)
+{
+	if (!thread_of(p))
+		return -ESRCH;
+	SchedAttr attr{};
+	attr.size = sizeof(attr);
+	attr.sched_policy = a->policy;
+	attr.sched_flags = a->reset_on_fork ? kResetOnFork : 0;
+	attr.sched_nice = a->nice;
+	attr.sched_priority = a->rt_priority;
+	if (syscall(SYS_sched_setattr, p->tid, &attr, 0))
+		return -errno;
+	return 0;
+}
+
+bool task_exiting(task_struct *p)
+{
+	return !thread_of(p);
+}
+
+gpuslot_boost_thread *task_new_thread(task_struct *p)
+{
+	p->records++;
+	return new gpuslot_boost_thread{};
+}
+
+void task_free_thread(gpuslot_boost_thread *t)
+{
+	task_struct *p = t->task;
+	delete t;
+	if (p && !--p->records)
+		tasks.erase(p->tid);
+}
+
+const gpuslot_boost_ops task_ops = {task_get_attr, task_set_attr, task_exiting,
+				    task_new_thread, task_free_thread};
+
+// CAP_SYS_NICE in our effective set: without it there is no boost.
+bool can_boost()
+{
+	std::ifstream in("/proc/self/status");
+	std::string line;
+	while (std::getline(in, line))
+		if (line.rfind("CapEff:", 0) == 0)
+			return std::stoull(line.substr(7), nullptr, 16) >> 23 & 1;
+	return false;
+}
+
 } // namespace
 
 std::filesystem::path domain_socket(const std::filesystem::path &dir, unsigned int domain)
@@ -99,6 +204,13 @@ struct LockServer::Conn {
 	bool timed = false;
 	std::multimap<uint64_t, Conn *>::iterator deadline;
 	int async_error = 0;
+	// The boost: the peer pinned by a pidfd, the thread of the last
+	// request, and the ledger's record of this connection's hold.
+	int pidfd = -1;
+	pid_t request_tid = 0;
+	pid_t acquire_tid = 0; // the thread of a queued ACQUIRE
+	uint64_t hold_seq = 0;
+	gpuslot_boost_hold boost{};
 	// Hardware queues.
 	unsigned int hqd_reserved = 0;
 	struct BudgetWaiter {
@@ -123,6 +235,7 @@ struct LockServer::Domain {
 	gpuslot_partitions parts{};
 	Conn *holder[GPUSLOT_MAX_SLOTS] = {};
 	unsigned int max_hold_ms = GPUSLOT_DEFAULT_MAX_HOLD_MS;
+	unsigned int boost_priority = GPUSLOT_DEFAULT_BOOST_PRIORITY;
 	gpuslot_stats stats{};
 	// Timed waits, earliest first: slots and queue reservations.
 	std::multimap<uint64_t, Conn *> deadlines;
@@ -133,8 +246,13 @@ LockServer::LockServer(const LockServerOptions &options) : options_(options) {}
 
 LockServer::~LockServer()
 {
-	for (auto &[fd, c] : conns_)
+	for (auto &[fd, c] : conns_) {
+		// A stopping gpuslotd leaves no thread boosted.
+		gpuslot_boost_finish(&ledger, &c->boost, UINT64_MAX);
+		if (c->pidfd >= 0)
+			::close(c->pidfd);
 		::close(fd);
+	}
 	for (auto &d : domains_) {
 		if (d->listen_fd >= 0) {
 			::close(d->listen_fd);
@@ -152,6 +270,8 @@ LockServer::~LockServer()
 
 int LockServer::start(std::string *error)
 {
+	gpuslot_boost_ledger_init(&ledger, &task_ops);
+	boost_ = can_boost();
 	auto fail = [&](const std::string &what) {
 		int err = errno;
 		*error = what + ": " + strerror(err);
@@ -183,6 +303,8 @@ int LockServer::start(std::string *error)
 		d->core.generation = uint64_t(wall.tv_sec) * 1000000 + uint64_t(wall.tv_nsec) / 1000;
 		gpuslot_budget_init(&d->budget, GPUSLOT_DEFAULT_HQD_LIMIT);
 		d->listen_source.domain = d.get();
+		if (!boost_)
+			d->boost_priority = 0;
 		d->timer_source.domain = d.get();
 		const auto path = domain_socket(options_.socket_dir, i);
 		sockaddr_un addr{};
@@ -275,6 +397,8 @@ void LockServer::accept_on(Domain &d)
 		c->uid = cred.uid;
 		c->source.conn = c.get();
 		c->waiter.conn = c.get();
+		c->pidfd = int(syscall(SYS_pidfd_open, cred.pid, 0));
+		c->boost.node.next = c->boost.node.prev = &c->boost.node;
 		c->hqd_waiter.conn = c.get();
 		epoll_event e{};
 		e.events = EPOLLIN;
@@ -326,12 +450,40 @@ void LockServer::grant(Domain &d, Conn &c, unsigned int slot)
 	const uint64_t wait = now > c.start_ns ? now - c.start_ns : 0;
 	c.slot = slot;
 	c.generation = d.core.generation;
+	c.hold_seq++;
 	d.holder[slot] = &c;
 	d.stats.acquisitions++;
 	d.stats.total_wait_ns += wait;
 	d.stats.max_wait_ns = std::max<uint64_t>(d.stats.max_wait_ns, wait);
 	d.stats.wait_hist[std::min(wait ? 63 - std::countl_zero(wait) : 0,
 				   GPUSLOT_HIST_BUCKETS - 1)]++;
+}
+
+void LockServer::boost(Domain &d, Conn &c, pid_t tid)
+{
+	if (!d.boost_priority || c.pidfd < 0 || tid <= 0)
+		return;
+	auto it = tasks.find(tid);
+	if (it != tasks.end() && it->second->pid != c.pid)
+		return; // a thread id the peer does not own
+	if (it == tasks.end()) {
+		auto t = std::make_unique<task_struct>();
+		t->pid = c.pid;
+		t->tid = tid;
+		t->pidfd = fcntl(c.pidfd, F_DUPFD_CLOEXEC, 0);
+		it = tasks.emplace(tid, std::move(t)).first;
+	}
+	task_struct *p = it->second.get();
+	// The thread named must be the peer's, checked against its pidfd.
+	if (thread_of(p))
+		gpuslot_boost_begin(&ledger, &c.boost, c.hold_seq, true, p, d.boost_priority);
+	if (!p->records)
+		tasks.erase(tid);
+}
+
+void LockServer::unboost(Conn &c)
+{
+	gpuslot_boost_finish(&ledger, &c.boost, c.hold_seq);
 }
 
 void LockServer::finish(Domain &d, ::list_head *done)
@@ -351,6 +503,9 @@ void LockServer::finish(Domain &d, ::list_head *done)
 		if (cw->granted) {
 			grant(d, c, unsigned(cw->slot));
 			c.state = async ? Conn::granted : Conn::holding;
+			// The new holder is SCHED_FIFO before it wakes.
+			if (!async)
+				boost(d, c, c.acquire_tid);
 			if (async) {
 				reply(c, GPUSLOT_WIRE_GRANTED, 0, nullptr, 0);
 			} else {
@@ -444,6 +599,9 @@ void LockServer::close_conn(Conn &c)
 {
 	Domain &d = *c.domain;
 	// As the module's release of the file: holds, waits and queues end.
+	unboost(c);
+	if (c.pidfd >= 0)
+		::close(c.pidfd);
 	if (c.state == Conn::holding || c.state == Conn::granted) {
 		release_slot(d, c);
 	} else if (c.state == Conn::acquiring || c.state == Conn::queued) {
@@ -490,6 +648,7 @@ int LockServer::cmd_acquire(Conn &c, gpuslot_acquire &a, uint32_t usize, bool *l
 	if (slot >= 0) {
 		grant(d, c, unsigned(slot));
 		c.state = Conn::holding;
+		boost(d, c, c.request_tid);
 		a.slot = c.slot;
 		a.generation = c.generation;
 		return 0;
@@ -498,6 +657,7 @@ int LockServer::cmd_acquire(Conn &c, gpuslot_acquire &a, uint32_t usize, bool *l
 		return EAGAIN;
 	gpuslot_core_enqueue(&d.core, &c.waiter.core, allowed);
 	c.state = Conn::acquiring;
+	c.acquire_tid = c.request_tid;
 	c.acquire_size = usize;
 	d.stats.contended++;
 	if (timed) {
@@ -518,6 +678,8 @@ int LockServer::cmd_release(Conn &c, gpuslot_release &r)
 	if (c.state != Conn::holding)
 		return EPERM;
 	r.slot = c.slot;
+	// The releaser has its own attributes back before the next holder runs.
+	unboost(c);
 	release_slot(*c.domain, c);
 	return 0;
 }
@@ -558,6 +720,7 @@ int LockServer::cmd_complete(Conn &c, gpuslot_acquire &a)
 		return err;
 	}
 	c.state = Conn::holding;
+	boost(*c.domain, c, c.request_tid);
 	a.slot = c.slot;
 	a.generation = c.generation;
 	return 0;
@@ -751,6 +914,7 @@ void LockServer::on_message(Conn &c)
 		return;
 	}
 	const uint32_t cmd = h.cmd;
+	c.request_tid = h.tid;
 	// The struct's own size field, as the ioctl reads it.
 	uint32_t usize = 0;
 	if (h.size < sizeof(uint32_t)) {
@@ -845,7 +1009,7 @@ void LockServer::on_message(Conn &c)
 			break;
 		i.domain = d.id;
 		i.k = d.core.k;
-		i.boost_priority = 0; // no boost on this transport yet
+		i.boost_priority = d.boost_priority; // 0 without CAP_SYS_NICE
 		i.nr_holders = unsigned(std::popcount(d.core.held));
 		i.nr_waiters = d.core.nr_waiters;
 		i.held_mask = d.core.held;

@@ -16,8 +16,14 @@
 // over an ordered set of deadlines, so a queue of thousands costs
 // O(log n) per operation, and no thread waits per waiter.
 //
-// Not yet: the SCHED_FIFO boost of holders (the socket transport runs
-// without it; DOMAIN_INFO reports boost_priority 0).
+// The boost: with CAP_SYS_NICE, the holding thread runs SCHED_FIFO at the
+// domain's boost priority under the module's own ledger (kmod/boost.c: one
+// record per thread, nesting, the restore rules). The thread id a client
+// names in its request must be a thread of the peer process, checked
+// through a pidfd of the peer taken at connect. Without CAP_SYS_NICE the
+// boost is off and DOMAIN_INFO says boost_priority 0. Not yet: max_hold_ms
+// (a boost lasts the whole hold here), and a client in another PID
+// namespace (its thread ids do not match ours: no boost).
 #pragma once
 
 #include <sys/types.h>
@@ -59,6 +65,8 @@ public:
 	int run(std::string *error);
 	// Make run() return; safe from any thread and from signal handlers.
 	void stop();
+	// Holders are boosted (gpuslotd has CAP_SYS_NICE); valid after start().
+	bool boosting() const { return boost_; }
 
 	// SET_LAYOUT as an admin would (@l->partitions ignored: @parts has
 	// @l->nr_partitions entries). Before run(), or on its thread. 0 or a
@@ -83,6 +91,10 @@ private:
 	void finish(Domain &d, ::list_head *done);
 	void finish_budget(Domain &d, ::list_head *done);
 	void grant(Domain &d, Conn &c, unsigned int slot);
+	// SCHED_FIFO for thread @tid of @c's peer for its current hold (the
+	// module's boost ledger, kmod/boost.c), and the end of it.
+	void boost(Domain &d, Conn &c, pid_t tid);
+	void unboost(Conn &c);
 	void release_slot(Domain &d, Conn &c);
 
 	int cmd_acquire(Conn &c, gpuslot_acquire &a, uint32_t usize, bool *later);
@@ -96,6 +108,7 @@ private:
 	bool admin(const Conn &c) const;
 
 	LockServerOptions options_;
+	bool boost_ = false; // CAP_SYS_NICE: holders are boosted
 	int epoll_fd_ = -1;
 	int stop_fd_ = -1;
 	std::vector<std::unique_ptr<Domain>> domains_;

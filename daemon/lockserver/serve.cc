@@ -102,7 +102,10 @@ int serve_socket_transport(const DaemonOptions &daemon, const SocketServeOptions
 		log(LOG_INFO, name + ": k " + std::to_string(l.k) + ", generation " +
 				      std::to_string(l.generation) + ", served on " +
 				      domain_socket(options.socket_dir, unsigned(i)).string() +
-				      " (socket transport: no SCHED_FIFO boost)");
+				      (server.boosting()
+					       ? " (holders run SCHED_FIFO " +
+							 std::to_string(GPUSLOT_DEFAULT_BOOST_PRIORITY) + ")"
+					       : " (no SCHED_FIFO boost: gpuslotd lacks CAP_SYS_NICE)"));
 		for (const auto &n : notes)
 			log(LOG_INFO, name + ": note: " + n);
 	}

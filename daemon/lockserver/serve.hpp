@@ -5,7 +5,7 @@
 //
 // Not yet on this transport: re-planning on an admin's k (an admin's
 // SET_K/SET_LAYOUT over the socket does take effect), reload, the queue
-// audit, gpuslotctl status, and the holders' SCHED_FIFO boost.
+// audit, gpuslotctl status, and max_hold_ms.
 #pragma once
 
 #include <filesystem>

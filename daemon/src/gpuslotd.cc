@@ -43,7 +43,7 @@ const char kUsage[] =
 	"                    gpuslotd from starting (default /run/gpuslot)\n"
 	"  --transport T     device: the module's /dev/gpuslot; socket: serve the\n"
 	"                    lock itself on a Unix socket per GPU, where the module\n"
-	"                    cannot load (no SCHED_FIFO boost there yet); auto\n"
+	"                    cannot load (holders boosted with CAP_SYS_NICE); auto\n"
 	"                    (default): device if --device exists, else socket\n"
 	"  --socket-dir PATH the socket transport's gpu<N>.sock (default\n"
 	"                    /run/gpuslot); clients find it there, or where\n"

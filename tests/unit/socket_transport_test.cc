@@ -9,6 +9,8 @@
 #include <linux/gpuslot.h>
 #include <poll.h>
 #include <signal.h>
+#include <sched.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -526,6 +528,111 @@ TEST_F(Socket, ARestartEndsHoldsAndTheClientReconnects)
 	gpuslot_close(c);
 	unsetenv("GPUSLOT_TRANSPORT");
 	unsetenv("GPUSLOT_SOCKET_DIR");
+}
+
+struct Policy {
+	int policy;
+	int priority;
+	int nice;
+};
+
+Policy policy_of(pid_t tid = 0)
+{
+	sched_param p{};
+	sched_getparam(tid, &p);
+	errno = 0;
+	return {sched_getscheduler(tid) & ~SCHED_RESET_ON_FORK, p.sched_priority,
+		getpriority(PRIO_PROCESS, id_t(tid ? tid : syscall(SYS_gettid)))};
+}
+
+// The boost on the socket transport: the module's ledger in gpuslotd,
+// when it has CAP_SYS_NICE (root here); without, none and it says so.
+TEST_F(Socket, HoldersAreBoostedAndRestoredExactly)
+{
+	auto watcher = file();
+	if (info(*watcher).boost_priority == 0) {
+		GTEST_SKIP() << "gpuslotd's lock server has no CAP_SYS_NICE here: no boost";
+	}
+	EXPECT_EQ(info(*watcher).boost_priority, unsigned(GPUSLOT_DEFAULT_BOOST_PRIORITY));
+	std::thread t([&] {
+		ASSERT_EQ(setpriority(PRIO_PROCESS, id_t(syscall(SYS_gettid)), 3), 0);
+		auto f = file();
+		ASSERT_EQ(acquire(*f).err, 0);
+		Policy held = policy_of();
+		EXPECT_EQ(held.policy, SCHED_FIFO);
+		EXPECT_EQ(held.priority, GPUSLOT_DEFAULT_BOOST_PRIORITY);
+		// Lowering itself does not escape the restore.
+		sched_param lower{GPUSLOT_DEFAULT_BOOST_PRIORITY - 1};
+		ASSERT_EQ(sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &lower), 0);
+		ASSERT_EQ(release(*f), 0);
+		Policy after = policy_of();
+		EXPECT_EQ(after.policy, SCHED_OTHER);
+		EXPECT_EQ(after.nice, 3);
+		// A queued waiter is boosted before its ACQUIRE returns.
+		auto holder = file();
+		ASSERT_EQ(acquire(*holder).err, 0);
+		std::atomic<int> policy_at_return{-1};
+		std::thread w([&] {
+			auto mine = file();
+			EXPECT_EQ(acquire(*mine).err, 0);
+			policy_at_return = policy_of().policy;
+			EXPECT_EQ(release(*mine), 0);
+			EXPECT_EQ(policy_of().policy, SCHED_OTHER);
+		});
+		ASSERT_TRUE(wait_waiters(*watcher, 1));
+		ASSERT_EQ(release(*holder), 0);
+		w.join();
+		EXPECT_EQ(policy_at_return.load(), SCHED_FIFO);
+		// Closing the connection ends the boost, as closing the file does.
+		ASSERT_EQ(acquire(*holder).err, 0);
+		EXPECT_EQ(policy_of().policy, SCHED_FIFO);
+		holder.reset();
+		for (int i = 0; i < 1000 && policy_of().policy != SCHED_OTHER; i++)
+			usleep(1000);
+		EXPECT_EQ(policy_of().policy, SCHED_OTHER);
+		EXPECT_EQ(policy_of().nice, 3);
+	});
+	t.join();
+}
+
+TEST_F(Socket, AThreadIdOfAnotherProcessIsNotBoosted)
+{
+	// A child stands for another process; its main thread's id is its pid.
+	int ready[2];
+	ASSERT_EQ(pipe(ready), 0);
+	pid_t child = fork();
+	if (child == 0) {
+		char c = 1;
+		(void)!write(ready[1], &c, 1);
+		pause();
+		_exit(0);
+	}
+	char c;
+	ASSERT_EQ(read(ready[0], &c, 1), 1);
+	const Policy before = policy_of(child);
+	auto f = file();
+	struct {
+		gpuslot_wire h;
+		gpuslot_acquire a;
+	} m{};
+	m.h.magic = GPUSLOT_WIRE_MAGIC;
+	m.h.cmd = _IOC_NR(GPUSLOT_IOC_ACQUIRE);
+	m.h.size = sizeof(m.a);
+	m.h.tid = child; // not a thread of the peer (this process)
+	m.a.size = sizeof(m.a);
+	ASSERT_EQ(send(f->fd(), &m, sizeof(m), MSG_NOSIGNAL), ssize_t(sizeof(m)));
+	char reply[256];
+	ASSERT_GT(recv(f->fd(), reply, sizeof(reply), 0), 0);
+	gpuslot_wire h;
+	std::memcpy(&h, reply, sizeof(h));
+	EXPECT_EQ(h.error, 0) << "granted, but nobody else is boosted";
+	EXPECT_EQ(policy_of(child).policy, before.policy);
+	EXPECT_EQ(policy_of().policy, SCHED_OTHER);
+	EXPECT_EQ(release(*f), 0);
+	kill(child, SIGKILL);
+	waitpid(child, nullptr, 0);
+	close(ready[0]);
+	close(ready[1]);
 }
 
 } // namespace

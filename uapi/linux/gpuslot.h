@@ -44,6 +44,8 @@
 #define GPUSLOT_MAX_HQD		1024
 /* Default hqd_limit: the HQDs amdgpu leaves to user queues on gfx9/MI. */
 #define GPUSLOT_DEFAULT_HQD_LIMIT	24
+/* The SCHED_FIFO priority of holders until an admin sets boost_priority. */
+#define GPUSLOT_DEFAULT_BOOST_PRIORITY	50
 /*
  * A holder keeps its SCHED_FIFO boost for at most max_hold_ms (0: no
  * bound); past it the boost ends and the hold counts as an overrun. The
