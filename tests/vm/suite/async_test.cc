@@ -35,23 +35,7 @@ std::vector<std::string> only_holder()
 	return lines.size() == 1 ? split_words(lines[0]) : std::vector<std::string>{};
 }
 
-class Async : public testing::Test {
-protected:
-	void SetUp() override
-	{
-		reset_domain(0);
-		*child_failed_line() = 0;
-	}
-	void TearDown() override
-	{
-		EXPECT_TRUE(wait_until([] {
-			return domain_file("holders").empty() &&
-			       domain_file("waiters").empty();
-		})) << domain_file("holders") << domain_file("waiters");
-		reset_domain(0);
-		EXPECT_EQ(kernel_log_problems(), std::vector<std::string>{});
-	}
-};
+class Async : public DomainTest {};
 
 TEST_F(Async, AFreeSlotIsGrantedAtOnceAndBoostedAtComplete)
 {

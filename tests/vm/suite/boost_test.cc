@@ -26,28 +26,7 @@ bool same_sched(const Sched &a, const Sched &b)
 	       a.nice == b.nice && a.flags == b.flags;
 }
 
-class Boost : public testing::Test {
-protected:
-	void SetUp() override
-	{
-		reset_domain(0);
-		*child_failed_line() = 0;
-	}
-	void TearDown() override
-	{
-		EXPECT_TRUE(wait_until([] {
-			return domain_file("holders").empty() &&
-			       domain_file("waiters").empty();
-		})) << domain_file("holders") << domain_file("waiters");
-		reset_domain(0);
-	}
-	static void expect_child_ok(pid_t pid)
-	{
-		EXPECT_EQ(wait_child(pid), 0)
-			<< "child failed its check at line "
-			<< *child_failed_line();
-	}
-};
+class Boost : public DomainTest {};
 
 // Defect 1: a holder that changes its own priority while holding, then
 // releases, gets its own attributes back unless it went above the boost.

@@ -153,21 +153,12 @@ int open_recording(Recorder &r, gpuslot_client **c, uint64_t slot_mask = 0)
 	return open_client(&o, &f, c);
 }
 
-class Client : public testing::Test {
+class Client : public DomainTest {
 protected:
-	void SetUp() override
-	{
-		reset_domain(0);
-		*child_failed_line() = 0;
-	}
 	void TearDown() override
 	{
-		EXPECT_TRUE(wait_until([] {
-			return domain_file("holders").empty() && domain_file("waiters").empty();
-		})) << domain_file("holders");
+		DomainTest::TearDown();
 		EXPECT_EQ(domain_file("hqd_used"), "0\n");
-		reset_domain(0);
-		EXPECT_EQ(kernel_log_problems(), std::vector<std::string>{});
 	}
 	Dev admin;
 };

@@ -416,6 +416,29 @@ void reset_domain(unsigned int domain)
 		throw std::runtime_error("cannot reset the domain");
 }
 
+void DomainTest::SetUp()
+{
+	reset_domain(0);
+	*child_failed_line() = 0;
+}
+
+void DomainTest::TearDown()
+{
+	auto idle = [] {
+		return read_file(sysfs_path(0, "holders")).empty() &&
+		       read_file(sysfs_path(0, "waiters")).empty();
+	};
+	EXPECT_TRUE(wait_until(idle)) << read_file(sysfs_path(0, "holders"))
+				      << read_file(sysfs_path(0, "waiters"));
+	reset_domain(0);
+	EXPECT_EQ(kernel_log_problems(), std::vector<std::string>{});
+}
+
+void DomainTest::expect_child_ok(pid_t pid)
+{
+	EXPECT_EQ(wait_child(pid), 0) << "child failed its check at line " << *child_failed_line();
+}
+
 int load_module(const std::string &params)
 {
 	const char *ko = getenv("GPUSLOT_KO");

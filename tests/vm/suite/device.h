@@ -5,6 +5,8 @@
 #include <linux/gpuslot.h>
 #include <sys/types.h>
 
+#include <gtest/gtest.h>
+
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -147,6 +149,16 @@ int *child_failed_line();
 // Reset domain @domain to k = 1, the default boost priority, max_hold_ms
 // and hqd_limit.
 void reset_domain(unsigned int domain = 0);
+
+// A test of domain 0: it starts reset; it ends with no holder and no
+// waiter left, the domain reset, and no bug in the kernel log.
+class DomainTest : public testing::Test {
+protected:
+	void SetUp() override;
+	void TearDown() override;
+	// A forked child's exit status 0, or the line of its failed check.
+	static void expect_child_ok(pid_t pid);
+};
 
 // insmod gpuslot.ko (GPUSLOT_KO) with @params, and rmmod: 0 or errno.
 int load_module(const std::string &params);

@@ -26,24 +26,7 @@ bool same_partition(const gpuslot_partition &a, const gpuslot_partition &b)
 	return memcmp(&a, &b, sizeof(a)) == 0;
 }
 
-class Layouts : public testing::Test {
-protected:
-	void SetUp() override
-	{
-		reset_domain(0);
-		*child_failed_line() = 0;
-	}
-
-	void TearDown() override
-	{
-		EXPECT_TRUE(wait_until([] {
-			return domain_file("holders").empty() &&
-			       domain_file("waiters").empty();
-		}));
-		reset_domain(0);
-		EXPECT_EQ(kernel_log_problems(), std::vector<std::string>{});
-	}
-};
+class Layouts : public DomainTest {};
 
 TEST_F(Layouts, SetAndGetRoundTripAndSysfs)
 {

@@ -37,37 +37,14 @@ std::string domain_file(const char *attr)
 	return read_file(sysfs_path(0, attr));
 }
 
-class Lock : public testing::Test {
+class Lock : public DomainTest {
 protected:
-	void SetUp() override
-	{
-		reset_domain(0);
-		*child_failed_line() = 0;
-	}
-
-	void TearDown() override
-	{
-		// Every test leaves the domain idle, whatever it did.
-		EXPECT_TRUE(wait_until([] {
-			return domain_file("holders").empty() &&
-			       domain_file("waiters").empty();
-		})) << domain_file("holders") << domain_file("waiters");
-		reset_domain(0);
-	}
-
 	// k = 2, with @h0 holding slot 0 and @h1 slot 1.
 	static void hold_both_of_two(const Dev &h0, const Dev &h1)
 	{
 		ASSERT_EQ(write_file(sysfs_path(0, "k"), "2"), 0);
 		ASSERT_EQ(h0.acquire().slot, 0u);
 		ASSERT_EQ(h1.acquire().slot, 1u);
-	}
-
-	static void expect_child_ok(pid_t pid)
-	{
-		EXPECT_EQ(wait_child(pid), 0)
-			<< "child failed its check at line "
-			<< *child_failed_line();
 	}
 };
 
