@@ -2,6 +2,8 @@
 #include "lock_server.hpp"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -140,9 +142,10 @@ int task_set_attr(task_struct *p, const gpuslot_sched_attr *a)
 	return 0;
 }
 
+// Cheap: the process lives. set_attr() checks the thread itself.
 bool task_exiting(task_struct *p)
 {
-	return !thread_of(p);
+	return syscall(SYS_pidfd_send_signal, p->pidfd, 0, nullptr, 0) != 0;
 }
 
 gpuslot_boost_thread *task_new_thread(task_struct *p)
@@ -151,12 +154,17 @@ gpuslot_boost_thread *task_new_thread(task_struct *p)
 	return new gpuslot_boost_thread{};
 }
 
+// The task itself goes in prune_tasks(), once the ledger call is over.
 void task_free_thread(gpuslot_boost_thread *t)
 {
-	task_struct *p = t->task;
+	if (t->task)
+		t->task->records--;
 	delete t;
-	if (p && !--p->records)
-		tasks.erase(p->tid);
+}
+
+void prune_tasks()
+{
+	std::erase_if(tasks, [](const auto &t) { return !t.second->records; });
 }
 
 const gpuslot_boost_ops task_ops = {task_get_attr, task_set_attr, task_exiting,
@@ -249,6 +257,7 @@ LockServer::~LockServer()
 	for (auto &[fd, c] : conns_) {
 		// A stopping gpuslotd leaves no thread boosted.
 		gpuslot_boost_finish(&ledger, &c->boost, UINT64_MAX);
+		prune_tasks();
 		if (c->pidfd >= 0)
 			::close(c->pidfd);
 		::close(fd);
@@ -347,6 +356,15 @@ void LockServer::stop()
 
 int LockServer::run(std::string *error)
 {
+	// The server hands slots to SCHED_FIFO holders: it must not wait
+	// behind them, or behind the real-time work of the host, to do so.
+	// One above the boost priority, as an interrupt thread runs above the
+	// tasks it wakes.
+	if (boost_) {
+		sched_param p{};
+		p.sched_priority = GPUSLOT_DEFAULT_BOOST_PRIORITY + 1;
+		pthread_setschedparam(pthread_self(), SCHED_FIFO | SCHED_RESET_ON_FORK, &p);
+	}
 	epoll_event events[64];
 	for (;;) {
 		int n = epoll_wait(epoll_fd_, events, 64, -1);
@@ -474,16 +492,17 @@ void LockServer::boost(Domain &d, Conn &c, pid_t tid)
 		it = tasks.emplace(tid, std::move(t)).first;
 	}
 	task_struct *p = it->second.get();
-	// The thread named must be the peer's, checked against its pidfd.
-	if (thread_of(p))
-		gpuslot_boost_begin(&ledger, &c.boost, c.hold_seq, true, p, d.boost_priority);
-	if (!p->records)
-		tasks.erase(tid);
+	// The thread named must be the peer's: task_set_attr() checks it
+	// against the pidfd before it changes anything (a failed first boost
+	// leaves no record).
+	gpuslot_boost_begin(&ledger, &c.boost, c.hold_seq, true, p, d.boost_priority);
+	prune_tasks();
 }
 
 void LockServer::unboost(Conn &c)
 {
 	gpuslot_boost_finish(&ledger, &c.boost, c.hold_seq);
+	prune_tasks();
 }
 
 void LockServer::finish(Domain &d, ::list_head *done)

@@ -274,6 +274,38 @@ void waiters_gpuslot(benchmark::State &state)
 		pthread_join(t, nullptr);
 }
 
+// N queued waiters of the socket transport cost the server no thread: they
+// queue with ACQUIRE_ASYNC, for slot 1, which stays held.
+void waiters_socket(benchmark::State &state)
+{
+	SocketLock::setup(2, true);
+	SocketLock::Client holder;
+	holder.acquire(1ULL << 1);
+	std::vector<std::unique_ptr<SocketLock::Client>> queued;
+	for (int i = 0; i < state.range(0); i++) {
+		queued.push_back(std::make_unique<SocketLock::Client>());
+		gpuslot_acquire a{};
+		a.size = sizeof(a);
+		a.allowed_mask = 1ULL << 1;
+		queued.back()->file().call(GPUSLOT_IOC_ACQUIRE_ASYNC, &a);
+	}
+	SocketLock::Client c;
+	for (;;) {
+		gpuslot_domain_info info{};
+		info.size = sizeof(info);
+		c.file().call(GPUSLOT_IOC_DOMAIN_INFO, &info);
+		if (info.nr_waiters == state.range(0))
+			break;
+		usleep(1000);
+	}
+	for (auto _ : state) {
+		benchmark::DoNotOptimize(c.acquire(1ULL << 0));
+		c.release();
+	}
+	queued.clear(); // closing leaves the queue
+	holder.release();
+}
+
 void *sysv_sem1_waiter(void *)
 {
 	sembuf op{1, -1, 0};
@@ -389,7 +421,7 @@ public:
 	void Finalize() override
 	{
 		ConsoleReporter::Finalize();
-		const char *alts[] = {"sem_t", "sysv-sem", "flock", "pi-mutex"};
+		const char *alts[] = {"socket", "sem_t", "sysv-sem", "flock", "pi-mutex"};
 		std::printf("\n| measurement | gpuslot |");
 		for (const char *a : alts)
 			std::printf(" %s | ratio |", a);
@@ -460,6 +492,10 @@ private:
 				  "gpuslot") /
 			      get("acquire+release, 0 waiters queued (ns)",
 				  "gpuslot");
+		const double sock_hand = get(hm, "socket") / get(hm, "gpuslot");
+		const double sock_flat = get("acquire+release, 1024 waiters queued (ns)", "socket") /
+					 get("acquire+release, 0 waiters queued (ns)", "socket");
+		const double sock_un = get(un, "socket") / get(un, "sem_t");
 		auto verdict = [](bool ok) { return ok ? "met" : "MISSED"; };
 		std::printf("\ntargets:\n");
 		std::printf("  uncontended pair vs sysv-sem, boost off: %.3fx "
@@ -481,6 +517,12 @@ private:
 			    "(target <= 1x): %s\n", busy, verdict(busy <= 1.0));
 		std::printf("  1024 vs 0 queued waiters: %.3fx (target <= 1.2x): %s\n",
 			    flat, verdict(flat <= 1.2));
+		std::printf("  socket transport handoff median vs the module's: %.3fx "
+			    "(target <= 3x): %s\n", sock_hand, verdict(sock_hand <= 3.0));
+		std::printf("  socket transport, 1024 vs 0 queued waiters: %.3fx "
+			    "(target <= 1.2x): %s\n", sock_flat, verdict(sock_flat <= 1.2));
+		std::printf("  socket transport uncontended pair vs sem_t: %.1fx (two round "
+			    "trips to gpuslotd)\n", sock_un);
 		std::printf("\nwhat the alternatives lack: sem_t: slot identity, "
 			    "FIFO order, cleanup on death, boost; sysv-sem: slot "
 			    "identity, FIFO across slots, boost; flock: FIFO order "
@@ -513,6 +555,7 @@ int main(int argc, char **argv)
 	benchmark::RegisterBenchmark("handoffbusy.gpuslot-noboost",
 				     handoff_busy<GpuslotLock>)
 		->Setup(setup_gpuslot_noboost)->UseManualTime()->Iterations(200);
+	register_lock<SocketLock>();
 	register_lock<PosixSemLock>();
 	register_lock<SysvSemLock>();
 	register_lock<FlockLock>();
@@ -520,6 +563,7 @@ int main(int argc, char **argv)
 	using Fn = void (*)(benchmark::State &);
 	for (auto [name, fn] : {std::pair<const char *, Fn>{"waiters.gpuslot",
 							    waiters_gpuslot},
+				std::pair<const char *, Fn>{"waiters.socket", waiters_socket},
 				std::pair<const char *, Fn>{"waiters.sysv-sem",
 							    waiters_sysv}})
 		benchmark::RegisterBenchmark(name, fn)

@@ -13,6 +13,9 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <thread>
+
+#include "lock_server.hpp"
 
 namespace gpuslot::bench {
 namespace {
@@ -239,6 +242,71 @@ void PiMutexLock::Client::release()
 {
 	pthread_mutex_unlock(&shared()->mutex[held_]);
 	held_ = -1;
+}
+
+namespace {
+
+const char kSocketDir[] = "/tmp/gpuslot-bench-sockets";
+
+// The server runs for the rest of the program, like a daemon.
+void start_socket_server()
+{
+	static bool started = [] {
+		static gpuslot::LockServer server({kSocketDir, 1});
+		std::string error;
+		if (server.start(&error))
+			throw std::runtime_error("lock server: " + error);
+		std::thread([] {
+			std::string e;
+			server.run(&e);
+		}).detach();
+		return true;
+	}();
+	(void)started;
+}
+
+} // namespace
+
+void SocketLock::setup(unsigned int k, bool)
+{
+	start_socket_server();
+	Client admin;
+	gpuslot_set_k s{};
+	s.size = sizeof(s);
+	s.k = k;
+	if (int err = admin.file().call(GPUSLOT_IOC_SET_K, &s)) {
+		errno = err;
+		die("socket SET_K");
+	}
+}
+
+SocketLock::Client::Client()
+{
+	std::string error;
+	if (gpuslot::open_lock_file(gpuslot::Transport::socket, kSocketDir, 0, &file_, &error))
+		throw std::runtime_error(error);
+}
+
+int SocketLock::Client::acquire(uint64_t mask)
+{
+	gpuslot_acquire a{};
+	a.size = sizeof(a);
+	a.allowed_mask = mask;
+	if (int err = file_->call(GPUSLOT_IOC_ACQUIRE, &a)) {
+		errno = err;
+		die("socket ACQUIRE");
+	}
+	return int(a.slot);
+}
+
+void SocketLock::Client::release()
+{
+	gpuslot_release r{};
+	r.size = sizeof(r);
+	if (int err = file_->call(GPUSLOT_IOC_RELEASE, &r)) {
+		errno = err;
+		die("socket RELEASE");
+	}
 }
 
 } // namespace gpuslot::bench

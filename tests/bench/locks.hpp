@@ -12,8 +12,11 @@
 #include <semaphore.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "lock_file.hpp"
 
 namespace gpuslot::bench {
 
@@ -32,6 +35,26 @@ struct GpuslotLock {
 
 	private:
 		int fd_;
+	};
+};
+
+// gpuslot's socket transport: gpuslotd's LockServer, run by the benchmark
+// in a thread of its own (as gpuslotd runs it), reached through
+// libgpuslot's LockFile, one connection per client. Boosted as gpuslotd
+// boosts (CAP_SYS_NICE: root in the VM).
+struct SocketLock {
+	static constexpr const char *name = "socket";
+	static void setup(unsigned int k, bool boost);
+
+	class Client {
+	public:
+		Client();
+		int acquire(uint64_t mask = 0);
+		void release();
+		gpuslot::LockFile &file() { return *file_; }
+
+	private:
+		std::unique_ptr<gpuslot::LockFile> file_;
 	};
 };
 

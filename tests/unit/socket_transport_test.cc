@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sched.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -210,6 +211,7 @@ TEST_F(Socket, DeathIsRelease)
 	ASSERT_EQ(pipe(ready), 0);
 	pid_t pid = fork();
 	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL); // never outlive a failed test
 		auto mine = file();
 		if (acquire(*mine).err)
 			_exit(1);
@@ -602,6 +604,7 @@ TEST_F(Socket, AThreadIdOfAnotherProcessIsNotBoosted)
 	ASSERT_EQ(pipe(ready), 0);
 	pid_t child = fork();
 	if (child == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		char c = 1;
 		(void)!write(ready[1], &c, 1);
 		pause();
