@@ -248,6 +248,25 @@ void *gpuslot_slot1_waiter(void *)
 	return nullptr;
 }
 
+// Once the domain has state.range(0) waiters (read through @info), time
+// acquire+release of slot 0 by @c while they wait for slot 1.
+template <class Client, class Info>
+void cycle_slot0_behind_waiters(benchmark::State &state, Client &c, Info info)
+{
+	for (;;) {
+		gpuslot_domain_info i{};
+		i.size = sizeof(i);
+		info(&i);
+		if (i.nr_waiters == state.range(0))
+			break;
+		usleep(1000);
+	}
+	for (auto _ : state) {
+		benchmark::DoNotOptimize(c.acquire(1ULL << 0));
+		c.release();
+	}
+}
+
 void waiters_gpuslot(benchmark::State &state)
 {
 	GpuslotLock::setup(2, true);
@@ -257,18 +276,9 @@ void waiters_gpuslot(benchmark::State &state)
 	for (int i = 0; i < state.range(0); i++)
 		start_thread(threads, gpuslot_slot1_waiter, nullptr);
 	GpuslotLock::Client c;
-	for (;;) {
-		gpuslot_domain_info info{};
-		info.size = sizeof(info);
-		ioctl(c.fd(), GPUSLOT_IOC_DOMAIN_INFO, &info);
-		if (info.nr_waiters == state.range(0))
-			break;
-		usleep(1000);
-	}
-	for (auto _ : state) {
-		benchmark::DoNotOptimize(c.acquire(1ULL << 0));
-		c.release();
-	}
+	cycle_slot0_behind_waiters(state, c, [&](gpuslot_domain_info *info) {
+		ioctl(c.fd(), GPUSLOT_IOC_DOMAIN_INFO, info);
+	});
 	holder->release(); // the waiters pass slot 1 down the queue
 	for (pthread_t t : threads)
 		pthread_join(t, nullptr);
@@ -290,18 +300,9 @@ void waiters_socket(benchmark::State &state)
 		queued.back()->file().call(GPUSLOT_IOC_ACQUIRE_ASYNC, &a);
 	}
 	SocketLock::Client c;
-	for (;;) {
-		gpuslot_domain_info info{};
-		info.size = sizeof(info);
-		c.file().call(GPUSLOT_IOC_DOMAIN_INFO, &info);
-		if (info.nr_waiters == state.range(0))
-			break;
-		usleep(1000);
-	}
-	for (auto _ : state) {
-		benchmark::DoNotOptimize(c.acquire(1ULL << 0));
-		c.release();
-	}
+	cycle_slot0_behind_waiters(state, c, [&](gpuslot_domain_info *info) {
+		c.file().call(GPUSLOT_IOC_DOMAIN_INFO, info);
+	});
 	queued.clear(); // closing leaves the queue
 	holder.release();
 }
