@@ -44,7 +44,8 @@ const char kUsage[] =
 	"  --transport T     device: the module's /dev/gpuslot; socket: serve the\n"
 	"                    lock itself on a Unix socket per GPU, where the module\n"
 	"                    cannot load (holders boosted with CAP_SYS_NICE); auto\n"
-	"                    (default): device if --device exists, else socket\n"
+	"                    (default): device if --device exists or the module\n"
+	"                    is loaded, else socket\n"
 	"  --socket-dir PATH the socket transport's gpu<N>.sock (default\n"
 	"                    /run/gpuslot); clients find it there, or where\n"
 	"                    GPUSLOT_SOCKET_DIR says\n"
@@ -183,8 +184,12 @@ int main(int argc, char **argv)
 			o.kernel = gpuslot::running_kernel_release();
 		return check_config(o);
 	}
+	// auto: the module when it is loaded, even if udev has not made its
+	// device node yet; the socket only where there is no module at all.
 	struct stat st;
-	if (transport == "socket" || (transport == "auto" && stat(o.device.c_str(), &st) != 0))
+	const bool module = stat(o.device.c_str(), &st) == 0 ||
+			    stat("/sys/module/gpuslot", &st) == 0;
+	if (transport == "socket" || (transport == "auto" && !module))
 		return gpuslot::serve_socket_transport(o, so, log_line);
 
 	gpuslot::Daemon daemon(o, log_line);
