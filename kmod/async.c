@@ -51,21 +51,16 @@ int gpuslot_file_acquire_async(struct gpuslot_file *f,
 	u64 allowed = a->allowed_mask ? a->allowed_mask : ~0ULL;
 	struct gpuslot_waiter *w = &f->async;
 	struct gpuslot_domain *d;
-	int slot, ret = 0;
+	int slot, ret;
 
 	/* No TRY, no timeout: the caller's event loop keeps the time. */
 	if (a->flags || a->timeout_ns || a->__reserved)
 		return -EINVAL;
 
 	d = gpuslot_file_lock(f);
-	if (f->state != GPUSLOT_FILE_IDLE || f->async_error) {
-		ret = f->state == GPUSLOT_FILE_HOLDING ? -EDEADLK : -EBUSY;
+	ret = gpuslot_file_may_acquire(d, f, allowed);
+	if (ret)
 		goto unlock;
-	}
-	if (!(allowed & gpuslot_core_valid(&d->core))) {
-		ret = -EINVAL;
-		goto unlock;
-	}
 	gpuslot_waiter_init(w, f);
 	w->task = NULL;
 	w->tgid = get_pid(w->tgid);

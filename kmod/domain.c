@@ -388,6 +388,16 @@ pid_t gpuslot_pid_for_reader(struct pid *pid)
 
 #define GPUSLOT_ACQUIRE_FLAGS (GPUSLOT_ACQUIRE_TRY | GPUSLOT_ACQUIRE_TIMEOUT)
 
+int gpuslot_file_may_acquire(struct gpuslot_domain *d, struct gpuslot_file *f,
+			     u64 allowed)
+	__must_hold(&d->lock)
+{
+	lockdep_assert_held(&d->lock);
+	if (f->state != GPUSLOT_FILE_IDLE || f->async_error)
+		return f->state == GPUSLOT_FILE_HOLDING ? -EDEADLK : -EBUSY;
+	return allowed & gpuslot_core_valid(&d->core) ? 0 : -EINVAL;
+}
+
 /*
  * The second half of a granted wait: the granter boosts this thread before
  * it sets @ready, and wakes it after. Not interruptible: the slot is ours
@@ -425,14 +435,9 @@ int gpuslot_file_acquire(struct gpuslot_file *f, struct gpuslot_acquire *a,
 		expires = gpuslot_deadline(w.start_ns, a->timeout_ns);
 
 	d = gpuslot_file_lock(f);
-	if (f->state != GPUSLOT_FILE_IDLE || f->async_error) {
-		ret = f->state == GPUSLOT_FILE_HOLDING ? -EDEADLK : -EBUSY;
+	ret = gpuslot_file_may_acquire(d, f, allowed);
+	if (ret)
 		goto unlock;
-	}
-	if (!(allowed & gpuslot_core_valid(&d->core))) {
-		ret = -EINVAL;
-		goto unlock;
-	}
 
 	slot = gpuslot_core_try_acquire(&d->core, allowed);
 	if (slot >= 0) {

@@ -156,6 +156,13 @@ int gpuslot_file_attach(struct gpuslot_file *f, unsigned int id);
 int gpuslot_file_acquire(struct gpuslot_file *f, struct gpuslot_acquire *a,
 			 u64 *seq);
 int gpuslot_file_release(struct gpuslot_file *f, struct gpuslot_release *r);
+/*
+ * Whether @f may start an acquire of @allowed now, under d->lock: 0, or
+ * the errno ACQUIRE and ACQUIRE_ASYNC give (-EDEADLK, -EBUSY, -EINVAL).
+ */
+int gpuslot_file_may_acquire(struct gpuslot_domain *d, struct gpuslot_file *f,
+			     u64 allowed)
+	__must_hold(&d->lock);
 /* Release hold @seq of @f, and no later one; -EPERM if it is over. */
 int gpuslot_file_release_hold(struct gpuslot_file *f, u64 seq);
 /*

@@ -74,19 +74,19 @@ int take_struct(const char *data, uint32_t usize, void *out, size_t known, size_
 	return 0;
 }
 
-// CAP_SYS_ADMIN in the effective set of @pid, from /proc.
-bool has_cap_sys_admin(pid_t pid)
+// The effective capabilities of @pid ("self" for us), from /proc; 0 if
+// they cannot be read.
+uint64_t effective_caps(const std::string &pid)
 {
-	std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+	std::ifstream in("/proc/" + pid + "/status");
 	std::string line;
-	while (std::getline(in, line)) {
-		if (line.rfind("CapEff:", 0) != 0)
-			continue;
-		uint64_t caps = std::stoull(line.substr(7), nullptr, 16);
-		return caps >> 21 & 1; // CAP_SYS_ADMIN
-	}
-	return false;
+	while (std::getline(in, line))
+		if (line.rfind("CapEff:", 0) == 0)
+			return std::stoull(line.substr(7), nullptr, 16);
+	return 0;
 }
+
+constexpr unsigned int kCapSysNice = 23, kCapSysAdmin = 21;
 
 // One ledger for the server, as the module has one: every call runs on the
 // server's thread.
@@ -173,12 +173,7 @@ const gpuslot_boost_ops task_ops = {task_get_attr, task_set_attr, task_exiting,
 // CAP_SYS_NICE in our effective set: without it there is no boost.
 bool can_boost()
 {
-	std::ifstream in("/proc/self/status");
-	std::string line;
-	while (std::getline(in, line))
-		if (line.rfind("CapEff:", 0) == 0)
-			return std::stoull(line.substr(7), nullptr, 16) >> 23 & 1;
-	return false;
+	return effective_caps("self") >> kCapSysNice & 1;
 }
 
 } // namespace
@@ -647,7 +642,14 @@ void LockServer::close_conn(Conn &c)
 
 bool LockServer::admin(const Conn &c) const
 {
-	return c.uid == 0 || has_cap_sys_admin(c.pid);
+	return c.uid == 0 || (effective_caps(std::to_string(c.pid)) >> kCapSysAdmin & 1);
+}
+
+int LockServer::may_acquire(const Domain &d, const Conn &c, uint64_t allowed) const
+{
+	if (c.state != Conn::idle || c.async_error)
+		return c.state == Conn::holding ? EDEADLK : EBUSY;
+	return allowed & gpuslot_core_valid(&d.core) ? 0 : EINVAL;
 }
 
 int LockServer::cmd_acquire(Conn &c, gpuslot_acquire &a, uint32_t usize, bool *later)
@@ -658,10 +660,8 @@ int LockServer::cmd_acquire(Conn &c, gpuslot_acquire &a, uint32_t usize, bool *l
 	if (a.__reserved || (a.flags & ~(GPUSLOT_ACQUIRE_TRY | GPUSLOT_ACQUIRE_TIMEOUT)) ||
 	    ((a.flags & GPUSLOT_ACQUIRE_TRY) && timed) || (!timed && a.timeout_ns))
 		return EINVAL;
-	if (c.state != Conn::idle || c.async_error)
-		return c.state == Conn::holding ? EDEADLK : EBUSY;
-	if (!(allowed & gpuslot_core_valid(&d.core)))
-		return EINVAL;
+	if (int err = may_acquire(d, c, allowed))
+		return err;
 	c.start_ns = now_ns();
 	int slot = gpuslot_core_try_acquire(&d.core, allowed);
 	if (slot >= 0) {
@@ -709,10 +709,8 @@ int LockServer::cmd_async(Conn &c, gpuslot_acquire &a)
 	const uint64_t allowed = a.allowed_mask ? a.allowed_mask : ~0ULL;
 	if (a.flags || a.timeout_ns || a.__reserved)
 		return EINVAL;
-	if (c.state != Conn::idle || c.async_error)
-		return c.state == Conn::holding ? EDEADLK : EBUSY;
-	if (!(allowed & gpuslot_core_valid(&d.core)))
-		return EINVAL;
+	if (int err = may_acquire(d, c, allowed))
+		return err;
 	c.start_ns = now_ns();
 	int slot = gpuslot_core_try_acquire(&d.core, allowed);
 	if (slot >= 0) {

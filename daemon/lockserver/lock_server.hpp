@@ -97,6 +97,9 @@ private:
 	void unboost(Conn &c);
 	void release_slot(Domain &d, Conn &c);
 
+	// Whether @c may start an acquire of @allowed now: 0, or the errno
+	// ACQUIRE and ACQUIRE_ASYNC give (EDEADLK, EBUSY, EINVAL).
+	int may_acquire(const Domain &d, const Conn &c, uint64_t allowed) const;
 	int cmd_acquire(Conn &c, gpuslot_acquire &a, uint32_t usize, bool *later);
 	int cmd_release(Conn &c, gpuslot_release &r);
 	int cmd_async(Conn &c, gpuslot_acquire &a);

@@ -464,6 +464,12 @@ int ProcessDomain::complete(gpuslot_slot *slot, std::string *error)
 	Lane *lane;
 	if (int err = lane_of(slot, LaneState::pending, &lane, error))
 		return err;
+	// The acquire is over, failed: the lane goes back, the slot is void.
+	auto end = [&](int ret) {
+		put_lane(lane);
+		slot->handle = 0;
+		return ret;
+	};
 	gpuslot_acquire a{};
 	a.size = sizeof(a);
 	int err = lane->file->call(GPUSLOT_IOC_ACQUIRE_COMPLETE, &a);
@@ -473,29 +479,20 @@ int ProcessDomain::complete(gpuslot_slot *slot, std::string *error)
 		*error = "not granted yet: poll slot.poll_fd";
 		return -EAGAIN;
 	}
+	if (err == ECONNRESET)
+		return end(connection_lost(lane, "ACQUIRE_COMPLETE", error));
 	if (err) {
-		const int ret = err == ECONNRESET ? connection_lost(lane, "ACQUIRE_COMPLETE", error)
-			       : (*error = err == EINVAL
-						   ? "k shrank below every slot allowed_mask allows"
-						   : std::string("ACQUIRE_COMPLETE: ") + strerror(err),
-				  -err);
-		put_lane(lane);
-		slot->handle = 0;
-		return ret;
+		*error = err == EINVAL ? "k shrank below every slot allowed_mask allows"
+				       : std::string("ACQUIRE_COMPLETE: ") + strerror(err);
+		return end(-err);
 	}
 	if (claim(lane, a.slot, a.generation, slot))
 		return 0;
 	// The grant needs new streams: build them, then queue again.
-	if (int e = regrant(lane, a.generation, error)) {
-		put_lane(lane);
-		slot->handle = 0;
-		return e;
-	}
-	if (int e = queue_async(lane, error)) {
-		put_lane(lane);
-		slot->handle = 0;
-		return e;
-	}
+	if (int e = regrant(lane, a.generation, error))
+		return end(e);
+	if (int e = queue_async(lane, error))
+		return end(e);
 	*error = "the layout changed: new streams were built and the slot was queued again";
 	return -EAGAIN;
 }

@@ -45,6 +45,17 @@ protected:
 		char tmpl[] = "/tmp/gpuslot-sock-XXXXXX";
 		ASSERT_NE(mkdtemp(tmpl), nullptr);
 		dir_ = tmpl;
+		start_server();
+	}
+	void TearDown() override
+	{
+		stop_server();
+		fs::remove_all(dir_);
+	}
+
+	// A server of two domains on dir_, run by thread_, as gpuslotd runs it.
+	void start_server()
+	{
 		gpuslot::LockServerOptions o;
 		o.socket_dir = dir_;
 		o.nr_domains = 2;
@@ -56,30 +67,18 @@ protected:
 			server_->run(&e);
 		});
 	}
-	void TearDown() override
+	void stop_server()
 	{
 		server_->stop();
 		thread_.join();
 		server_.reset();
-		fs::remove_all(dir_);
 	}
 
 	// gpuslotd restarts: a new server on the same sockets.
 	void restart()
 	{
-		server_->stop();
-		thread_.join();
-		server_.reset();
-		gpuslot::LockServerOptions o;
-		o.socket_dir = dir_;
-		o.nr_domains = 2;
-		server_ = std::make_unique<gpuslot::LockServer>(o);
-		std::string error;
-		ASSERT_EQ(server_->start(&error), 0) << error;
-		thread_ = std::thread([this] {
-			std::string e;
-			server_->run(&e);
-		});
+		stop_server();
+		start_server();
 	}
 
 	std::unique_ptr<LockFile> file(unsigned int domain = 0)
