@@ -85,6 +85,18 @@ test-vm: modules userspace
 		$(BUILD)/tests/gpuslot_vm_tests $(BUILD)/vm-$(KERNEL) \
 		--gtest_color=no $(GTEST_ARGS)
 
+# The VM suite's lock, queue, layout, asynchronous-acquire and client tests
+# (and the boost tests that need neither a VM's four CPUs nor two domains)
+# on the socket transport: gpuslotd's lock server on this host, no VM.
+SOCKET_TESTS = Lock.*:Hqd.*:Layouts.*:Async.*:Client.*:Boost.AHolderThatLowers*:Boost.NestedHoldsOfOneDomain*:Boost.MaxHold*
+# As root (sudo when not), as in the VM: the tests drop privileges to see
+# refusals, and the boost needs CAP_SYS_NICE.
+test-socket: userspace
+	$$([ "$$(id -u)" -eq 0 ] || echo sudo) env GPUSLOT_TEST_TRANSPORT=socket \
+		GPUSLOT_TEST_BIN_DIR=$(BUILD)/tests/libclient \
+		$(BUILD)/tests/gpuslot_vm_tests --gtest_color=no \
+		--gtest_filter='$(SOCKET_TESTS)' $(GTEST_ARGS)
+
 # BENCH_ARGS passes Google Benchmark flags, e.g. --benchmark_filter=handoff
 bench: modules userspace
 	@mkdir -p $(BUILD)/bench

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "lock_server.hpp"
+#include "server_state.hpp"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -16,17 +17,11 @@
 #include <algorithm>
 #include <bit>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 
 #include <sys/syscall.h>
-
-extern "C" {
-#include "boost.h"
-#include "budget.h"
-#include "core.h"
-#include "partition.h"
-}
 
 // The ledger's idea of a thread (kmod/boost.h): here, a thread of a peer
 // process, verified against the peer's pidfd before every change.
@@ -74,16 +69,26 @@ int take_struct(const char *data, uint32_t usize, void *out, size_t known, size_
 	return 0;
 }
 
-// The effective capabilities of @pid ("self" for us), from /proc; 0 if
-// they cannot be read.
-uint64_t effective_caps(const std::string &pid)
+// The effective uid and capabilities of @pid ("self" for us), from /proc,
+// as they are now (the module checks capable() at each call); uid -1 and
+// no capabilities if they cannot be read.
+struct Creds {
+	uid_t euid = uid_t(-1);
+	uint64_t caps = 0;
+};
+
+Creds creds_of(const std::string &pid)
 {
 	std::ifstream in("/proc/" + pid + "/status");
-	std::string line;
-	while (std::getline(in, line))
+	Creds c;
+	unsigned long real, effective;
+	for (std::string line; std::getline(in, line);) {
 		if (line.rfind("CapEff:", 0) == 0)
-			return std::stoull(line.substr(7), nullptr, 16);
-	return 0;
+			c.caps = std::stoull(line.substr(7), nullptr, 16);
+		else if (std::sscanf(line.c_str(), "Uid: %lu %lu", &real, &effective) == 2)
+			c.euid = uid_t(effective);
+	}
+	return c;
 }
 
 constexpr unsigned int kCapSysNice = 23, kCapSysAdmin = 21;
@@ -173,7 +178,7 @@ const gpuslot_boost_ops task_ops = {task_get_attr, task_set_attr, task_exiting,
 // CAP_SYS_NICE in our effective set: without it there is no boost.
 bool can_boost()
 {
-	return effective_caps("self") >> kCapSysNice & 1;
+	return creds_of("self").caps >> kCapSysNice & 1;
 }
 
 } // namespace
@@ -182,68 +187,6 @@ std::filesystem::path domain_socket(const std::filesystem::path &dir, unsigned i
 {
 	return dir / ("gpu" + std::to_string(domain) + ".sock");
 }
-
-struct LockServer::Source {
-	enum Kind { listener, connection, timer, stopper } kind;
-	Domain *domain = nullptr;
-	Conn *conn = nullptr;
-};
-
-struct LockServer::Conn {
-	int fd = -1;
-	Domain *domain = nullptr;
-	pid_t pid = 0;
-	uid_t uid = 0;
-	Source source{Source::connection};
-	enum State { idle, acquiring, holding, queued, granted } state = idle;
-	struct Waiter {
-		gpuslot_core_waiter core;
-		Conn *conn;
-	} waiter{};
-	uint32_t acquire_size = 0; // the pending ACQUIRE's struct size
-	unsigned int slot = 0;
-	uint64_t generation = 0;
-	uint64_t start_ns = 0;
-	bool timed = false;
-	std::multimap<uint64_t, Conn *>::iterator deadline;
-	int async_error = 0;
-	// The boost: the peer pinned by a pidfd, the thread of the last
-	// request, and the ledger's record of this connection's hold.
-	int pidfd = -1;
-	pid_t request_tid = 0;
-	pid_t acquire_tid = 0; // the thread of a queued ACQUIRE
-	uint64_t hold_seq = 0;
-	gpuslot_boost_hold boost{};
-	// Hardware queues.
-	unsigned int hqd_reserved = 0;
-	struct BudgetWaiter {
-		gpuslot_budget_waiter b;
-		Conn *conn;
-	} hqd_waiter{};
-	bool hqd_waiting = false;
-	bool hqd_timed = false;
-	uint32_t reserve_size = 0;
-	gpuslot_reserve_queues reserve{};
-	std::multimap<uint64_t, Conn *>::iterator hqd_deadline;
-};
-
-struct LockServer::Domain {
-	unsigned int id = 0;
-	int listen_fd = -1;
-	int timer_fd = -1;
-	Source listen_source{Source::listener};
-	Source timer_source{Source::timer};
-	gpuslot_core core{};
-	gpuslot_budget budget{};
-	gpuslot_partitions parts{};
-	Conn *holder[GPUSLOT_MAX_SLOTS] = {};
-	unsigned int max_hold_ms = GPUSLOT_DEFAULT_MAX_HOLD_MS;
-	unsigned int boost_priority = GPUSLOT_DEFAULT_BOOST_PRIORITY;
-	gpuslot_stats stats{};
-	// Timed waits, earliest first: slots and queue reservations.
-	std::multimap<uint64_t, Conn *> deadlines;
-	std::multimap<uint64_t, Conn *> hqd_deadlines;
-};
 
 LockServer::LockServer(const LockServerOptions &options) : options_(options) {}
 
@@ -411,6 +354,13 @@ void LockServer::accept_on(Domain &d)
 		c->source.conn = c.get();
 		c->waiter.conn = c.get();
 		c->pidfd = int(syscall(SYS_pidfd_open, cred.pid, 0));
+		c->request_pid = cred.pid;
+		// The "file mode" of the attributes: root's, or ours. From
+		// SO_PEERCRED, which holds at connect (the peer may have changed
+		// since; the accept comes later).
+		c->admin_at_connect = cred.uid == 0 || cred.uid == geteuid();
+		const int on = 1;
+		setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &on, sizeof(on));
 		c->boost.node.next = c->boost.node.prev = &c->boost.node;
 		c->hqd_waiter.conn = c.get();
 		epoll_event e{};
@@ -424,8 +374,8 @@ void LockServer::accept_on(Domain &d)
 	}
 }
 
-void LockServer::reply(Conn &c, uint32_t cmd, int error, const void *data, size_t size,
-		       const void *tail, size_t tail_size)
+void LockServer::reply(Conn &c, uint32_t seq, uint32_t cmd, int error, const void *data,
+		       size_t size, const void *tail, size_t tail_size)
 {
 	std::vector<char> msg(sizeof(gpuslot_wire) + size + tail_size);
 	gpuslot_wire h{};
@@ -433,6 +383,7 @@ void LockServer::reply(Conn &c, uint32_t cmd, int error, const void *data, size_
 	h.cmd = cmd;
 	h.error = error;
 	h.size = uint32_t(size + tail_size);
+	h.seq = seq;
 	std::memcpy(msg.data(), &h, sizeof(h));
 	if (size)
 		std::memcpy(msg.data() + sizeof(h), data, size);
@@ -440,6 +391,11 @@ void LockServer::reply(Conn &c, uint32_t cmd, int error, const void *data, size_
 		std::memcpy(msg.data() + sizeof(h) + size, tail, tail_size);
 	// A peer that cannot take a reply is gone or broken: it closes.
 	(void)!send(c.fd, msg.data(), msg.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+	// A grant not yet completed keeps the connection readable, as it
+	// keeps the device's file readable: a thread's call may have read the
+	// announcement while waiting for its answer, so it comes again.
+	if (seq && c.state == Conn::granted)
+		reply(c, 0, GPUSLOT_WIRE_GRANTED, 0, nullptr, 0);
 }
 
 void LockServer::arm_timer(Domain &d)
@@ -447,8 +403,9 @@ void LockServer::arm_timer(Domain &d)
 	uint64_t next = 0;
 	if (!d.deadlines.empty())
 		next = d.deadlines.begin()->first;
-	if (!d.hqd_deadlines.empty() && (!next || d.hqd_deadlines.begin()->first < next))
-		next = d.hqd_deadlines.begin()->first;
+	for (const auto *m : {&d.hqd_deadlines, &d.hold_deadlines})
+		if (!m->empty() && (!next || m->begin()->first < next))
+			next = m->begin()->first;
 	itimerspec t{};
 	if (next) {
 		t.it_value.tv_sec = time_t(next / 1000000000);
@@ -464,6 +421,10 @@ void LockServer::grant(Domain &d, Conn &c, unsigned int slot)
 	c.slot = slot;
 	c.generation = d.core.generation;
 	c.hold_seq++;
+	c.hold_start_ns = now;
+	c.holder_pid = c.acquire_pid;
+	c.holder_tid = c.acquire_tid;
+	c.hold_boost = Conn::unboosted;
 	d.holder[slot] = &c;
 	d.stats.acquisitions++;
 	d.stats.total_wait_ns += wait;
@@ -472,26 +433,43 @@ void LockServer::grant(Domain &d, Conn &c, unsigned int slot)
 				   GPUSLOT_HIST_BUCKETS - 1)]++;
 }
 
-void LockServer::boost(Domain &d, Conn &c, pid_t tid)
+void LockServer::boost(Domain &d, Conn &c, pid_t pid, pid_t tid)
 {
 	if (!d.boost_priority || c.pidfd < 0 || tid <= 0)
 		return;
 	auto it = tasks.find(tid);
-	if (it != tasks.end() && it->second->pid != c.pid)
-		return; // a thread id the peer does not own
+	if (it != tasks.end() && it->second->pid != pid)
+		return; // a thread id the caller does not own
 	if (it == tasks.end()) {
 		auto t = std::make_unique<task_struct>();
-		t->pid = c.pid;
+		t->pid = pid;
 		t->tid = tid;
-		t->pidfd = fcntl(c.pidfd, F_DUPFD_CLOEXEC, 0);
+		// The connecting process, pinned at connect; another process
+		// sharing the connection (a forked child) as the kernel named it
+		// in the message's credentials.
+		t->pidfd = pid == c.pid ? fcntl(c.pidfd, F_DUPFD_CLOEXEC, 0)
+					: int(syscall(SYS_pidfd_open, pid, 0));
+		if (t->pidfd < 0)
+			return;
 		it = tasks.emplace(tid, std::move(t)).first;
 	}
 	task_struct *p = it->second.get();
 	// The thread named must be the peer's: task_set_attr() checks it
 	// against the pidfd before it changes anything (a failed first boost
 	// leaves no record).
-	gpuslot_boost_begin(&ledger, &c.boost, c.hold_seq, true, p, d.boost_priority);
+	const bool boosted = gpuslot_boost_begin(&ledger, &c.boost, c.hold_seq,
+						 c.hold_boost != Conn::overrun, p, d.boost_priority);
 	prune_tasks();
+	if (!boosted || c.hold_boost != Conn::unboosted)
+		return;
+	c.hold_boost = Conn::boosted;
+	// max_hold_ms counts from the grant, as in the module.
+	if (d.max_hold_ms) {
+		c.hold_timed = true;
+		c.hold_deadline = d.hold_deadlines.emplace(
+			c.hold_start_ns + uint64_t(d.max_hold_ms) * 1000000, &c);
+		arm_timer(d);
+	}
 }
 
 void LockServer::unboost(Conn &c)
@@ -519,24 +497,24 @@ void LockServer::finish(Domain &d, ::list_head *done)
 			c.state = async ? Conn::granted : Conn::holding;
 			// The new holder is SCHED_FIFO before it wakes.
 			if (!async)
-				boost(d, c, c.acquire_tid);
+				boost(d, c, c.acquire_pid, c.acquire_tid);
 			if (async) {
-				reply(c, GPUSLOT_WIRE_GRANTED, 0, nullptr, 0);
+				reply(c, 0, GPUSLOT_WIRE_GRANTED, 0, nullptr, 0);
 			} else {
 				gpuslot_acquire a{};
 				a.size = sizeof(a);
 				a.slot = c.slot;
 				a.generation = c.generation;
-				reply(c, _IOC_NR(GPUSLOT_IOC_ACQUIRE), 0, &a,
+				reply(c, c.acquire_seq, _IOC_NR(GPUSLOT_IOC_ACQUIRE), 0, &a,
 				      std::min<size_t>(c.acquire_size, sizeof(a)));
 			}
 		} else {
 			c.state = Conn::idle;
 			if (async) {
 				c.async_error = -cw->error;
-				reply(c, GPUSLOT_WIRE_GRANTED, 0, nullptr, 0);
+				reply(c, 0, GPUSLOT_WIRE_GRANTED, 0, nullptr, 0);
 			} else {
-				reply(c, _IOC_NR(GPUSLOT_IOC_ACQUIRE), -cw->error, nullptr, 0);
+				reply(c, c.acquire_seq, _IOC_NR(GPUSLOT_IOC_ACQUIRE), -cw->error, nullptr, 0);
 			}
 		}
 		n = next;
@@ -546,6 +524,13 @@ void LockServer::finish(Domain &d, ::list_head *done)
 
 void LockServer::release_slot(Domain &d, Conn &c)
 {
+	const uint64_t now = now_ns();
+	d.stats.max_hold_ns = std::max<uint64_t>(d.stats.max_hold_ns,
+				       now > c.hold_start_ns ? now - c.hold_start_ns : 0);
+	if (c.hold_timed) {
+		d.hold_deadlines.erase(c.hold_deadline);
+		c.hold_timed = false;
+	}
 	d.holder[c.slot] = nullptr;
 	c.state = Conn::idle;
 	LIST_HEAD(done);
@@ -575,7 +560,7 @@ void LockServer::finish_budget(Domain &d, ::list_head *done)
 		c.reserve.reserved = c.hqd_reserved;
 		c.reserve.hqd_used = d.budget.used;
 		c.reserve.hqd_limit = d.budget.limit;
-		reply(c, _IOC_NR(GPUSLOT_IOC_RESERVE_QUEUES), err, &c.reserve,
+		reply(c, c.reserve_seq, _IOC_NR(GPUSLOT_IOC_RESERVE_QUEUES), err, &c.reserve,
 		      err ? 0 : std::min<size_t>(c.reserve_size, sizeof(c.reserve)));
 		n = next;
 	}
@@ -594,7 +579,7 @@ void LockServer::on_timer(Domain &d)
 		gpuslot_core_cancel(&d.core, &c.waiter.core);
 		c.state = Conn::idle;
 		d.stats.timeouts++;
-		reply(c, _IOC_NR(GPUSLOT_IOC_ACQUIRE), ETIMEDOUT, nullptr, 0);
+		reply(c, c.acquire_seq, _IOC_NR(GPUSLOT_IOC_ACQUIRE), ETIMEDOUT, nullptr, 0);
 	}
 	while (!d.hqd_deadlines.empty() && d.hqd_deadlines.begin()->first <= now) {
 		Conn &c = *d.hqd_deadlines.begin()->second;
@@ -603,10 +588,32 @@ void LockServer::on_timer(Domain &d)
 		c.hqd_waiting = false;
 		LIST_HEAD(done);
 		gpuslot_budget_cancel(&d.budget, &c.hqd_waiter.b, &done);
-		reply(c, _IOC_NR(GPUSLOT_IOC_RESERVE_QUEUES), ETIMEDOUT, nullptr, 0);
+		reply(c, c.reserve_seq, _IOC_NR(GPUSLOT_IOC_RESERVE_QUEUES), ETIMEDOUT, nullptr, 0);
 		finish_budget(d, &done);
 	}
+	while (!d.hold_deadlines.empty() && d.hold_deadlines.begin()->first <= now)
+		on_hold_deadline(d, *d.hold_deadlines.begin()->second, now);
 	arm_timer(d);
+}
+
+// A boosted hold reached max_hold_ms: its boost ends, the slot stays held
+// (the module's overrun). A limit raised since the clock started moves
+// the deadline; a limit of 0 ends the clock.
+void LockServer::on_hold_deadline(Domain &d, Conn &c, uint64_t now)
+{
+	d.hold_deadlines.erase(c.hold_deadline);
+	c.hold_timed = false;
+	const uint64_t max_ns = uint64_t(d.max_hold_ms) * 1000000;
+	if (c.state != Conn::holding || c.hold_boost != Conn::boosted || !max_ns)
+		return;
+	if (now - c.hold_start_ns < max_ns) {
+		c.hold_timed = true;
+		c.hold_deadline = d.hold_deadlines.emplace(c.hold_start_ns + max_ns, &c);
+		return;
+	}
+	c.hold_boost = Conn::overrun;
+	d.stats.overruns++;
+	unboost(c);
 }
 
 void LockServer::close_conn(Conn &c)
@@ -642,7 +649,8 @@ void LockServer::close_conn(Conn &c)
 
 bool LockServer::admin(const Conn &c) const
 {
-	return c.uid == 0 || (effective_caps(std::to_string(c.pid)) >> kCapSysAdmin & 1);
+	const Creds now = creds_of(std::to_string(c.request_pid));
+	return (now.caps >> kCapSysAdmin & 1) || now.euid == geteuid();
 }
 
 int LockServer::may_acquire(const Domain &d, const Conn &c, uint64_t allowed) const
@@ -663,11 +671,13 @@ int LockServer::cmd_acquire(Conn &c, gpuslot_acquire &a, uint32_t usize, bool *l
 	if (int err = may_acquire(d, c, allowed))
 		return err;
 	c.start_ns = now_ns();
+	c.acquire_pid = c.request_pid;
+	c.acquire_tid = c.request_tid;
 	int slot = gpuslot_core_try_acquire(&d.core, allowed);
 	if (slot >= 0) {
 		grant(d, c, unsigned(slot));
 		c.state = Conn::holding;
-		boost(d, c, c.request_tid);
+		boost(d, c, c.request_pid, c.request_tid);
 		a.slot = c.slot;
 		a.generation = c.generation;
 		return 0;
@@ -676,8 +686,8 @@ int LockServer::cmd_acquire(Conn &c, gpuslot_acquire &a, uint32_t usize, bool *l
 		return EAGAIN;
 	gpuslot_core_enqueue(&d.core, &c.waiter.core, allowed);
 	c.state = Conn::acquiring;
-	c.acquire_tid = c.request_tid;
 	c.acquire_size = usize;
+	c.acquire_seq = c.request_seq;
 	d.stats.contended++;
 	if (timed) {
 		c.timed = true;
@@ -712,6 +722,8 @@ int LockServer::cmd_async(Conn &c, gpuslot_acquire &a)
 	if (int err = may_acquire(d, c, allowed))
 		return err;
 	c.start_ns = now_ns();
+	c.acquire_pid = c.request_pid;
+	c.acquire_tid = c.request_tid;
 	int slot = gpuslot_core_try_acquire(&d.core, allowed);
 	if (slot >= 0) {
 		grant(d, c, unsigned(slot));
@@ -737,7 +749,10 @@ int LockServer::cmd_complete(Conn &c, gpuslot_acquire &a)
 		return err;
 	}
 	c.state = Conn::holding;
-	boost(*c.domain, c, c.request_tid);
+	// The completing thread is the holder now, as in the module.
+	c.holder_pid = c.request_pid;
+	c.holder_tid = c.request_tid;
+	boost(*c.domain, c, c.request_pid, c.request_tid);
 	a.slot = c.slot;
 	a.generation = c.generation;
 	return 0;
@@ -763,7 +778,7 @@ int LockServer::cmd_cancel(Conn &c, gpuslot_release &r)
 		gpuslot_core_cancel(&d.core, &c.waiter.core);
 		c.state = Conn::idle;
 		d.stats.interrupted++;
-		reply(c, _IOC_NR(GPUSLOT_IOC_ACQUIRE), EINTR, nullptr, 0);
+		reply(c, c.acquire_seq, _IOC_NR(GPUSLOT_IOC_ACQUIRE), EINTR, nullptr, 0);
 		arm_timer(d);
 		return 0;
 	case Conn::granted:
@@ -789,6 +804,8 @@ int LockServer::cmd_reserve(Conn &c, gpuslot_reserve_queues &r, uint32_t usize, 
 		return EINVAL;
 	if (c.hqd_waiting)
 		return EBUSY;
+	if (!c.hqd_reserved)
+		c.hqd_pid = c.request_pid;
 	if (gpuslot_budget_try_reserve(&d.budget, r.count)) {
 		c.hqd_reserved += r.count;
 		r.reserved = c.hqd_reserved;
@@ -800,6 +817,7 @@ int LockServer::cmd_reserve(Conn &c, gpuslot_reserve_queues &r, uint32_t usize, 
 		return ENOSPC;
 	gpuslot_budget_enqueue(&d.budget, &c.hqd_waiter.b, r.count);
 	c.hqd_waiting = true;
+	c.reserve_seq = c.request_seq;
 	c.reserve = r;
 	c.reserve_size = usize;
 	if (timed) {
@@ -828,15 +846,31 @@ int LockServer::cmd_set_k(Conn &c, gpuslot_set_k &s)
 {
 	if (!admin(c))
 		return EPERM;
-	Domain &d = *c.domain;
-	if (s.k < 1 || s.k > GPUSLOT_MAX_SLOTS)
+	return set_k(*c.domain, s.k, &s.generation);
+}
+
+int LockServer::set_k(Domain &d, unsigned int k, __u64 *generation)
+{
+	if (k < 1 || k > GPUSLOT_MAX_SLOTS)
 		return EINVAL;
 	LIST_HEAD(done);
-	bool changed = gpuslot_core_set_k(&d.core, s.k, &done);
+	bool changed = gpuslot_core_set_k(&d.core, k, &done);
+	// Partitions planned for the old k are the daemon's to redo.
 	if (gpuslot_partitions_reset(&d.parts) && !changed)
 		gpuslot_core_new_generation(&d.core);
-	s.generation = d.core.generation;
+	if (generation)
+		*generation = d.core.generation;
 	finish(d, &done);
+	return 0;
+}
+
+int LockServer::set_hqd_limit(Domain &d, unsigned int limit)
+{
+	if (limit < 1 || limit > GPUSLOT_MAX_HQD)
+		return EINVAL;
+	LIST_HEAD(done);
+	gpuslot_budget_set_limit(&d.budget, limit, &done);
+	finish_budget(d, &done);
 	return 0;
 }
 
@@ -848,7 +882,8 @@ int LockServer::set_layout(unsigned int domain, gpuslot_layout *l, const gpuslot
 	if ((l->flags & ~(GPUSLOT_LAYOUT_MAX_HOLD | GPUSLOT_LAYOUT_EXPECT_GENERATION)) ||
 	    l->__reserved || l->k < 1 || l->k > GPUSLOT_MAX_SLOTS ||
 	    l->hqd_limit > GPUSLOT_MAX_HQD ||
-	    ((l->flags & GPUSLOT_LAYOUT_MAX_HOLD) && l->max_hold_ms > GPUSLOT_MAX_MAX_HOLD_MS) ||
+	    ((l->flags & GPUSLOT_LAYOUT_MAX_HOLD) ? l->max_hold_ms > GPUSLOT_MAX_MAX_HOLD_MS
+						  : l->max_hold_ms != 0) ||
 	    (!(l->flags & GPUSLOT_LAYOUT_EXPECT_GENERATION) && l->expected_generation))
 		return EINVAL;
 	if (gpuslot_partitions_check_kind(l->unit_kind, l->unit_size, l->nr_units))
@@ -912,7 +947,26 @@ void LockServer::on_message(Conn &c)
 {
 	static char buf[sizeof(gpuslot_wire) + sizeof(gpuslot_layout) +
 			GPUSLOT_MAX_SLOTS * sizeof(gpuslot_partition) + GPUSLOT_MAX_STRUCT_SIZE];
-	ssize_t n = recv(c.fd, buf, sizeof(buf), MSG_TRUNC);
+	// Who sent it: the kernel's credentials of the sender (SO_PASSCRED),
+	// which a process sharing the connection (a forked child) has its own
+	// of; the connecting process's where a message carries none.
+	alignas(cmsghdr) char control[CMSG_SPACE(sizeof(ucred))];
+	iovec iov{buf, sizeof(buf)};
+	msghdr mh{};
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = control;
+	mh.msg_controllen = sizeof(control);
+	ssize_t n = recvmsg(c.fd, &mh, MSG_TRUNC | MSG_CMSG_CLOEXEC);
+	c.request_pid = c.pid;
+	for (cmsghdr *cm = CMSG_FIRSTHDR(&mh); n > 0 && cm; cm = CMSG_NXTHDR(&mh, cm))
+		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_CREDENTIALS &&
+		    cm->cmsg_len == CMSG_LEN(sizeof(ucred))) {
+			ucred cred;
+			std::memcpy(&cred, CMSG_DATA(cm), sizeof(cred));
+			if (cred.pid > 0)
+				c.request_pid = cred.pid;
+		}
 	if (n <= 0) {
 		if (n == 0 || (errno != EAGAIN && errno != EINTR))
 			close_conn(c);
@@ -932,15 +986,20 @@ void LockServer::on_message(Conn &c)
 	}
 	const uint32_t cmd = h.cmd;
 	c.request_tid = h.tid;
+	c.request_seq = h.seq;
+	if (cmd == GPUSLOT_WIRE_ATTR_READ || cmd == GPUSLOT_WIRE_ATTR_WRITE) {
+		on_attr(c, cmd, data, h.size);
+		return;
+	}
 	// The struct's own size field, as the ioctl reads it.
 	uint32_t usize = 0;
 	if (h.size < sizeof(uint32_t)) {
-		reply(c, cmd, EFAULT, nullptr, 0);
+		reply(c, c.request_seq, cmd, EFAULT, nullptr, 0);
 		return;
 	}
 	std::memcpy(&usize, data, sizeof(usize));
 	if (usize > h.size && usize <= GPUSLOT_MAX_STRUCT_SIZE) {
-		reply(c, cmd, EFAULT, nullptr, 0);
+		reply(c, c.request_seq, cmd, EFAULT, nullptr, 0);
 		return;
 	}
 	Domain &d = *c.domain;
@@ -957,15 +1016,19 @@ void LockServer::on_message(Conn &c)
 		v.nr_domains = unsigned(domains_.size());
 		v.features = GPUSLOT_FEATURE_LOCK | GPUSLOT_FEATURE_HQD | GPUSLOT_FEATURE_LAYOUT |
 			     GPUSLOT_FEATURE_ASYNC;
-		reply(c, cmd, 0, &v, out(v));
+		reply(c, c.request_seq, cmd, 0, &v, out(v));
 		return;
 	}
 	case _IOC_NR(GPUSLOT_IOC_ATTACH): {
 		gpuslot_attach a;
 		if ((err = take_struct(data, usize, &a, sizeof(a), GPUSLOT_ATTACH_SIZE_VER0)))
 			break;
-		// A socket is one domain's: attaching elsewhere means another socket.
-		err = a.domain == d.id ? 0 : EINVAL;
+		// A socket is one domain's: attaching elsewhere means another
+		// socket. Lock state and queue reservations pin the file.
+		if (a.domain != d.id)
+			err = EINVAL;
+		else if (c.state != Conn::idle || c.async_error || c.hqd_reserved || c.hqd_waiting)
+			err = EBUSY;
 		break;
 	}
 	case _IOC_NR(GPUSLOT_IOC_ACQUIRE): {
@@ -973,7 +1036,7 @@ void LockServer::on_message(Conn &c)
 		if ((err = take_struct(data, usize, &a, sizeof(a), GPUSLOT_ACQUIRE_SIZE_VER0)) ||
 		    (err = cmd_acquire(c, a, usize, &later)) || later)
 			break;
-		reply(c, cmd, 0, &a, out(a));
+		reply(c, c.request_seq, cmd, 0, &a, out(a));
 		return;
 	}
 	case _IOC_NR(GPUSLOT_IOC_RELEASE): {
@@ -981,7 +1044,7 @@ void LockServer::on_message(Conn &c)
 		if ((err = take_struct(data, usize, &r, sizeof(r), GPUSLOT_RELEASE_SIZE_VER0)) ||
 		    (err = cmd_release(c, r)))
 			break;
-		reply(c, cmd, 0, &r, out(r));
+		reply(c, c.request_seq, cmd, 0, &r, out(r));
 		return;
 	}
 	case _IOC_NR(GPUSLOT_IOC_ACQUIRE_ASYNC): {
@@ -990,8 +1053,10 @@ void LockServer::on_message(Conn &c)
 			break;
 		err = cmd_async(c, a);
 		if (err == -1) {
-			reply(c, cmd, 0, nullptr, 0);
-			reply(c, GPUSLOT_WIRE_GRANTED, 0, nullptr, 0);
+			// Granted at once: the reply says so, and the
+			// announcement follows it (reply() sends it).
+			const uint32_t now = GPUSLOT_WIRE_GRANTED;
+			reply(c, c.request_seq, cmd, 0, &now, sizeof(now));
 			return;
 		}
 		break;
@@ -1001,7 +1066,7 @@ void LockServer::on_message(Conn &c)
 		if ((err = take_struct(data, usize, &a, sizeof(a), GPUSLOT_ACQUIRE_SIZE_VER0)) ||
 		    (err = cmd_complete(c, a)))
 			break;
-		reply(c, cmd, 0, &a, out(a));
+		reply(c, c.request_seq, cmd, 0, &a, out(a));
 		return;
 	}
 	case _IOC_NR(GPUSLOT_IOC_ACQUIRE_CANCEL): {
@@ -1009,7 +1074,7 @@ void LockServer::on_message(Conn &c)
 		if ((err = take_struct(data, usize, &r, sizeof(r), GPUSLOT_RELEASE_SIZE_VER0)) ||
 		    (err = cmd_cancel(c, r)))
 			break;
-		reply(c, cmd, 0, &r, out(r));
+		reply(c, c.request_seq, cmd, 0, &r, out(r));
 		return;
 	}
 	case _IOC_NR(GPUSLOT_IOC_SET_K): {
@@ -1017,7 +1082,7 @@ void LockServer::on_message(Conn &c)
 		if ((err = take_struct(data, usize, &s, sizeof(s), GPUSLOT_SET_K_SIZE_VER0)) ||
 		    (err = cmd_set_k(c, s)))
 			break;
-		reply(c, cmd, 0, &s, out(s));
+		reply(c, c.request_seq, cmd, 0, &s, out(s));
 		return;
 	}
 	case _IOC_NR(GPUSLOT_IOC_DOMAIN_INFO): {
@@ -1033,7 +1098,7 @@ void LockServer::on_message(Conn &c)
 		i.generation = d.core.generation;
 		i.hqd_limit = d.budget.limit;
 		i.hqd_used = d.budget.used;
-		reply(c, cmd, 0, &i, out(i));
+		reply(c, c.request_seq, cmd, 0, &i, out(i));
 		return;
 	}
 	case _IOC_NR(GPUSLOT_IOC_GET_STATS): {
@@ -1043,7 +1108,7 @@ void LockServer::on_message(Conn &c)
 			break;
 		s = d.stats;
 		s.size = usize;
-		reply(c, cmd, 0, &s, out(s));
+		reply(c, c.request_seq, cmd, 0, &s, out(s));
 		return;
 	}
 	case _IOC_NR(GPUSLOT_IOC_RESERVE_QUEUES): {
@@ -1052,7 +1117,7 @@ void LockServer::on_message(Conn &c)
 				       GPUSLOT_RESERVE_QUEUES_SIZE_VER0)) ||
 		    (err = cmd_reserve(c, r, usize, &later)) || later)
 			break;
-		reply(c, cmd, 0, &r, out(r));
+		reply(c, c.request_seq, cmd, 0, &r, out(r));
 		return;
 	}
 	case _IOC_NR(GPUSLOT_IOC_UNRESERVE_QUEUES): {
@@ -1061,7 +1126,7 @@ void LockServer::on_message(Conn &c)
 				       GPUSLOT_UNRESERVE_QUEUES_SIZE_VER0)) ||
 		    (err = cmd_unreserve(c, u)))
 			break;
-		reply(c, cmd, 0, &u, out(u));
+		reply(c, c.request_seq, cmd, 0, &u, out(u));
 		return;
 	}
 	case _IOC_NR(GPUSLOT_IOC_SET_LAYOUT):
@@ -1072,13 +1137,13 @@ void LockServer::on_message(Conn &c)
 			break;
 		const size_t tail = h.size - std::min<uint32_t>(usize, h.size);
 		if (cmd == _IOC_NR(GPUSLOT_IOC_GET_LAYOUT)) {
-			if (l.flags) {
+			if (l.flags || l.__reserved || l.expected_generation) {
 				err = EINVAL;
 				break;
 			}
 			std::vector<gpuslot_partition> parts;
 			get_layout(d.id, &l, &parts);
-			reply(c, cmd, 0, &l, out(l), parts.data(),
+			reply(c, c.request_seq, cmd, 0, &l, out(l), parts.data(),
 			      parts.size() * sizeof(gpuslot_partition));
 			return;
 		}
@@ -1095,14 +1160,14 @@ void LockServer::on_message(Conn &c)
 		std::memcpy(parts.data(), data + usize, tail);
 		if ((err = set_layout(d.id, &l, parts.data())) && err != EAGAIN)
 			break;
-		reply(c, cmd, err, &l, out(l));
+		reply(c, c.request_seq, cmd, err, &l, out(l));
 		return;
 	}
 	default:
 		err = ENOTTY;
 	}
 	if (!later)
-		reply(c, cmd, err, nullptr, 0);
+		reply(c, c.request_seq, cmd, err, nullptr, 0);
 }
 
 } // namespace gpuslot

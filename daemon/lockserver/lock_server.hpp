@@ -9,8 +9,10 @@
 // transport" in <linux/gpuslot.h>), so the two transports cannot drift.
 //
 // Death is release: a connection that closes (exit, crash, SIGKILL) frees
-// its slot and its queues. Admin commands (SET_K, SET_LAYOUT) need the
-// peer to be uid 0 or to have CAP_SYS_ADMIN (SO_PEERCRED, /proc).
+// its slot and its queues. Admin commands (SET_K, SET_LAYOUT, attribute
+// writes) need the peer to have CAP_SYS_ADMIN at the call (SO_PEERCRED,
+// /proc), or to run as the user gpuslotd runs as (a gpuslotd that a user
+// started without root is that user's to administer).
 //
 // One thread runs everything (epoll); timeouts are one timerfd per domain
 // over an ordered set of deadlines, so a queue of thousands costs
@@ -21,9 +23,13 @@
 // record per thread, nesting, the restore rules). The thread id a client
 // names in its request must be a thread of the peer process, checked
 // through a pidfd of the peer taken at connect. Without CAP_SYS_NICE the
-// boost is off and DOMAIN_INFO says boost_priority 0. Not yet: max_hold_ms
-// (a boost lasts the whole hold here), and a client in another PID
-// namespace (its thread ids do not match ours: no boost).
+// boost is off and DOMAIN_INFO says boost_priority 0. max_hold_ms ends a
+// boost as in the module. Not yet: a client in another PID namespace (its
+// thread ids do not match ours: no boost).
+//
+// The sysfs tree's counterpart: GPUSLOT_WIRE_ATTR_READ/WRITE read and write
+// the attributes of /sys/kernel/gpuslot/gpu<N>/ with their sysfs text
+// (attributes.cc), so gpuslotctl and the tests read one format from both.
 #pragma once
 
 #include <sys/types.h>
@@ -74,6 +80,10 @@ public:
 	int set_layout(unsigned int domain, gpuslot_layout *l, const gpuslot_partition *parts);
 	int get_layout(unsigned int domain, gpuslot_layout *l,
 		       std::vector<gpuslot_partition> *parts) const;
+	// Write attribute @name of @domain as an admin would (pci_bus_id,
+	// k, ...; see attributes.cc). Before run(), or on its thread. 0 or a
+	// positive errno.
+	int set_attr(unsigned int domain, const std::string &name, const std::string &text);
 
 	struct Domain;
 	struct Conn;
@@ -83,17 +93,19 @@ private:
 	void accept_on(Domain &d);
 	void on_message(Conn &c);
 	void on_timer(Domain &d);
+	void on_hold_deadline(Domain &d, Conn &c, uint64_t now);
 	void close_conn(Conn &c);
-	void reply(Conn &c, uint32_t cmd, int error, const void *data, size_t size,
+	// Answer request @seq of @c (0: an announcement, GPUSLOT_WIRE_GRANTED).
+	void reply(Conn &c, uint32_t seq, uint32_t cmd, int error, const void *data, size_t size,
 		   const void *tail = nullptr, size_t tail_size = 0);
 	void arm_timer(Domain &d);
 	// Complete what the lock core finished: grants and failures.
 	void finish(Domain &d, ::list_head *done);
 	void finish_budget(Domain &d, ::list_head *done);
 	void grant(Domain &d, Conn &c, unsigned int slot);
-	// SCHED_FIFO for thread @tid of @c's peer for its current hold (the
+	// SCHED_FIFO for thread @tid of process @pid for @c's current hold (the
 	// module's boost ledger, kmod/boost.c), and the end of it.
-	void boost(Domain &d, Conn &c, pid_t tid);
+	void boost(Domain &d, Conn &c, pid_t pid, pid_t tid);
 	void unboost(Conn &c);
 	void release_slot(Domain &d, Conn &c);
 
@@ -108,6 +120,13 @@ private:
 	int cmd_reserve(Conn &c, gpuslot_reserve_queues &r, uint32_t usize, bool *later);
 	int cmd_unreserve(Conn &c, gpuslot_unreserve_queues &u);
 	int cmd_set_k(Conn &c, gpuslot_set_k &s);
+	int set_k(Domain &d, unsigned int k, __u64 *generation);
+	int set_hqd_limit(Domain &d, unsigned int limit);
+	// GPUSLOT_WIRE_ATTR_READ/WRITE (attributes.cc): 0 or a positive errno.
+	int attr_read(const Domain &d, const std::string &name, std::string *text) const;
+	int attr_write(Conn &c, const std::string &name, const std::string &text);
+	int store_attr(Domain &d, const std::string &name, const std::string &text);
+	void on_attr(Conn &c, uint32_t cmd, const char *data, size_t size);
 	bool admin(const Conn &c) const;
 
 	LockServerOptions options_;

@@ -99,6 +99,12 @@ int serve_socket_transport(const DaemonOptions &daemon, const SocketServeOptions
 			log(LOG_ERR, name + ": the lock refused the layout: " + strerror(err));
 			return 1;
 		}
+		// Clients find their GPU by it, as on the device.
+		const std::string pci = nv.gpus.empty() ? topo.gpus[i].pci_bus_id
+							: nv.gpus[i].pci_bus_id;
+		if (int err = pci.empty() ? 0 : server.set_attr(unsigned(i), "pci_bus_id", pci))
+			log(LOG_WARNING, name + ": cannot record pci_bus_id " + pci + ": " +
+						 strerror(err));
 		log(LOG_INFO, name + ": k " + std::to_string(l.k) + ", generation " +
 				      std::to_string(l.generation) + ", served on " +
 				      domain_socket(options.socket_dir, unsigned(i)).string() +

@@ -19,6 +19,7 @@ struct SlotLayout {
 	// Per slot, HIP flat-bit order, 32 per word; empty = the whole GPU.
 	std::vector<std::vector<uint32_t>> masks;
 	uint64_t generation = 0;
+	std::string pci_bus_id; // the domain's GPU, DDDD:BB:DD.F; "" unknown
 };
 
 // The streams of one layout generation. Slots outside the set's slot mask

@@ -102,9 +102,9 @@ std::mutex registry_lock;
 std::map<Key, std::weak_ptr<ProcessDomain>> registry;
 
 // The backend @opts asks for, on @layout.
-BackendFactory default_backends(const gpuslot_options &opts, const std::string &sysfs)
+BackendFactory default_backends(const gpuslot_options &opts)
 {
-	return [opts, sysfs](const SlotLayout &layout, std::unique_ptr<Backend> *out,
+	return [opts](const SlotLayout &layout, std::unique_ptr<Backend> *out,
 			     std::string *error) {
 		uint32_t backend = opts.backend;
 		if (backend == GPUSLOT_BACKEND_AUTO)
@@ -117,7 +117,7 @@ BackendFactory default_backends(const gpuslot_options &opts, const std::string &
 		if (opts.flags & GPUSLOT_OPEN_GPU_INDEX)
 			device.ordinal = opts.gpu_index;
 		else
-			device.pci_bus_id = read_pci_bus_id(sysfs, opts.domain);
+			device.pci_bus_id = layout.pci_bus_id;
 		const char *fallback = "; use GPUSLOT_BACKEND_NONE for CPU-side gating";
 		if (backend == GPUSLOT_BACKEND_CUDA) {
 			CudaApi api;
@@ -202,7 +202,7 @@ int open_client(const gpuslot_options *opts, const BackendFactory *backends,
 	if (!c->domain) {
 		std::string error;
 		const BackendFactory factory =
-			backends ? *backends : default_backends(*opts, config.sysfs_root);
+			backends ? *backends : default_backends(*opts);
 		if (int err = ProcessDomain::open(config, factory, &c->domain, &error))
 			return fail(err, error);
 		if (!backends)

@@ -3,7 +3,6 @@
 
 #include <cerrno>
 #include <cstdlib>
-#include <fstream>
 
 namespace gpuslot {
 
@@ -45,14 +44,6 @@ int resolve_device(const DeviceChoice &choice, const RuntimeDevices &rt, int *or
 		 " sees " + std::to_string(rt.count) +
 		 " GPUs: start gpuslotd, or name the device with GPUSLOT_OPEN_GPU_INDEX";
 	return -ENODEV;
-}
-
-std::string read_pci_bus_id(const std::string &sysfs_root, unsigned int domain)
-{
-	std::ifstream in(sysfs_root + "/gpu" + std::to_string(domain) + "/pci_bus_id");
-	std::string id;
-	in >> id;
-	return id;
 }
 
 } // namespace gpuslot

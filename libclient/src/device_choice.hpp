@@ -25,7 +25,4 @@ struct RuntimeDevices {
 int resolve_device(const DeviceChoice &choice, const RuntimeDevices &rt, int *ordinal,
 		   std::string *error);
 
-// Read sysfs_root/gpu<domain>/pci_bus_id: the address, or "" when unknown.
-std::string read_pci_bus_id(const std::string &sysfs_root, unsigned int domain);
-
 } // namespace gpuslot

@@ -3,12 +3,14 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 #include <vector>
 
 #include "gpuslot.h"
+#include "lock_file.hpp"
 
 namespace gpuslot {
 namespace {
@@ -16,27 +18,28 @@ namespace {
 // Callers listed by name before the rest is summed up as "...".
 constexpr size_t kListed = 6;
 
+// Attributes through @read; the first failure is kept.
 struct Reader {
+	const AttrReader &read_attr;
+	std::string where; // prefix of a failed attribute's name, for messages
 	int error = 0;
 	std::string failed;
 
-	// The whole file, or "" after recording why it could not be read.
-	std::string read(const std::filesystem::path &path)
+	// The whole text, or "" after recording why it could not be read.
+	std::string read(const std::string &name)
 	{
-		std::ifstream in(path);
-		if (!in) {
-			error = errno ? errno : ENOENT;
-			failed = path;
+		std::string text;
+		if (int err = read_attr(name, &text)) {
+			error = err;
+			failed = where + name;
 			return {};
 		}
-		std::stringstream ss;
-		ss << in.rdbuf();
-		return ss.str();
+		return text;
 	}
 
-	unsigned long number(const std::filesystem::path &path)
+	unsigned long number(const std::string &name)
 	{
-		std::string text = read(path);
+		std::string text = read(name);
 		if (error)
 			return 0;
 		char *end = nullptr;
@@ -44,11 +47,23 @@ struct Reader {
 		unsigned long v = std::strtoul(text.c_str(), &end, 10);
 		if (errno || end == text.c_str() || (*end && *end != '\n')) {
 			error = EINVAL;
-			failed = path;
+			failed = where + name;
 		}
 		return v;
 	}
 };
+
+// A whole file: 0 or errno.
+int read_whole_file(const std::filesystem::path &path, std::string *text)
+{
+	std::ifstream in(path);
+	if (!in)
+		return errno ? errno : ENOENT;
+	std::stringstream ss;
+	ss << in.rdbuf();
+	*text = ss.str();
+	return 0;
+}
 
 struct Reserver {
 	std::string pid, comm;
@@ -83,11 +98,22 @@ HqdExplanation explain_hqd_exhausted(const std::filesystem::path &sysfs_root,
 				     const std::filesystem::path &sched_policy_path,
 				     unsigned int domain, unsigned int needed)
 {
-	Reader rd;
-	auto dir = sysfs_root / ("gpu" + std::to_string(domain));
-	unsigned long used = rd.number(dir / "hqd_used");
-	unsigned long limit = rd.error ? 0 : rd.number(dir / "hqd_limit");
-	std::string queues = rd.error ? "" : rd.read(dir / "queues");
+	const auto dir = sysfs_root / ("gpu" + std::to_string(domain));
+	return explain_hqd_exhausted(
+		[&dir](const std::string &name, std::string *text) {
+			return read_whole_file(dir / name, text);
+		},
+		dir.string() + "/", sched_policy_path, domain, needed);
+}
+
+HqdExplanation explain_hqd_exhausted(const AttrReader &read_attr, const std::string &where,
+				     const std::filesystem::path &sched_policy_path,
+				     unsigned int domain, unsigned int needed)
+{
+	Reader rd{read_attr, where, 0, {}};
+	unsigned long used = rd.number("hqd_used");
+	unsigned long limit = rd.error ? 0 : rd.number("hqd_limit");
+	std::string queues = rd.error ? "" : rd.read("queues");
 	if (rd.error)
 		return {rd.error, "GPU " + std::to_string(domain) +
 				  ": cannot read the hardware queue budget from " +
@@ -112,9 +138,8 @@ HqdExplanation explain_hqd_exhausted(const std::filesystem::path &sysfs_root,
 		       " reservations wait until use falls below it.";
 	msg << " Use fewer slots per process, or raise hqd_limit only if amdgpu"
 	       " runs with sched_policy=1";
-	Reader policy;
-	std::string value = policy.read(sched_policy_path);
-	if (!policy.error && !value.empty()) {
+	std::string value;
+	if (!read_whole_file(sched_policy_path, &value) && !value.empty()) {
 		while (!value.empty() && value.back() == '\n')
 			value.pop_back();
 		msg << " (here it runs with sched_policy=" << value << ")";
@@ -128,9 +153,26 @@ HqdExplanation explain_hqd_exhausted(const std::filesystem::path &sysfs_root,
 extern "C" int gpuslot_hqd_explain(unsigned int domain, unsigned int needed,
 				   char *buf, size_t len)
 {
-	auto e = gpuslot::explain_hqd_exhausted(
-		"/sys/kernel/gpuslot", "/sys/module/amdgpu/parameters/sched_policy",
-		domain, needed);
+	// The budget of whichever transport serves @domain: the module's
+	// sysfs, or gpuslotd's socket.
+	const char *dir = getenv("GPUSLOT_SOCKET_DIR");
+	const std::string socket_dir = dir && *dir ? dir : "/run/gpuslot";
+	std::unique_ptr<gpuslot::LockFile> file;
+	gpuslot::Transport transport;
+	std::string error;
+	gpuslot::HqdExplanation e{};
+	if (gpuslot::choose_transport("/dev/gpuslot", socket_dir, domain, &transport, &error) ||
+	    gpuslot::open_lock_file(transport,
+				    transport == gpuslot::Transport::device ? "/dev/gpuslot"
+									    : socket_dir,
+				    domain, &file, &error))
+		e = {ENODEV, "GPU " + std::to_string(domain) + ": " + error};
+	else
+		e = gpuslot::explain_hqd_exhausted(
+			[&file](const std::string &name, std::string *text) {
+				return file->read_attr(name, text);
+			},
+			"", "/sys/module/amdgpu/parameters/sched_policy", domain, needed);
 	if (buf && len)
 		std::snprintf(buf, len, "%s", e.text.c_str());
 	return e.error ? -e.error : int(e.text.size());

@@ -2,6 +2,7 @@
 #include "lock_file.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <linux/gpuslot.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -10,9 +11,14 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <condition_variable>
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <set>
 #include <vector>
 
 namespace gpuslot {
@@ -20,20 +26,64 @@ namespace {
 
 class DeviceFile : public LockFile {
 public:
-	explicit DeviceFile(int fd) : fd_(fd) {}
+	DeviceFile(int fd, unsigned int domain, std::string sysfs_root)
+		: fd_(fd), domain_(domain), sysfs_root_(std::move(sysfs_root))
+	{
+	}
 	~DeviceFile() override { ::close(fd_); }
 	int fd() const override { return fd_; }
 	int call(unsigned long cmd, void *arg) override
 	{
-		return ioctl(fd_, cmd, arg) ? errno : 0;
+		if (int err = ioctl(fd_, cmd, arg) ? errno : 0)
+			return err;
+		if (cmd == GPUSLOT_IOC_ATTACH)
+			domain_ = static_cast<gpuslot_attach *>(arg)->domain;
+		return 0;
+	}
+
+	int read_attr(const std::string &name, std::string *text) override
+	{
+		int f = ::open(path(name).c_str(), O_RDONLY | O_CLOEXEC);
+		if (f < 0)
+			return errno;
+		std::string t;
+		char buf[4096];
+		ssize_t n;
+		while ((n = ::read(f, buf, sizeof(buf))) > 0)
+			t.append(buf, size_t(n));
+		const int err = n < 0 ? errno : 0;
+		::close(f);
+		if (!err)
+			*text = std::move(t);
+		return err;
+	}
+
+	int write_attr(const std::string &name, const std::string &text) override
+	{
+		int f = ::open(path(name).c_str(), O_WRONLY | O_CLOEXEC);
+		if (f < 0)
+			return errno;
+		const ssize_t n = ::write(f, text.data(), text.size());
+		const int err = n < 0 ? errno : size_t(n) == text.size() ? 0 : EIO;
+		::close(f);
+		return err;
 	}
 
 private:
+	std::string path(const std::string &name) const
+	{
+		return sysfs_root_ + "/gpu" + std::to_string(domain_) + "/" + name;
+	}
+
 	int fd_;
+	unsigned int domain_;
+	std::string sysfs_root_;
 };
 
-// One connection to gpuslotd. Calls on one file come from one thread at a
-// time (the client's lane discipline), as on the device.
+// One connection to gpuslotd. Threads may share it as they share an open
+// file of the device: each request carries a sequence number that its
+// reply echoes, one caller at a time reads the socket (the reader) and
+// hands the others their replies.
 class SocketFile : public LockFile {
 public:
 	explicit SocketFile(int fd) : fd_(fd) {}
@@ -42,12 +92,21 @@ public:
 
 	int call(unsigned long cmd, void *arg) override
 	{
+		// What the module's dispatcher refuses before it reads anything:
+		// a command it does not know (this library knows the uapi's).
 		const uint32_t nr = _IOC_NR(cmd);
+		if (cmd != _IO(GPUSLOT_IOC_MAGIC, nr) || nr > _IOC_NR(GPUSLOT_IOC_ACQUIRE_CANCEL))
+			return ENOTTY;
+		if (!arg)
+			return EFAULT;
 		uint32_t size;
 		std::memcpy(&size, arg, sizeof(size));
 		if (size > GPUSLOT_MAX_STRUCT_SIZE)
 			return E2BIG;
-		std::vector<char> msg(sizeof(gpuslot_wire) + size);
+		// At least the size field goes, which gpuslotd checks as the
+		// module does.
+		const uint32_t sent = std::max<uint32_t>(size, sizeof(size));
+		std::vector<char> msg(sizeof(gpuslot_wire) + sent);
 		const bool layout = cmd == GPUSLOT_IOC_SET_LAYOUT || cmd == GPUSLOT_IOC_GET_LAYOUT;
 		gpuslot_layout *l = layout ? static_cast<gpuslot_layout *>(arg) : nullptr;
 		if (layout && size < GPUSLOT_LAYOUT_SIZE_VER0)
@@ -60,76 +119,149 @@ public:
 			std::memcpy(msg.data() + sizeof(gpuslot_wire) + size,
 				    reinterpret_cast<const void *>(uintptr_t(l->partitions)), tail);
 		}
-		gpuslot_wire h{};
-		h.magic = GPUSLOT_WIRE_MAGIC;
-		h.cmd = nr;
-		h.size = uint32_t(msg.size() - sizeof(h));
-		h.tid = int32_t(syscall(SYS_gettid));
-		std::memcpy(msg.data(), &h, sizeof(h));
-		std::memcpy(msg.data() + sizeof(h), arg, size);
-		if (send(fd_, msg.data(), msg.size(), MSG_NOSIGNAL) < 0)
-			return errno == EPIPE ? ECONNRESET : errno;
-		return receive(nr, arg, size, l);
+		std::memcpy(msg.data() + sizeof(gpuslot_wire), arg, std::min<uint32_t>(size, sent));
+		std::vector<char> reply;
+		if (int err = exchange(nr, &msg, &reply))
+			return err;
+		gpuslot_wire h;
+		std::memcpy(&h, reply.data(), sizeof(h));
+		const char *data = reply.data() + sizeof(h);
+		if (cmd == GPUSLOT_IOC_ACQUIRE_ASYNC) {
+			// Nothing is copied back, as from the device; a grant made
+			// at once makes the file readable before the call returns.
+			uint32_t now = 0;
+			if (h.size == sizeof(now))
+				std::memcpy(&now, data, sizeof(now));
+			if (!h.error && now == GPUSLOT_WIRE_GRANTED) {
+				pollfd p{fd_, POLLIN, 0};
+				while (poll(&p, 1, -1) < 0 && errno == EINTR)
+					;
+			}
+			return h.error;
+		}
+		uint32_t got = std::min<uint32_t>(h.size, size);
+		if (l && h.size > size) {
+			// GET_LAYOUT's partitions follow the struct.
+			got = size;
+			const size_t parts = (h.size - size) / sizeof(gpuslot_partition);
+			const size_t room = std::min<size_t>(parts, l->nr_partitions);
+			std::memcpy(reinterpret_cast<void *>(uintptr_t(l->partitions)), data + size,
+				    room * sizeof(gpuslot_partition));
+		}
+		// The size field stays the caller's.
+		if (got > sizeof(uint32_t))
+			std::memcpy(static_cast<char *>(arg) + sizeof(uint32_t), data + sizeof(uint32_t),
+				    got - sizeof(uint32_t));
+		return h.error;
+	}
+
+	int read_attr(const std::string &name, std::string *text) override
+	{
+		return attr(GPUSLOT_WIRE_ATTR_READ, name, text);
+	}
+
+	int write_attr(const std::string &name, const std::string &text) override
+	{
+		std::string ignored;
+		return attr(GPUSLOT_WIRE_ATTR_WRITE, name + '\0' + text, &ignored);
 	}
 
 private:
-	// The reply to command @nr; announcements of grants are skipped.
-	int receive(uint32_t nr, void *arg, uint32_t size, gpuslot_layout *l)
+	int attr(uint32_t cmd, const std::string &payload, std::string *text)
 	{
-		std::vector<char> buf(sizeof(gpuslot_wire) + GPUSLOT_MAX_STRUCT_SIZE +
-				      GPUSLOT_MAX_SLOTS * sizeof(gpuslot_partition));
+		if (payload.size() > 2 * GPUSLOT_WIRE_ATTR_MAX)
+			return EINVAL;
+		std::vector<char> msg(sizeof(gpuslot_wire) + payload.size()), reply;
+		std::memcpy(msg.data() + sizeof(gpuslot_wire), payload.data(), payload.size());
+		if (int err = exchange(cmd, &msg, &reply))
+			return err;
+		gpuslot_wire h;
+		std::memcpy(&h, reply.data(), sizeof(h));
+		if (!h.error)
+			text->assign(reply.data() + sizeof(h), h.size);
+		return h.error;
+	}
+
+	// Send @msg (its header is filled in here) as command @cmd and wait
+	// for its reply: 0 with *reply (header and data; the command's own
+	// error in the header), or the errno of the connection.
+	int exchange(uint32_t cmd, std::vector<char> *msg, std::vector<char> *reply)
+	{
+		std::unique_lock<std::mutex> guard(lock_);
+		if (broken_)
+			return ECONNRESET;
+		const uint32_t seq = next_seq();
+		gpuslot_wire h{};
+		h.magic = GPUSLOT_WIRE_MAGIC;
+		h.cmd = cmd;
+		h.size = uint32_t(msg->size() - sizeof(h));
+		h.tid = int32_t(syscall(SYS_gettid));
+		h.seq = seq;
+		std::memcpy(msg->data(), &h, sizeof(h));
+		if (send(fd_, msg->data(), msg->size(), MSG_NOSIGNAL) < 0)
+			return errno == EPIPE ? ECONNRESET : errno;
 		bool cancelled = false;
-		int result = -1;
 		for (;;) {
-			ssize_t n = recv(fd_, buf.data(), buf.size(), 0);
-			if (n < 0 && errno == EINTR && nr == _IOC_NR(GPUSLOT_IOC_ACQUIRE) &&
+			if (auto it = replies_.find(seq); it != replies_.end()) {
+				*reply = std::move(it->second);
+				replies_.erase(it);
+				return 0;
+			}
+			if (broken_)
+				return ECONNRESET;
+			if (reading_) {
+				replied_.wait(guard);
+				continue;
+			}
+			// Read one message for whoever waits for it.
+			reading_ = true;
+			guard.unlock();
+			std::vector<char> in(sizeof(gpuslot_wire) + GPUSLOT_MAX_STRUCT_SIZE +
+					     GPUSLOT_MAX_SLOTS * sizeof(gpuslot_partition));
+			ssize_t n = recv(fd_, in.data(), in.size(), 0);
+			const int err = n < 0 ? errno : 0;
+			guard.lock();
+			reading_ = false;
+			replied_.notify_all();
+			if (n < 0 && err == EINTR && cmd == _IOC_NR(GPUSLOT_IOC_ACQUIRE) &&
 			    !cancelled) {
 				// A signal: leave the queue, as the module's wait
-				// does; a grant that raced with it wins.
+				// does; a grant that raced with it wins. Its answer
+				// (EINTR, or the grant) is still this call's.
 				cancelled = true;
-				if (int err = send_cancel())
-					return err;
+				if (int e = send_cancel())
+					return e;
 				continue;
 			}
-			if (n < 0 && errno == EINTR)
+			if (n < 0 && (err == EINTR || err == EAGAIN))
 				continue;
-			if (n <= 0)
-				return ECONNRESET;
-			gpuslot_wire h;
-			if (size_t(n) < sizeof(h))
-				return EPROTO;
-			std::memcpy(&h, buf.data(), sizeof(h));
-			if (h.magic != GPUSLOT_WIRE_MAGIC || h.size != size_t(n) - sizeof(h))
-				return EPROTO;
-			if (h.cmd == GPUSLOT_WIRE_GRANTED)
-				continue;
-			if (cancelled && h.cmd == _IOC_NR(GPUSLOT_IOC_ACQUIRE_CANCEL)) {
-				if (result >= 0)
-					return result;
-				continue;
+			gpuslot_wire r;
+			if (n > 0 && size_t(n) >= sizeof(r))
+				std::memcpy(&r, in.data(), sizeof(r));
+			if (n <= 0 || size_t(n) < sizeof(r) || r.magic != GPUSLOT_WIRE_MAGIC ||
+			    r.size != size_t(n) - sizeof(r)) {
+				// Gone (a restart) or not gpuslotd: every caller
+				// learns it.
+				broken_ = true;
+				replied_.notify_all();
+				return n <= 0 ? ECONNRESET : EPROTO;
 			}
-			if (h.cmd != nr)
-				return EPROTO;
-			const char *data = buf.data() + sizeof(h);
-			uint32_t got = std::min<uint32_t>(h.size, size);
-			if (l && h.size > size) {
-				// GET_LAYOUT's partitions follow the struct.
-				got = size;
-				const size_t parts = (h.size - size) / sizeof(gpuslot_partition);
-				const size_t room = std::min<size_t>(parts, l->nr_partitions);
-				std::memcpy(reinterpret_cast<void *>(uintptr_t(l->partitions)),
-					    data + size, room * sizeof(gpuslot_partition));
-			}
-			// The size field stays the caller's.
-			if (got > sizeof(uint32_t))
-				std::memcpy(static_cast<char *>(arg) + sizeof(uint32_t),
-					    data + sizeof(uint32_t), got - sizeof(uint32_t));
-			if (!cancelled)
-				return h.error;
-			result = h.error;
+			// Grants are announced for poll(); cancels answer nobody.
+			if (r.cmd == GPUSLOT_WIRE_GRANTED || ignored_.erase(r.seq))
+				continue;
+			in.resize(size_t(n));
+			replies_[r.seq] = std::move(in);
 		}
 	}
 
+	uint32_t next_seq()
+	{
+		if (!++seq_)
+			++seq_; // 0 is for announcements
+		return seq_;
+	}
+
+	// Under lock_.
 	int send_cancel()
 	{
 		struct {
@@ -140,11 +272,19 @@ private:
 		m.h.cmd = _IOC_NR(GPUSLOT_IOC_ACQUIRE_CANCEL);
 		m.h.size = sizeof(m.r);
 		m.h.tid = int32_t(syscall(SYS_gettid));
+		m.h.seq = next_seq();
 		m.r.size = sizeof(m.r);
+		ignored_.insert(m.h.seq);
 		return send(fd_, &m, sizeof(m), MSG_NOSIGNAL) < 0 ? ECONNRESET : 0;
 	}
 
 	int fd_;
+	std::mutex lock_;
+	std::condition_variable replied_;
+	bool reading_ = false, broken_ = false;
+	uint32_t seq_ = 0;
+	std::map<uint32_t, std::vector<char>> replies_; // by sequence number
+	std::set<uint32_t> ignored_;			 // our own cancels
 };
 
 std::string socket_path(const std::string &dir, unsigned int domain)
@@ -155,7 +295,7 @@ std::string socket_path(const std::string &dir, unsigned int domain)
 } // namespace
 
 int open_lock_file(Transport transport, const std::string &where, unsigned int domain,
-		   std::unique_ptr<LockFile> *out, std::string *error)
+		   std::unique_ptr<LockFile> *out, std::string *error, const std::string &sysfs_root)
 {
 	if (transport == Transport::device) {
 		int f = ::open(where.c_str(), O_RDWR | O_CLOEXEC);
@@ -168,7 +308,7 @@ int open_lock_file(Transport transport, const std::string &where, unsigned int d
 						  : "");
 			return -err;
 		}
-		auto file = std::make_unique<DeviceFile>(f);
+		auto file = std::make_unique<DeviceFile>(f, domain, sysfs_root);
 		gpuslot_attach a{};
 		a.size = sizeof(a);
 		a.domain = domain;
@@ -205,6 +345,15 @@ int open_lock_file(Transport transport, const std::string &where, unsigned int d
 					     : "");
 		return -(err == ENOENT && dir ? EINVAL : err);
 	}
+	// Each message carries our credentials, so that gpuslotd knows the
+	// caller (a forked child sharing the connection is one of its own).
+	const int on = 1;
+	setsockopt(f, SOL_SOCKET, SO_PASSCRED, &on, sizeof(on));
+	// A signal interrupts a sleeping ACQUIRE, as the module's EINTR does,
+	// even under SA_RESTART: with a receive timeout set, recv() is never
+	// restarted (signal(7)). The timeout itself only makes us wait again.
+	const timeval wake{3600, 0};
+	setsockopt(f, SOL_SOCKET, SO_RCVTIMEO, &wake, sizeof(wake));
 	*out = std::make_unique<SocketFile>(f);
 	return 0;
 }

@@ -20,12 +20,19 @@ public:
 	// GPUSLOT_IOC_* on @arg, as ioctl(2) does it: 0 or a positive errno.
 	// GET_LAYOUT/SET_LAYOUT's partitions go through their pointer.
 	virtual int call(unsigned long cmd, void *arg) = 0;
+	// The attached domain's attribute @name with its sysfs text
+	// (/sys/kernel/gpuslot/gpu<N>/<name> on the device; the socket's
+	// GPUSLOT_WIRE_ATTR_*): 0 or a positive errno, as sysfs gives them.
+	virtual int read_attr(const std::string &name, std::string *text) = 0;
+	virtual int write_attr(const std::string &name, const std::string &text) = 0;
 };
 
 // A file of @domain: @where is the device (/dev/gpuslot) or the socket
-// directory (/run/gpuslot). 0, or -errno with *error.
+// directory (/run/gpuslot); the device's attributes are under
+// @sysfs_root. 0, or -errno with *error.
 int open_lock_file(Transport transport, const std::string &where, unsigned int domain,
-		   std::unique_ptr<LockFile> *out, std::string *error);
+		   std::unique_ptr<LockFile> *out, std::string *error,
+		   const std::string &sysfs_root = "/sys/kernel/gpuslot");
 
 // The transport for @domain: GPUSLOT_TRANSPORT=device|socket if set (else
 // -EINVAL), else the device when it exists, else the socket when gpuslotd

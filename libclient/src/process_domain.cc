@@ -26,9 +26,8 @@ uint64_t now_ns()
 class ModuleBudget : public QueueBudget {
 public:
 	// @file is the owner's: it is replaced when gpuslotd restarts.
-	ModuleBudget(std::unique_ptr<LockFile> &file, unsigned int domain, std::string sysfs_root,
-		     bool wait)
-		: file_(file), domain_(domain), sysfs_root_(std::move(sysfs_root)), wait_(wait)
+	ModuleBudget(std::unique_ptr<LockFile> &file, unsigned int domain, bool wait)
+		: file_(file), domain_(domain), wait_(wait)
 	{
 	}
 
@@ -40,9 +39,11 @@ public:
 		r.flags = wait_ ? GPUSLOT_RESERVE_WAIT : 0;
 		int err = file_->call(GPUSLOT_IOC_RESERVE_QUEUES, &r);
 		if (err == ENOSPC) {
-			auto e = explain_hqd_exhausted(sysfs_root_,
-						       "/sys/module/amdgpu/parameters/sched_policy",
-						       domain_, count);
+			auto e = explain_hqd_exhausted(
+				[this](const std::string &name, std::string *text) {
+					return file_->read_attr(name, text);
+				},
+				"", "/sys/module/amdgpu/parameters/sched_policy", domain_, count);
 			*error = e.error ? "hardware queue budget exhausted (" + e.text + ")" : e.text;
 		} else if (err) {
 			*error = "reserving " + std::to_string(count) +
@@ -62,7 +63,6 @@ public:
 private:
 	std::unique_ptr<LockFile> &file_;
 	unsigned int domain_;
-	std::string sysfs_root_;
 	bool wait_;
 };
 
@@ -92,7 +92,7 @@ int ProcessDomain::open_file(std::unique_ptr<LockFile> *file, std::string *error
 	return open_lock_file(config_.transport,
 			      config_.transport == Transport::device ? config_.device
 								     : config_.socket_dir,
-			      config_.domain, file, error);
+			      config_.domain, file, error, config_.sysfs_root);
 }
 
 int ProcessDomain::read_layout(SlotLayout *out, std::string *error) const
@@ -115,6 +115,10 @@ int ProcessDomain::read_layout(SlotLayout *out, std::string *error) const
 	s.nr_units = l.nr_units;
 	s.unit_size = l.unit_size;
 	s.generation = l.generation;
+	// The GPU the layout is for, which gpuslotd names (empty while unknown).
+	std::string id;
+	if (!control_->read_attr("pci_bus_id", &id))
+		s.pci_bus_id = id.substr(0, id.find_first_of(" \n"));
 	const unsigned int words = (l.nr_units + 31) / 32;
 	for (unsigned int slot = 0; slot < l.k; slot++) {
 		std::vector<uint32_t> mask(words);
@@ -141,7 +145,7 @@ int ProcessDomain::open(const Config &config, const BackendFactory &make_backend
 	if (int err = make_backend(layout, &d->backend_, error))
 		return err;
 	d->budget_ = std::make_unique<ModuleBudget>(d->control_, config.domain,
-						    config.sysfs_root, config.wait_for_queues);
+						    config.wait_for_queues);
 	d->sets_ = std::make_unique<StreamSets>(*d->backend_, *d->budget_, config.slot_mask);
 	if (int err = d->sets_->update(layout, error); err < 0)
 		return err;

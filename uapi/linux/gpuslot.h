@@ -416,12 +416,31 @@ struct gpuslot_layout {
  * struct as the ioctl writes it back (and GET_LAYOUT's partitions). An
  * untimed or timed ACQUIRE is answered when it is granted or fails; an
  * ACQUIRE_ASYNC grant is announced by a message with @cmd
- * GPUSLOT_WIRE_GRANTED and no struct, which makes the socket readable.
+ * GPUSLOT_WIRE_GRANTED and no struct, which makes the socket readable; it
+ * comes again after each reply while the grant waits for its COMPLETE. An
+ * ACQUIRE_ASYNC granted at once is answered with the __u32
+ * GPUSLOT_WIRE_GRANTED instead of a struct, and announced right after.
  * @tid names the calling thread (for the boost); gpuslotd checks that it
- * belongs to the peer process.
+ * belongs to the peer process. @seq, chosen by the caller, comes back in
+ * the reply, so that threads sharing a connection (as threads share an
+ * open file) each get their own answer; announcements carry 0.
  */
 #define GPUSLOT_WIRE_MAGIC	0x67736c31	/* "gsl1" */
 #define GPUSLOT_WIRE_GRANTED	0xff
+
+/*
+ * The socket's counterpart of /sys/kernel/gpuslot/gpu<N>/: a request with
+ * @cmd GPUSLOT_WIRE_ATTR_READ carries an attribute's name; one with
+ * GPUSLOT_WIRE_ATTR_WRITE carries the name, a NUL, and the text to store.
+ * The reply carries the attribute's text exactly as sysfs shows it (empty
+ * for a write). Errors as sysfs gives them: ENOENT no such attribute;
+ * EACCES a write to a read-only one, or by a peer that was no admin when
+ * it connected (sysfs: the file mode); EPERM a write by a peer that is no
+ * admin now (sysfs: capable() at the write); EINVAL a bad value.
+ */
+#define GPUSLOT_WIRE_ATTR_READ	0xf0
+#define GPUSLOT_WIRE_ATTR_WRITE	0xf1
+#define GPUSLOT_WIRE_ATTR_MAX	4096	/* a sysfs page */
 
 struct gpuslot_wire {
 	__u32 magic;
@@ -429,7 +448,7 @@ struct gpuslot_wire {
 	__s32 error;
 	__u32 size;
 	__s32 tid;
-	__u32 __reserved;
+	__u32 seq;
 };
 
 #endif /* _UAPI_LINUX_GPUSLOT_H */

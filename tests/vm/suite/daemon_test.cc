@@ -39,7 +39,7 @@ const char kNotify[] = "/tmp/gpuslotd-notify.sock";
 
 std::string domain_file(const char *attr)
 {
-	return read_file(sysfs_path(0, attr));
+	return read_attr(0, attr);
 }
 
 // Runs a shell command; its exit status and what it printed (both streams).
@@ -184,7 +184,7 @@ TEST_F(Daemon, RePlansWhenAnAdminWritesKAndStatusShowsIt)
 	start();
 	ASSERT_NE(wait_notify("READY=1"), "") << log();
 
-	ASSERT_EQ(write_file(sysfs_path(0, "k"), "3"), 0);
+	ASSERT_EQ(write_attr(0, "k", "3"), 0);
 	ASSERT_TRUE(wait_until([] {
 		return partition_sizes() == std::vector<int>{20, 20, 20};
 	})) << domain_file("partitions") << log();
@@ -283,7 +283,7 @@ TEST_F(Daemon, ReloadKeepsAnAdminsKUnlessTheConfigsKChanged)
 	write_config("[default]\nk = 4\n");
 	start();
 	ASSERT_NE(wait_notify("READY=1"), "") << log();
-	ASSERT_EQ(write_file(sysfs_path(0, "k"), "3"), 0);
+	ASSERT_EQ(write_attr(0, "k", "3"), 0);
 	ASSERT_TRUE(wait_until([] {
 		return partition_sizes() == std::vector<int>{20, 20, 20};
 	})) << log();

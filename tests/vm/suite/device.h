@@ -7,9 +7,12 @@
 
 #include <gtest/gtest.h>
 
+#include "lock_file.hpp"
+
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <thread>
 #include <string>
 #include <vector>
@@ -32,7 +35,20 @@ Layout cu_layout(uint32_t nr_units, const std::vector<uint64_t> &masks);
 // A partition of units [first, first + count).
 gpuslot_partition unit_range(unsigned int first, unsigned int count);
 
-// One open file of /dev/gpuslot; every call returns 0 or an errno.
+// The suite runs on either transport (GPUSLOT_TEST_TRANSPORT=device, the
+// default, or socket): the same tests, the same expectations. On the socket
+// main.cc starts gpuslotd's lock server first, in GPUSLOT_SOCKET_DIR.
+bool on_socket();
+// Skip a test (or the rest of one) that only one transport can run: the
+// reason says why it does not apply.
+#define SKIP_ON_SOCKET(why)						\
+	do {								\
+		if (gpuslot::test::on_socket())				\
+			GTEST_SKIP() << "socket transport: " << why;	\
+	} while (0)
+
+// One open file of /dev/gpuslot, or one connection to gpuslotd's socket;
+// every call returns 0 or an errno.
 class Dev {
 public:
 	Dev();
@@ -40,8 +56,11 @@ public:
 	Dev &operator=(const Dev &) = delete;
 	~Dev();
 
-	int fd() const { return fd_; }
+	int fd() const;
 	void close();
+	// Any command, as ioctl(2) on the device takes it: 0 or errno.
+	int call(unsigned long cmd, void *arg) const;
+	LockFile &file() const { return *file_; }
 
 	struct Acquired {
 		int err;
@@ -81,7 +100,7 @@ public:
 	gpuslot_stats stats() const;
 
 private:
-	int fd_;
+	std::unique_ptr<LockFile> file_;
 };
 
 // Raw ioctl on @fd: 0 or errno.
@@ -89,6 +108,11 @@ int ioctl_errno(int fd, unsigned long cmd, void *arg);
 
 // /sys/kernel/gpuslot/gpu<domain>/<attr>
 std::string sysfs_path(unsigned int domain, const std::string &attr);
+// A domain attribute's text (sysfs, or the socket's GPUSLOT_WIRE_ATTR_READ);
+// "" if it cannot be read.
+std::string read_attr(unsigned int domain, const std::string &attr);
+// Write it: 0 or the errno sysfs (or the socket) gives.
+int write_attr(unsigned int domain, const std::string &attr, const std::string &text);
 std::string read_file(const std::string &path);
 // 0 or the errno of the open() or write().
 int write_file(const std::string &path, const std::string &text);
@@ -145,6 +169,10 @@ int *child_failed_line();
 			return 1;					\
 		}							\
 	} while (0)
+
+// Holders run SCHED_FIFO: always on the module; on the socket only where
+// gpuslotd has CAP_SYS_NICE.
+bool boost_available();
 
 // Reset domain @domain to k = 1, the default boost priority, max_hold_ms
 // and hqd_limit.

@@ -19,7 +19,7 @@ namespace {
 
 std::string domain_file(const char *attr)
 {
-	return read_file(sysfs_path(0, attr));
+	return read_attr(0, attr);
 }
 
 unsigned int hqd_used()
@@ -303,7 +303,7 @@ TEST_F(Hqd, LimitCanBeLoweredAndRaisedUnderLoad)
 {
 	Dev a, b;
 	ASSERT_EQ(a.reserve(20).err, 0);
-	ASSERT_EQ(write_file(sysfs_path(0, "hqd_limit"), "10"), 0);
+	ASSERT_EQ(write_attr(0, "hqd_limit", "10"), 0);
 	EXPECT_EQ(domain_file("hqd_limit"), "10\n");
 	EXPECT_EQ(hqd_used(), 20u); // nothing is revoked
 	EXPECT_EQ(b.reserve(1).err, ENOSPC);
@@ -313,21 +313,21 @@ TEST_F(Hqd, LimitCanBeLoweredAndRaisedUnderLoad)
 	ASSERT_TRUE(wait_queue_waiters(1));
 	ASSERT_EQ(a.unreserve(11), 0); // 9 used: 1 free, the waiter needs 2
 	EXPECT_EQ(report.get(200), -1);
-	ASSERT_EQ(write_file(sysfs_path(0, "hqd_limit"), "11"), 0);
+	ASSERT_EQ(write_attr(0, "hqd_limit", "11"), 0);
 	EXPECT_EQ(report.get(), 2);
 	EXPECT_EQ(hqd_used(), 11u);
 
 	for (const char *bad : {"0", "1025", "abc", "-3", "\n", "24 "})
-		EXPECT_EQ(write_file(sysfs_path(0, "hqd_limit"), bad), EINVAL)
+		EXPECT_EQ(write_attr(0, "hqd_limit", bad), EINVAL)
 			<< bad;
 	EXPECT_EQ(domain_file("hqd_limit"), "11\n");
 	expect_child_ok(spawn([] {
 		CHILD_REQUIRE(setresuid(65534, 65534, 65534) == 0);
-		CHILD_REQUIRE(write_file(sysfs_path(0, "hqd_limit"), "30") ==
+		CHILD_REQUIRE(write_attr(0, "hqd_limit", "30") ==
 			      EACCES);
 		return 0;
 	}));
-	ASSERT_EQ(write_file(sysfs_path(0, "hqd_limit"), "1024"), 0);
+	ASSERT_EQ(write_attr(0, "hqd_limit", "1024"), 0);
 	EXPECT_EQ(b.reserve(1000).err, 0);
 	go.put(1);
 	expect_child_ok(w);
@@ -361,7 +361,7 @@ TEST_F(Hqd, RequestsOverTheLimitNeverBlockTheQueue)
 	ASSERT_TRUE(wait_queue_waiters(2));
 	// Limit 8: the request for 10 can never fit and fails now; the one
 	// for 4 still waits for the holder.
-	ASSERT_EQ(write_file(sysfs_path(0, "hqd_limit"), "8"), 0);
+	ASSERT_EQ(write_attr(0, "hqd_limit", "8"), 0);
 	EXPECT_EQ(r10.get(2000), -ENOSPC);
 	EXPECT_EQ(r4.get(200), -1);
 	EXPECT_EQ(domain_file("hqd_waiters"), "1\n");

@@ -29,15 +29,15 @@ TEST_F(Ioctl, ASizeOverAPageIsRefusedWithE2big)
 	std::vector<uint64_t> buf(1 << 17, 0); // 1 MiB of zeros
 	auto *v = reinterpret_cast<gpuslot_version *>(buf.data());
 	v->size = GPUSLOT_MAX_STRUCT_SIZE;
-	EXPECT_EQ(ioctl_errno(d.fd(), GPUSLOT_IOC_VERSION, v), 0);
+	EXPECT_EQ(d.call(GPUSLOT_IOC_VERSION, v), 0);
 	EXPECT_EQ(v->api_version, unsigned(GPUSLOT_API_VERSION));
 	for (uint32_t size : {uint32_t(GPUSLOT_MAX_STRUCT_SIZE + 1), 8192u, 1u << 20}) {
 		v->size = size;
-		EXPECT_EQ(ioctl_errno(d.fd(), GPUSLOT_IOC_VERSION, v), E2BIG) << size;
+		EXPECT_EQ(d.call(GPUSLOT_IOC_VERSION, v), E2BIG) << size;
 		auto *a = reinterpret_cast<gpuslot_acquire *>(buf.data());
 		memset(a, 0, sizeof(*a));
 		a->size = size;
-		EXPECT_EQ(ioctl_errno(d.fd(), GPUSLOT_IOC_ACQUIRE, a), E2BIG) << size;
+		EXPECT_EQ(d.call(GPUSLOT_IOC_ACQUIRE, a), E2BIG) << size;
 	}
 	EXPECT_EQ(d.info().nr_holders, 0u);
 }
@@ -75,7 +75,7 @@ TEST_F(Ioctl, ACallThatCannotReportItsResultChangesNothing)
 
 	// ATTACH has no output: it works on a read-only struct.
 	p = page();
-	EXPECT_EQ(ioctl_errno(d.fd(), GPUSLOT_IOC_ATTACH,
+	EXPECT_EQ(d.call(GPUSLOT_IOC_ATTACH,
 			      read_only(p, sized<gpuslot_attach>())),
 		  0);
 	munmap(p, 4096);
@@ -83,7 +83,7 @@ TEST_F(Ioctl, ACallThatCannotReportItsResultChangesNothing)
 	// RELEASE: EFAULT, and the slot is still held.
 	ASSERT_EQ(d.acquire().err, 0);
 	p = page();
-	EXPECT_EQ(ioctl_errno(d.fd(), GPUSLOT_IOC_RELEASE,
+	EXPECT_EQ(d.call(GPUSLOT_IOC_RELEASE,
 			      read_only(p, sized<gpuslot_release>())),
 		  EFAULT);
 	munmap(p, 4096);
@@ -95,7 +95,7 @@ TEST_F(Ioctl, ACallThatCannotReportItsResultChangesNothing)
 	p = page();
 	auto k3 = sized<gpuslot_set_k>();
 	k3.k = 3;
-	EXPECT_EQ(ioctl_errno(d.fd(), GPUSLOT_IOC_SET_K, read_only(p, k3)),
+	EXPECT_EQ(d.call(GPUSLOT_IOC_SET_K, read_only(p, k3)),
 		  EFAULT);
 	munmap(p, 4096);
 	EXPECT_EQ(probe.info().k, before.k);
@@ -107,7 +107,7 @@ TEST_F(Ioctl, ACallThatCannotReportItsResultChangesNothing)
 	l.size = sizeof(l);
 	l.k = 4;
 	l.hqd_limit = 5;
-	EXPECT_EQ(ioctl_errno(d.fd(), GPUSLOT_IOC_SET_LAYOUT, read_only(p, l)),
+	EXPECT_EQ(d.call(GPUSLOT_IOC_SET_LAYOUT, read_only(p, l)),
 		  EFAULT);
 	munmap(p, 4096);
 	EXPECT_EQ(probe.info().k, before.k);
@@ -119,7 +119,7 @@ TEST_F(Ioctl, ACallThatCannotReportItsResultChangesNothing)
 	p = page();
 	auto un1 = sized<gpuslot_unreserve_queues>();
 	un1.count = 1;
-	EXPECT_EQ(ioctl_errno(d.fd(), GPUSLOT_IOC_UNRESERVE_QUEUES,
+	EXPECT_EQ(d.call(GPUSLOT_IOC_UNRESERVE_QUEUES,
 			      read_only(p, un1)),
 		  EFAULT);
 	munmap(p, 4096);
@@ -130,7 +130,7 @@ TEST_F(Ioctl, ACallThatCannotReportItsResultChangesNothing)
 	p = page();
 	auto re3 = sized<gpuslot_reserve_queues>();
 	re3.count = 3;
-	EXPECT_EQ(ioctl_errno(d.fd(), GPUSLOT_IOC_RESERVE_QUEUES,
+	EXPECT_EQ(d.call(GPUSLOT_IOC_RESERVE_QUEUES,
 			      read_only(p, re3)),
 		  EFAULT);
 	munmap(p, 4096);

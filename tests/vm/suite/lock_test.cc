@@ -34,7 +34,7 @@ constexpr uint64_t bit(unsigned int slot)
 
 std::string domain_file(const char *attr)
 {
-	return read_file(sysfs_path(0, attr));
+	return read_attr(0, attr);
 }
 
 class Lock : public DomainTest {
@@ -42,7 +42,7 @@ protected:
 	// k = 2, with @h0 holding slot 0 and @h1 slot 1.
 	static void hold_both_of_two(const Dev &h0, const Dev &h1)
 	{
-		ASSERT_EQ(write_file(sysfs_path(0, "k"), "2"), 0);
+		ASSERT_EQ(write_attr(0, "k", "2"), 0);
 		ASSERT_EQ(h0.acquire().slot, 0u);
 		ASSERT_EQ(h1.acquire().slot, 1u);
 	}
@@ -54,13 +54,15 @@ TEST_F(Lock, UncontendedAcquireReleaseAndVersion)
 	Dev d;
 	gpuslot_version v{};
 	v.size = sizeof(v);
-	ASSERT_EQ(ioctl_errno(d.fd(), GPUSLOT_IOC_VERSION, &v), 0);
+	ASSERT_EQ(d.call(GPUSLOT_IOC_VERSION, &v), 0);
 	EXPECT_EQ(v.api_version, unsigned(GPUSLOT_API_VERSION));
 	EXPECT_EQ(v.nr_domains, 1u);
 	EXPECT_TRUE(v.features & GPUSLOT_FEATURE_LOCK);
-	EXPECT_EQ(read_file("/sys/kernel/gpuslot/version"), "1\n");
+	if (!on_socket()) {
+		EXPECT_EQ(read_file("/sys/kernel/gpuslot/version"), "1\n");
+	}
 
-	ASSERT_EQ(write_file(sysfs_path(0, "k"), "3"), 0);
+	ASSERT_EQ(write_attr(0, "k", "3"), 0);
 	uint64_t gen = d.info().generation;
 	Dev a, b, c;
 	auto ra = a.acquire(), rb = b.acquire(), rc = c.acquire();
@@ -173,7 +175,7 @@ TEST_F(Lock, KExclusionUnderLoad)
 		std::atomic<int> violations;
 	};
 	auto *sh = shared_new<Shared>();
-	ASSERT_EQ(write_file(sysfs_path(0, "k"), std::to_string(kK)), 0);
+	ASSERT_EQ(write_attr(0, "k", std::to_string(kK)), 0);
 
 	std::vector<pid_t> kids;
 	for (int p = 0; p < kProcs; p++)
@@ -213,7 +215,7 @@ TEST_F(Lock, KExclusionUnderLoad)
 // 4. allowed-slot masks
 TEST_F(Lock, MaskedWaiterWaitsWhileOtherSlotsAreFree)
 {
-	ASSERT_EQ(write_file(sysfs_path(0, "k"), "3"), 0);
+	ASSERT_EQ(write_attr(0, "k", "3"), 0);
 	Dev h, newcomer;
 	ASSERT_EQ(h.acquire(0, 0, bit(2)).slot, 2u);
 	Pipe report, go;
@@ -387,7 +389,9 @@ TEST_F(Lock, KilledHolderHandsTheSlotOn)
 TEST_F(Lock, ForkAndDupShareTheSlotUntilTheLastClose)
 {
 	Dev probe;
-	{
+	// A dup()ed socket is the same connection too; this part calls the
+	// device's ioctl through the copy.
+	if (!on_socket()) {
 		Dev d;
 		ASSERT_EQ(d.acquire().err, 0);
 		int copy = dup(d.fd());
@@ -484,9 +488,9 @@ TEST_F(Lock, SetKGrowAndShrink)
 	expect_child_ok(c);
 
 	// Through sysfs too, and an unchanged k is no new generation.
-	ASSERT_EQ(write_file(sysfs_path(0, "k"), "2"), 0);
+	ASSERT_EQ(write_attr(0, "k", "2"), 0);
 	EXPECT_EQ(admin.info().generation, gen0 + 3);
-	ASSERT_EQ(write_file(sysfs_path(0, "k"), "2"), 0);
+	ASSERT_EQ(write_attr(0, "k", "2"), 0);
 	EXPECT_EQ(admin.info().generation, gen0 + 3);
 	EXPECT_EQ(domain_file("k"), "2\n");
 }
@@ -496,7 +500,7 @@ TEST_F(Lock, SetKGrowAndShrink)
 // that still has a slot below k keeps its place.
 TEST_F(Lock, ShrinkingKFailsWaitersThatCanNeverBeServed)
 {
-	ASSERT_EQ(write_file(sysfs_path(0, "k"), "4"), 0);
+	ASSERT_EQ(write_attr(0, "k", "4"), 0);
 	Dev h[4];
 	for (unsigned int s = 0; s < 4; s++)
 		ASSERT_EQ(h[s].acquire(0, 0, bit(s)).slot, s);
@@ -517,7 +521,7 @@ TEST_F(Lock, ShrinkingKFailsWaitersThatCanNeverBeServed)
 		return 0;
 	});
 	ASSERT_TRUE(wait_waiters(2));
-	ASSERT_EQ(write_file(sysfs_path(0, "k"), "2"), 0);
+	ASSERT_EQ(write_attr(0, "k", "2"), 0);
 	int err = gone.get(5000);
 	EXPECT_EQ(err, EINVAL);
 	if (err == -1)
@@ -554,6 +558,8 @@ int boost_case(uint32_t policy, uint32_t prio, int32_t nice,
 
 TEST_F(Lock, BoostWhileHoldingAndExactRestore)
 {
+	if (!boost_available())
+		GTEST_SKIP() << "gpuslotd has no CAP_SYS_NICE here: no boost to test";
 	expect_child_ok(spawn([] {
 		return boost_case(SCHED_OTHER, 0, 5, SCHED_FIFO, 50);
 	}));
@@ -567,11 +573,11 @@ TEST_F(Lock, BoostWhileHoldingAndExactRestore)
 	expect_child_ok(spawn([] {
 		return boost_case(SCHED_FIFO, 90, 0, SCHED_FIFO, 90);
 	}));
-	ASSERT_EQ(write_file(sysfs_path(0, "boost_priority"), "20"), 0);
+	ASSERT_EQ(write_attr(0, "boost_priority", "20"), 0);
 	expect_child_ok(spawn([] {
 		return boost_case(SCHED_OTHER, 0, -3, SCHED_FIFO, 20);
 	}));
-	ASSERT_EQ(write_file(sysfs_path(0, "boost_priority"), "0"), 0);
+	ASSERT_EQ(write_attr(0, "boost_priority", "0"), 0);
 	expect_child_ok(spawn([] {
 		return boost_case(SCHED_OTHER, 0, 5, SCHED_OTHER, 0);
 	}));
@@ -579,6 +585,8 @@ TEST_F(Lock, BoostWhileHoldingAndExactRestore)
 
 TEST_F(Lock, BoostEndsOnCloseAndIsNotInherited)
 {
+	if (!boost_available())
+		GTEST_SKIP() << "gpuslotd has no CAP_SYS_NICE here: no boost to test";
 	expect_child_ok(spawn([] {
 		CHILD_REQUIRE(set_sched(SCHED_OTHER, 0, 5) == 0);
 		auto d = std::make_unique<Dev>();
@@ -590,14 +598,20 @@ TEST_F(Lock, BoostEndsOnCloseAndIsNotInherited)
 			_exit(get_sched().policy == SCHED_OTHER ? 0 : 1);
 		CHILD_REQUIRE(wait_child(kid) == 0);
 		d.reset(); // close without release
-		Sched s = get_sched();
-		CHILD_REQUIRE(s.policy == SCHED_OTHER && s.nice == 5);
+		// The module restores in the close; gpuslotd when it sees the
+		// connection end, a moment later.
+		CHILD_REQUIRE(wait_until([] {
+			Sched s = get_sched();
+			return s.policy == SCHED_OTHER && s.nice == 5;
+		}, on_socket() ? 2000 : 0));
 		return 0;
 	}));
 }
 
 TEST_F(Lock, BoostFollowsTheAcquiringThread)
 {
+	if (!boost_available())
+		GTEST_SKIP() << "gpuslotd has no CAP_SYS_NICE here: no boost to test";
 	expect_child_ok(spawn([] {
 		Dev d;
 		std::atomic<pid_t> tid{0};
@@ -627,7 +641,7 @@ TEST_F(Lock, BoostFollowsTheAcquiringThread)
 // 10. sysfs
 TEST_F(Lock, SysfsReportsStateAndRejectsBadWrites)
 {
-	ASSERT_EQ(write_file(sysfs_path(0, "k"), "2"), 0);
+	ASSERT_EQ(write_attr(0, "k", "2"), 0);
 	Dev h;
 	ASSERT_EQ(h.acquire(0, 0, bit(0)).slot, 0u);
 	Pipe report, go;
@@ -642,8 +656,9 @@ TEST_F(Lock, SysfsReportsStateAndRejectsBadWrites)
 	});
 	ASSERT_TRUE(wait_waiters(1));
 
+	const std::string boost_priority = boost_available() ? "50\n" : "0\n";
 	EXPECT_EQ(domain_file("k"), "2\n");
-	EXPECT_EQ(domain_file("boost_priority"), "50\n");
+	EXPECT_EQ(domain_file("boost_priority"), boost_priority);
 	EXPECT_EQ(domain_file("generation"),
 		  std::to_string(h.info().generation) + "\n");
 	auto holders = split_lines(domain_file("holders"));
@@ -651,7 +666,7 @@ TEST_F(Lock, SysfsReportsStateAndRejectsBadWrites)
 	auto hw = split_words(holders[0]);
 	ASSERT_EQ(hw.size(), 6u);
 	EXPECT_EQ(hw[0], "0");
-	EXPECT_EQ(hw[5], "boosted");
+	EXPECT_EQ(hw[5], boost_available() ? "boosted" : "unboosted");
 	EXPECT_EQ(hw[1], std::to_string(getpid()));
 	EXPECT_EQ(hw[2], std::to_string(gettid()));
 	auto waiters = split_lines(domain_file("waiters"));
@@ -677,24 +692,29 @@ TEST_F(Lock, SysfsReportsStateAndRejectsBadWrites)
 	// Bad values: EINVAL, nothing changes.
 	uint64_t gen = h.info().generation;
 	for (const char *bad : {"0", "65", "abc", "-1", "\n", "2x", "99999999999"})
-		EXPECT_EQ(write_file(sysfs_path(0, "k"), bad), EINVAL) << bad;
+		EXPECT_EQ(write_attr(0, "k", bad), EINVAL) << bad;
 	for (const char *bad : {"100", "-1", "x", "5 5"})
-		EXPECT_EQ(write_file(sysfs_path(0, "boost_priority"), bad),
+		EXPECT_EQ(write_attr(0, "boost_priority", bad),
 			  EINVAL) << bad;
 	EXPECT_EQ(domain_file("k"), "2\n");
-	EXPECT_EQ(domain_file("boost_priority"), "50\n");
+	EXPECT_EQ(domain_file("boost_priority"), boost_priority);
 	EXPECT_EQ(h.info().generation, gen);
 
 	// Non-root: the file mode refuses the open; a root-opened file
-	// refuses the write once the capability is gone.
+	// refuses the write once the capability is gone. On the socket: a
+	// connection made by no admin, and one made by root.
 	expect_child_ok(spawn([] {
-		int fd = open(sysfs_path(0, "k").c_str(), O_WRONLY);
+		Dev root_opened;
+		int fd = on_socket() ? root_opened.fd() : open(sysfs_path(0, "k").c_str(), O_WRONLY);
 		CHILD_REQUIRE(fd >= 0);
 		CHILD_REQUIRE(setresgid(65534, 65534, 65534) == 0);
 		CHILD_REQUIRE(setresuid(65534, 65534, 65534) == 0);
-		CHILD_REQUIRE(write_file(sysfs_path(0, "k"), "3") == EACCES);
-		CHILD_REQUIRE(write(fd, "3", 1) < 0 && errno == EPERM);
-		CHILD_REQUIRE(!read_file(sysfs_path(0, "holders")).empty());
+		CHILD_REQUIRE(write_attr(0, "k", "3") == EACCES);
+		if (on_socket())
+			CHILD_REQUIRE(root_opened.file().write_attr("k", "3") == EPERM);
+		else
+			CHILD_REQUIRE(write(fd, "3", 1) < 0 && errno == EPERM);
+		CHILD_REQUIRE(!read_attr(0, "holders").empty());
 		return 0;
 	}));
 	EXPECT_EQ(domain_file("k"), "2\n");
@@ -707,6 +727,7 @@ TEST_F(Lock, SysfsReportsStateAndRejectsBadWrites)
 
 TEST_F(Lock, SysfsKIsPollable)
 {
+	SKIP_ON_SOCKET("no attribute is pollable; gpuslotd itself makes the changes");
 	Pipe ready;
 	pid_t watcher = spawn([&ready] {
 		int fd = open(sysfs_path(0, "k").c_str(), O_RDONLY);
@@ -722,7 +743,7 @@ TEST_F(Lock, SysfsKIsPollable)
 	});
 	ASSERT_EQ(ready.get(), 1);
 	usleep(50000);
-	ASSERT_EQ(write_file(sysfs_path(0, "k"), "5"), 0);
+	ASSERT_EQ(write_attr(0, "k", "5"), 0);
 	expect_child_ok(watcher);
 }
 
@@ -732,17 +753,20 @@ TEST_F(Lock, BadIoctlsFailCleanly)
 	Dev d, probe;
 	auto before = probe.info();
 
-	EXPECT_EQ(ioctl_errno(d.fd(), _IO(GPUSLOT_IOC_MAGIC, 0x40), nullptr),
+	EXPECT_EQ(d.call(_IO(GPUSLOT_IOC_MAGIC, 0x40), nullptr),
 		  ENOTTY);
 	gpuslot_acquire a{};
 	a.size = sizeof(a);
-	EXPECT_EQ(ioctl_errno(d.fd(), _IOWR(GPUSLOT_IOC_MAGIC, 0x02,
+	EXPECT_EQ(d.call(_IOWR(GPUSLOT_IOC_MAGIC, 0x02,
 					    gpuslot_acquire), &a), ENOTTY);
-	EXPECT_EQ(ioctl_errno(d.fd(), _IO('x', 0x02), &a), ENOTTY);
+	EXPECT_EQ(d.call(_IO('x', 0x02), &a), ENOTTY);
 
-	EXPECT_EQ(ioctl_errno(d.fd(), GPUSLOT_IOC_ACQUIRE, nullptr), EFAULT);
-	EXPECT_EQ(ioctl_errno(d.fd(), GPUSLOT_IOC_ACQUIRE,
-			      reinterpret_cast<void *>(8)), EFAULT);
+	EXPECT_EQ(d.call(GPUSLOT_IOC_ACQUIRE, nullptr), EFAULT);
+	// Only the kernel can tell any bad pointer: on the socket the
+	// caller's own process reads the struct.
+	if (!on_socket()) {
+		EXPECT_EQ(d.call(GPUSLOT_IOC_ACQUIRE, reinterpret_cast<void *>(8)), EFAULT);
+	}
 
 	auto acquire_with = [&](auto mutate) {
 		struct {
@@ -751,7 +775,7 @@ TEST_F(Lock, BadIoctlsFailCleanly)
 		} big{};
 		big.a.size = sizeof(big.a);
 		mutate(big);
-		return ioctl_errno(d.fd(), GPUSLOT_IOC_ACQUIRE, &big);
+		return d.call(GPUSLOT_IOC_ACQUIRE, &big);
 	};
 	EXPECT_EQ(acquire_with([](auto &b) { b.a.size = 0; }), EINVAL);
 	EXPECT_EQ(acquire_with([](auto &b) { b.a.size = 4; }), EINVAL);
@@ -774,15 +798,15 @@ TEST_F(Lock, BadIoctlsFailCleanly)
 	gpuslot_release r{};
 	r.size = sizeof(r);
 	r.flags = 1;
-	EXPECT_EQ(ioctl_errno(d.fd(), GPUSLOT_IOC_RELEASE, &r), EINVAL);
+	EXPECT_EQ(d.call(GPUSLOT_IOC_RELEASE, &r), EINVAL);
 	gpuslot_version v{};
 	v.size = sizeof(v);
 	v.__reserved = 1;
-	EXPECT_EQ(ioctl_errno(d.fd(), GPUSLOT_IOC_VERSION, &v), EINVAL);
+	EXPECT_EQ(d.call(GPUSLOT_IOC_VERSION, &v), EINVAL);
 	gpuslot_stats s{};
 	s.size = sizeof(s);
 	s.__reserved = 1;
-	EXPECT_EQ(ioctl_errno(d.fd(), GPUSLOT_IOC_GET_STATS, &s), EINVAL);
+	EXPECT_EQ(d.call(GPUSLOT_IOC_GET_STATS, &s), EINVAL);
 	EXPECT_EQ(d.attach(1), EINVAL);
 	EXPECT_EQ(d.attach(1000), EINVAL);
 	EXPECT_EQ(d.set_k(0), EINVAL);
@@ -803,7 +827,7 @@ TEST_F(Lock, BadIoctlsFailCleanly)
 	static_assert(GPUSLOT_DOMAIN_INFO_SIZE_VER0 < sizeof(gpuslot_domain_info));
 	memset(&old, 0xa5, sizeof(old));
 	old.info.size = GPUSLOT_DOMAIN_INFO_SIZE_VER0;
-	EXPECT_EQ(ioctl_errno(d.fd(), GPUSLOT_IOC_DOMAIN_INFO, &old), 0);
+	EXPECT_EQ(d.call(GPUSLOT_IOC_DOMAIN_INFO, &old), 0);
 	EXPECT_EQ(old.info.k, 1u);
 	EXPECT_EQ(old.info.hqd_limit, 0xa5a5a5a5u); // beyond VER0: untouched
 	EXPECT_EQ(old.canary, 0xa5a5a5a5a5a5a5a5u);
@@ -833,6 +857,8 @@ TEST_F(Lock, BadIoctlsFailCleanly)
 	}));
 	EXPECT_EQ(probe.info().k, 1u);
 
+	if (on_socket())
+		return; // the rest: copying out to bad memory, the kernel log
 	// A grant that cannot be copied out is undone.
 	void *page = mmap(nullptr, 4096, PROT_READ | PROT_WRITE,
 			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -840,7 +866,7 @@ TEST_F(Lock, BadIoctlsFailCleanly)
 	auto *ro = static_cast<gpuslot_acquire *>(page);
 	ro->size = sizeof(*ro);
 	ASSERT_EQ(mprotect(page, 4096, PROT_READ), 0);
-	EXPECT_EQ(ioctl_errno(d.fd(), GPUSLOT_IOC_ACQUIRE, ro), EFAULT);
+	EXPECT_EQ(d.call(GPUSLOT_IOC_ACQUIRE, ro), EFAULT);
 	EXPECT_EQ(probe.info().nr_holders, 0u);
 	munmap(page, 4096);
 
@@ -980,7 +1006,9 @@ TEST_F(Lock, StressRandomModesKChangesAndKills)
 	// Enough work was done, even on the lockdep/KASAN kernel under TCG.
 	EXPECT_GT(sh->grants.load(), 200u);
 	admin.close();
-	EXPECT_EQ(read_file("/sys/module/gpuslot/refcnt"), "0\n");
+	if (!on_socket()) {
+		EXPECT_EQ(read_file("/sys/module/gpuslot/refcnt"), "0\n");
+	}
 	std::printf("stress: %ds, %llu grants, %llu timeouts, %llu EAGAIN, "
 		    "%llu EINVAL, %d k changes, %d kills\n", seconds,
 		    (unsigned long long)sh->grants.load(),

@@ -54,15 +54,15 @@ TEST(Module, LoadUnloadCyclesAndBusyRefusal)
 		Dev d0, d1;
 		gpuslot_version v{};
 		v.size = sizeof(v);
-		ASSERT_EQ(ioctl_errno(d0.fd(), GPUSLOT_IOC_VERSION, &v), 0);
+		ASSERT_EQ(d0.call(GPUSLOT_IOC_VERSION, &v), 0);
 		EXPECT_EQ(v.nr_domains, 2u);
 		EXPECT_EQ(d1.attach(1), 0);
 		EXPECT_EQ(d1.info().domain, 1u);
 		// Domains are independent locks of k = 1 each.
 		EXPECT_EQ(d0.acquire().err, 0);
 		EXPECT_EQ(d1.acquire().err, 0);
-		EXPECT_EQ(read_file(sysfs_path(1, "k")), "1\n");
-		EXPECT_EQ(split_lines(read_file(sysfs_path(1, "holders"))).size(),
+		EXPECT_EQ(read_attr(1, "k"), "1\n");
+		EXPECT_EQ(split_lines(read_attr(1, "holders")).size(),
 			  1u);
 		EXPECT_EQ(d1.attach(2), EINVAL);
 	}

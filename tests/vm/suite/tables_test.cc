@@ -14,7 +14,7 @@ namespace {
 
 std::string domain_file(const char *attr)
 {
-	return read_file(sysfs_path(0, attr));
+	return read_attr(0, attr);
 }
 
 class Tables : public testing::Test {

@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: GPL-2.0
+// The lock server's state: a domain (the module's struct gpuslot_domain:
+// the lock core, the queue budget, the partitions, the holders) and a
+// connection (the module's struct gpuslot_file: what one open file holds,
+// waits for and has reserved). Shared by the server's commands
+// (lock_server.cc) and its attributes (attributes.cc).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "lock_server.hpp"
+
+extern "C" {
+#include "boost.h"
+#include "budget.h"
+#include "core.h"
+#include "partition.h"
+}
+
+namespace gpuslot {
+
+struct LockServer::Source {
+	enum Kind { listener, connection, timer, stopper } kind;
+	Domain *domain = nullptr;
+	Conn *conn = nullptr;
+};
+
+struct LockServer::Conn {
+	int fd = -1;
+	Domain *domain = nullptr;
+	pid_t pid = 0;
+	uid_t uid = 0;
+	// Root (or gpuslotd's user) connected: as on a sysfs file that root
+	// opened, attribute writes then fail EPERM, not EACCES, once the
+	// caller is no admin.
+	bool admin_at_connect = false;
+	Source source{Source::connection};
+	enum State { idle, acquiring, holding, queued, granted } state = idle;
+	struct Waiter {
+		gpuslot_core_waiter core;
+		Conn *conn;
+	} waiter{};
+	uint32_t acquire_size = 0; // the pending ACQUIRE's struct size
+	unsigned int slot = 0;
+	uint64_t generation = 0;
+	uint64_t start_ns = 0;
+	bool timed = false;
+	std::multimap<uint64_t, Conn *>::iterator deadline;
+	int async_error = 0;
+	// The boost: the peer pinned by a pidfd, the thread of the last
+	// request, and the ledger's record of this connection's hold.
+	int pidfd = -1;
+	pid_t request_pid = 0, request_tid = 0; // the current message's caller
+	// Requests are answered under their sequence number: the current
+	// one's, and those of a queued ACQUIRE and a waiting RESERVE_QUEUES.
+	uint32_t request_seq = 0, acquire_seq = 0, reserve_seq = 0;
+	pid_t acquire_pid = 0, acquire_tid = 0; // the caller of a queued ACQUIRE
+	uint64_t hold_seq = 0;
+	gpuslot_boost_hold boost{};
+	// The current hold, as the holders table shows it: the thread that
+	// asked for it, since when, and its boost; max_hold_ms's clock.
+	pid_t holder_pid = 0, holder_tid = 0;
+	uint64_t hold_start_ns = 0;
+	enum HoldBoost { unboosted, boosted, overrun } hold_boost = unboosted;
+	bool hold_timed = false;
+	std::multimap<uint64_t, Conn *>::iterator hold_deadline;
+	// Hardware queues.
+	unsigned int hqd_reserved = 0;
+	pid_t hqd_pid = 0; // who reserved first, for the queues table
+	struct BudgetWaiter {
+		gpuslot_budget_waiter b;
+		Conn *conn;
+	} hqd_waiter{};
+	bool hqd_waiting = false;
+	bool hqd_timed = false;
+	uint32_t reserve_size = 0;
+	gpuslot_reserve_queues reserve{};
+	std::multimap<uint64_t, Conn *>::iterator hqd_deadline;
+};
+
+struct LockServer::Domain {
+	unsigned int id = 0;
+	int listen_fd = -1;
+	int timer_fd = -1;
+	Source listen_source{Source::listener};
+	Source timer_source{Source::timer};
+	gpuslot_core core{};
+	gpuslot_budget budget{};
+	gpuslot_partitions parts{};
+	Conn *holder[GPUSLOT_MAX_SLOTS] = {};
+	unsigned int max_hold_ms = GPUSLOT_DEFAULT_MAX_HOLD_MS;
+	unsigned int boost_priority = GPUSLOT_DEFAULT_BOOST_PRIORITY;
+	gpuslot_stats stats{};
+	// Timed waits, earliest first: slots and queue reservations.
+	std::multimap<uint64_t, Conn *> deadlines;
+	std::multimap<uint64_t, Conn *> hqd_deadlines;
+	// Boosted holds, by when they reach max_hold_ms.
+	std::multimap<uint64_t, Conn *> hold_deadlines;
+	std::string pci_bus_id; // DDDD:BB:DD.F, or empty while unknown
+};
+
+} // namespace gpuslot
