@@ -3,9 +3,8 @@
 // each GPU's layout as on the device and serves the lock itself
 // (LockServer), one socket per GPU domain.
 //
-// Not yet on this transport: re-planning on an admin's k (an admin's
-// SET_K/SET_LAYOUT over the socket does take effect), reload, the queue
-// audit, gpuslotctl status, and max_hold_ms.
+// Not yet on this transport: re-planning on an admin's k (an admin's k or
+// partitions over the socket do take effect), reload, and the queue audit.
 #pragma once
 
 #include <filesystem>

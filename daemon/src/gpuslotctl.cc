@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -41,7 +42,7 @@ const char kUsage[] =
 	"  lint [--domain N] [MASK...]  what is wrong with CU masks (one per slot, in\n"
 	"                               slot order), or with the module's partitions\n"
 	"                               when no mask is given\n"
-	"  set-k K [--domain N]         set k through sysfs (root); the partitions\n"
+	"  set-k K [--domain N]         set k (root); the partitions\n"
 	"                               become the whole GPU until gpuslotd re-plans\n"
 	"  set-partitions MASK... [--domain N] [--force]\n"
 	"                               set every slot's partition (hex CU mask or\n"
@@ -57,7 +58,12 @@ const char kUsage[] =
 	"                     --sizes)\n"
 	"  --topology PATH    KFD topology root (with nodes/) or one node directory\n"
 	"                     (default /sys/class/kfd/kfd/topology)\n"
+	"  --transport T      where the lock is: device (the module's sysfs),\n"
+	"                     socket (gpuslotd's sockets), or auto (default): the\n"
+	"                     module's sysfs when it exists, else the sockets\n"
 	"  --sysfs-root PATH  the module's sysfs (default /sys/kernel/gpuslot)\n"
+	"  --socket-dir PATH  gpuslotd's sockets (default /run/gpuslot, or\n"
+	"                     $GPUSLOT_SOCKET_DIR)\n"
 	"  --state-dir PATH   where gpuslotd writes audit.json (default /run/gpuslot)\n"
 	"  --dri PATH         render nodes for libdrm's CU bitmap (default /dev/dri)\n"
 	"  --kernel RELEASE   the kernel whose CU-mask walk applies (default: this\n"
@@ -85,6 +91,10 @@ struct Options {
 	std::vector<std::string> args;
 	std::string topology = "/sys/class/kfd/kfd/topology";
 	std::string sysfs = "/sys/kernel/gpuslot";
+	std::string transport = "auto";
+	std::string socket_dir = getenv("GPUSLOT_SOCKET_DIR") && *getenv("GPUSLOT_SOCKET_DIR")
+					 ? getenv("GPUSLOT_SOCKET_DIR")
+					 : "/run/gpuslot";
 	std::string state_dir = "/run/gpuslot";
 	std::string dri = "/dev/dri";
 	std::string kernel, sizes;
@@ -120,6 +130,8 @@ int parse_options(int argc, char **argv, Options *o)
 	static const option opts[] = {
 		{"topology", required_argument, nullptr, 't'},
 		{"sysfs-root", required_argument, nullptr, 'S'},
+		{"transport", required_argument, nullptr, 'T'},
+		{"socket-dir", required_argument, nullptr, 'L'},
 		{"state-dir", required_argument, nullptr, 'D'},
 		{"dri", required_argument, nullptr, 'r'},
 		{"kernel", required_argument, nullptr, 'K'},
@@ -140,6 +152,14 @@ int parse_options(int argc, char **argv, Options *o)
 		switch (c) {
 		case 't': o->topology = optarg; break;
 		case 'S': o->sysfs = optarg; break;
+		case 'L': o->socket_dir = optarg; break;
+		case 'T':
+			o->transport = optarg;
+			if (o->transport != "device" && o->transport != "socket" &&
+			    o->transport != "auto")
+				return usage_error("--transport '" + o->transport +
+						   "': use device, socket or auto");
+			break;
 		case 'D': o->state_dir = optarg; break;
 		case 'r': o->dri = optarg; break;
 		case 'K':
@@ -303,13 +323,40 @@ bool gpu_of_domain(const Options &o, unsigned int domain, gpuslot::GpuNode *gpu,
 	return true;
 }
 
+// Where the domains' attributes are: the module's sysfs, or gpuslotd's
+// sockets (auto: the sysfs when the module made it, else the sockets when
+// gpuslotd serves any).
+gpuslot::DomainAttrs domain_attrs(const Options &o)
+{
+	auto module = gpuslot::DomainAttrs::module(o.sysfs);
+	auto socket = gpuslot::DomainAttrs::socket(o.socket_dir);
+	if (o.transport == "auto") {
+		std::error_code ec;
+		return std::filesystem::exists(o.sysfs, ec) || socket.domains().empty() ? module
+											 : socket;
+	}
+	return o.transport == "socket" ? socket : module;
+}
+
+// "the module's sysfs /sys/kernel/gpuslot" or "gpuslotd's socket ...".
+std::string transport_name(const gpuslot::DomainAttrs &a)
+{
+	return (a.on_socket() ? "gpuslotd's sockets in " : "the module's sysfs ") +
+	       a.where().string();
+}
+
 int status(const Options &o)
 {
 	if (!o.args.empty())
 		return usage_error("unexpected argument '" + o.args[0] + "'");
-	auto domains = gpuslot::list_domains(o.sysfs);
+	const auto attrs = domain_attrs(o);
+	auto domains = attrs.domains();
 	if (domains.empty())
-		return fail(o.sysfs + ": no gpuslot domains (is the module loaded?)");
+		return fail(attrs.where().string() +
+			    (attrs.on_socket() ? ": no gpuslot domains (does gpuslotd serve the socket "
+						 "transport?)"
+					       : ": no gpuslot domains (is the module loaded, or does "
+						 "gpuslotd serve the socket transport?)"));
 	auto topo = gpuslot::read_topology(o.topology);
 	std::vector<gpuslot::AuditEntry> over;
 	bool audited = false;
@@ -324,7 +371,7 @@ int status(const Options &o)
 			continue;
 		gpuslot::StatusGpu g;
 		std::string err;
-		if (!gpuslot::read_domain_state(o.sysfs, d, &g.state, &err))
+		if (!gpuslot::read_domain_state(attrs, d, &g.state, &err))
 			return fail(err);
 		if (topo.error.empty() && d < topo.gpus.size()) {
 			g.has_gpu = true;
@@ -340,9 +387,11 @@ int status(const Options &o)
 		gpus.push_back(std::move(g));
 	}
 	if (gpus.empty())
-		return fail("no domain " + std::to_string(o.domain) + " under " + o.sysfs);
+		return fail("no domain " + std::to_string(o.domain) + " in " + transport_name(attrs));
 	std::fputs((o.json ? gpuslot::status_json(gpus) : gpuslot::status_text(gpus)).c_str(),
 		   stdout);
+	if (!o.json)
+		std::printf("(read from %s)\n", transport_name(attrs).c_str());
 	return 0;
 }
 
@@ -426,7 +475,7 @@ int lint(const Options &o)
 			return usage_error(err);
 	} else {
 		gpuslot::DomainState s;
-		if (!gpuslot::read_domain_state(o.sysfs, domain, &s, &err))
+		if (!gpuslot::read_domain_state(domain_attrs(o), domain, &s, &err))
 			return fail(err);
 		for (size_t slot = 0; slot < s.partitions.size(); slot++)
 			if (!gpuslot::partition_is_whole(s.partitions[slot]))
@@ -450,12 +499,12 @@ int set_k(const Options &o)
 	    !whole_number(o.args[0].c_str(), 1, GPUSLOT_MAX_SLOTS, &k))
 		return usage_error("set-k takes one k, a whole number from 1 to 64");
 	const unsigned int domain = o.domain < 0 ? 0 : unsigned(o.domain);
-	if (int e = gpuslot::write_domain_file(o.sysfs, domain, "k", std::to_string(k)))
-		return fail((gpuslot::domain_dir(o.sysfs, domain) / "k").string() +
-			    ": " + strerror(e) +
+	const auto attrs = domain_attrs(o);
+	if (int e = attrs.write(domain, "k", std::to_string(k)))
+		return fail(attrs.name(domain, "k") + ": " + strerror(e) +
 			    (e == EACCES || e == EPERM ? " (root only)" : ""));
-	std::printf("gpu%u: k %lu; every slot runs on the whole GPU until gpuslotd "
-		    "re-plans the partitions\n", domain, k);
+	std::printf("gpu%u: k %lu through %s; every slot runs on the whole GPU until "
+		    "gpuslotd re-plans the partitions\n", domain, k, transport_name(attrs).c_str());
 	return 0;
 }
 
@@ -465,7 +514,8 @@ int set_partitions(const Options &o)
 	const std::string name = "gpu" + std::to_string(domain);
 	gpuslot::DomainState s;
 	std::string err;
-	if (!gpuslot::read_domain_state(o.sysfs, domain, &s, &err))
+	const auto attrs = domain_attrs(o);
+	if (!gpuslot::read_domain_state(attrs, domain, &s, &err))
 		return fail(err);
 	if (s.unit_kind == GPUSLOT_UNIT_NONE)
 		return fail(name + " has no unit kind yet: gpuslotd sets it with its "
@@ -494,19 +544,18 @@ int set_partitions(const Options &o)
 	std::string text;
 	for (size_t slot = 0; slot < o.args.size(); slot++)
 		text += std::to_string(slot) + " " + o.args[slot] + "\n";
-	if (int e = gpuslot::write_domain_file(o.sysfs, domain, "partitions", text))
-		return fail((gpuslot::domain_dir(o.sysfs, domain) / "partitions").string() +
-			    ": " + strerror(e) +
+	if (int e = attrs.write(domain, "partitions", text))
+		return fail(attrs.name(domain, "partitions") + ": " + strerror(e) +
 			    (e == EINVAL ? " (partitions must be disjoint, non-zero and "
-					   "within the GPU's " + std::to_string(s.nr_units) +
-					   " units; the kernel log names the line)"
+					   "within the GPU's " + std::to_string(s.nr_units) + " units" +
+					   (attrs.on_socket() ? ")" : "; the kernel log names the line)")
 			     : e == EACCES || e == EPERM ? " (root only)"
 			     : e == EAGAIN ? " (the layout changed meanwhile; try again)"
 					   : ""));
 	gpuslot::DomainState after;
-	if (gpuslot::read_domain_state(o.sysfs, domain, &after, &err))
-		std::printf("%s: partitions set, generation %llu\n", name.c_str(),
-			    (unsigned long long)after.generation);
+	if (gpuslot::read_domain_state(attrs, domain, &after, &err))
+		std::printf("%s: partitions set through %s, generation %llu\n", name.c_str(),
+			    transport_name(attrs).c_str(), (unsigned long long)after.generation);
 	return 0;
 }
 

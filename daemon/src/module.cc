@@ -278,16 +278,15 @@ std::optional<HoldBoost> hold_boost(const std::string &w)
 
 class Reader {
 public:
-	Reader(fs::path dir, std::string *error) : dir_(std::move(dir)), error_(error) {}
+	Reader(const DomainAttrs &attrs, unsigned int domain, std::string *error)
+		: attrs_(attrs), domain_(domain), error_(error)
+	{
+	}
 
 	bool text(const char *attr, std::string *out)
 	{
-		std::ifstream in(dir_ / attr);
-		if (!in)
-			return fail(attr, 0, "cannot be read");
-		std::ostringstream s;
-		s << in.rdbuf();
-		*out = s.str();
+		if (int err = attrs_.read(domain_, attr, out))
+			return fail(attr, 0, std::string("cannot be read: ") + strerror(err));
 		return true;
 	}
 
@@ -319,13 +318,14 @@ public:
 
 	bool fail(const char *attr, unsigned int line, const std::string &what)
 	{
-		*error_ = (dir_ / attr).string() +
+		*error_ = attrs_.name(domain_, attr) +
 			  (line ? ":" + std::to_string(line) : "") + ": " + what;
 		return false;
 	}
 
 private:
-	fs::path dir_;
+	const DomainAttrs &attrs_;
+	unsigned int domain_;
 	std::string *error_;
 };
 
@@ -334,9 +334,15 @@ private:
 bool read_domain_state(const fs::path &root, unsigned int domain,
 		       DomainState *out, std::string *error)
 {
+	return read_domain_state(DomainAttrs::module(root), domain, out, error);
+}
+
+bool read_domain_state(const DomainAttrs &attrs, unsigned int domain, DomainState *out,
+		       std::string *error)
+{
 	DomainState s;
 	s.domain = domain;
-	Reader r(domain_dir(root, domain), error);
+	Reader r(attrs, domain, error);
 	if (!r.value("k", &s.k) || !r.value("generation", &s.generation) ||
 	    !r.value("boost_priority", &s.boost_priority) ||
 	    !r.value("max_hold_ms", &s.max_hold_ms) ||

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "domain_attrs.hpp"
+
 namespace gpuslot {
 
 // k, the partitions and the queue budget of one domain.
@@ -114,6 +116,9 @@ std::vector<unsigned int> list_domains(const std::filesystem::path &root);
 // Reads and parses gpu<domain>/; an error names the file and the line.
 bool read_domain_state(const std::filesystem::path &root,
 		       unsigned int domain, DomainState *out,
+		       std::string *error);
+// The same on either transport.
+bool read_domain_state(const DomainAttrs &attrs, unsigned int domain, DomainState *out,
 		       std::string *error);
 std::filesystem::path domain_dir(const std::filesystem::path &root,
 				 unsigned int domain);

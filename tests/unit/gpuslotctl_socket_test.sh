@@ -1,0 +1,43 @@
+#!/bin/bash
+# gpuslotctl on the socket transport: gpuslotd serves the bundled Radeon VII
+# on sockets in a fresh directory (no module); status, set-k and
+# set-partitions go through them and say so.
+# Usage: gpuslotctl_socket_test.sh GPUSLOTD GPUSLOTCTL FIXTURE
+set -euo pipefail
+gpuslotd=$1 gpuslotctl=$2 fixture=$3
+dir=$(mktemp -d)
+trap 'kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; rm -rf "$dir"' EXIT
+"$gpuslotd" --transport socket --socket-dir "$dir" --state-dir "$dir" --topology "$fixture" \
+	--dri "" --config "$dir/none.conf" >"$dir/gpuslotd.log" 2>&1 &
+pid=$!
+for _ in $(seq 100); do [ -S "$dir/gpu0.sock" ] && break; sleep 0.05; done
+ctl() { "$gpuslotctl" "$@" --sysfs-root "$dir/no-sysfs" --socket-dir "$dir" \
+	--topology "$fixture" --dri "" --state-dir "$dir"; }
+expect() { # expect TEXT OUTPUT: OUTPUT contains TEXT
+	grep -qF -- "$1" <<<"$2" || { echo "expected '$1' in:"; echo "$2"; exit 1; }
+}
+
+out=$(ctl status)
+expect "k 1, generation" "$out"
+expect "(read from gpuslotd's sockets in $dir)" "$out"
+expect "A slot 0  60 CUs 0xfffffffffffffff    free" "$out"
+
+out=$(ctl set-k 2)
+expect "gpu0: k 2 through gpuslotd's sockets in $dir" "$out"
+expect "k 2, generation" "$(ctl status)"
+
+out=$(ctl set-partitions 0x333333333333333 0xccccccccccccccc)
+expect "partitions set through gpuslotd's sockets" "$out"
+out=$(ctl status --json)
+expect '"k": 2' "$out"
+expect "0xccccccccccccccc" "$out"
+
+# Bad input changes nothing, and says what was wrong.
+if ctl set-k 65 2>"$dir/err"; then echo "set-k 65 was taken"; exit 1; fi
+expect "set-k takes one k, a whole number from 1 to 64" "$(cat "$dir/err")"
+if ctl set-partitions 0x3 0x3 --force 2>"$dir/err"; then echo "overlap was taken"; exit 1; fi
+expect "gpu0.sock: partitions: Invalid argument (partitions must be disjoint" "$(cat "$dir/err")"
+expect "0xccccccccccccccc" "$(ctl status)"
+if ctl status --transport bogus 2>"$dir/err"; then echo "bogus transport was taken"; exit 1; fi
+expect "use device, socket or auto" "$(cat "$dir/err")"
+echo "gpuslotctl over the socket: ok"
