@@ -127,10 +127,20 @@ check-kernel-style: deps
 	@bash tests/check-kernel-style.sh $(KDIR) $(BUILD)
 
 # gpuslotd, six libgpuslot clients and gpuslotctl in the VM (tests/demo/).
+# TRANSPORT=socket: the same on this host's kernel, no VM and no module:
+# gpuslotd serves the lock on its socket transport (as root, sudo when not,
+# for the SCHED_FIFO boost the demo checks).
+ifeq ($(TRANSPORT),socket)
+demo: userspace
+	$$([ "$$(id -u)" -eq 0 ] || echo sudo) env GPUSLOT_DEMO_TRANSPORT=socket \
+		GPUSLOT_DEMO_BIN=$(BUILD)/tests/daemon GPUSLOT_DEMO_FIXTURES=$(CURDIR)/tests/fixtures \
+		$(BUILD)/tests/gpuslot_demo
+else
 demo: modules userspace
 	@mkdir -p $(BUILD)/demo
 	$(VM_FILES) RUN_VM_SUMMARY=0 bash tests/vm/run-vm.sh $(KIMAGE) kmod/gpuslot.ko \
 		$(BUILD)/tests/gpuslot_demo $(BUILD)/demo
+endif
 
 # The product build: no sanitizers, installed by `make install`.
 PREFIX ?= /usr/local

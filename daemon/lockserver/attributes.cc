@@ -282,7 +282,11 @@ int LockServer::attr_write(Conn &c, const std::string &name, const std::string &
 		return EACCES;
 	if (!admin(c))
 		return EPERM;
-	return store_attr(*c.domain, name, text);
+	if (int err = store_attr(*c.domain, name, text))
+		return err;
+	if (name == "k" || name == "partitions")
+		admin_changed(*c.domain);
+	return 0;
 }
 
 int LockServer::set_attr(unsigned int domain, const std::string &name, const std::string &text)

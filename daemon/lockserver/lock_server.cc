@@ -846,7 +846,16 @@ int LockServer::cmd_set_k(Conn &c, gpuslot_set_k &s)
 {
 	if (!admin(c))
 		return EPERM;
-	return set_k(*c.domain, s.k, &s.generation);
+	if (int err = set_k(*c.domain, s.k, &s.generation))
+		return err;
+	admin_changed(*c.domain);
+	return 0;
+}
+
+void LockServer::admin_changed(const Domain &d)
+{
+	if (admin_change_)
+		admin_change_(d.id);
 }
 
 int LockServer::set_k(Domain &d, unsigned int k, __u64 *generation)
@@ -1160,6 +1169,8 @@ void LockServer::on_message(Conn &c)
 		std::memcpy(parts.data(), data + usize, tail);
 		if ((err = set_layout(d.id, &l, parts.data())) && err != EAGAIN)
 			break;
+		if (!err)
+			admin_changed(d);
 		reply(c, c.request_seq, cmd, err, &l, out(l));
 		return;
 	}

@@ -36,6 +36,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -80,6 +81,13 @@ public:
 	int set_layout(unsigned int domain, gpuslot_layout *l, const gpuslot_partition *parts);
 	int get_layout(unsigned int domain, gpuslot_layout *l,
 		       std::vector<gpuslot_partition> *parts) const;
+	// Called on the server's thread after a client (an admin) changed a
+	// domain's k or partitions, as gpuslotd watches sysfs on the device:
+	// it may re-plan with set_layout().
+	void on_admin_change(std::function<void(unsigned int domain)> f)
+	{
+		admin_change_ = std::move(f);
+	}
 	// Write attribute @name of @domain as an admin would (pci_bus_id,
 	// k, ...; see attributes.cc). Before run(), or on its thread. 0 or a
 	// positive errno.
@@ -129,7 +137,10 @@ private:
 	void on_attr(Conn &c, uint32_t cmd, const char *data, size_t size);
 	bool admin(const Conn &c) const;
 
+	void admin_changed(const Domain &d);
+
 	LockServerOptions options_;
+	std::function<void(unsigned int)> admin_change_;
 	bool boost_ = false; // CAP_SYS_NICE: holders are boosted
 	int epoll_fd_ = -1;
 	int stop_fd_ = -1;

@@ -6,6 +6,7 @@
 #include <syslog.h>
 #include <systemd/sd-daemon.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -66,37 +67,47 @@ int serve_socket_transport(const DaemonOptions &daemon, const SocketServeOptions
 		return 1;
 	}
 	const std::string kernel = daemon.kernel.empty() ? running_kernel_release() : daemon.kernel;
-	for (size_t i = 0; i < gpus; i++) {
+	// GPU @i's layout for @k slots, planned as on the device, into the lock.
+	auto apply = [&](size_t i, unsigned int k, unsigned int hqd, std::vector<std::string> *notes,
+			 gpuslot_layout *l, std::string *why) {
 		const GpuSettings s = config.for_gpu(unsigned(i));
-		const std::string name = "gpu" + std::to_string(i);
 		ModuleLayout layout;
-		std::vector<std::string> notes;
-		const unsigned int k = s.k_or(1);
-		const unsigned int hqd = s.hqd_limit.value_or(nv.gpus.empty()
-								  ? topo.gpus[i].num_cp_queues
-								  : GPUSLOT_DEFAULT_HQD_LIMIT);
 		const bool ok = nv.gpus.empty()
 					? plan_layout(topo.gpus[i], uniform_shape(topo.gpus[i]),
 						      choose_algorithm(topo.gpus[i].gfx, kernel, "",
 								       s.mask_algorithm)
 							      .algorithm,
-						      k, s.sizes, hqd, &layout, &notes, &error)
-					: plan_nv_layout(nv.gpus[i], k, s.sizes, hqd, &layout, &notes,
-							 &error);
+						      k, s.sizes, hqd, &layout, notes, why)
+					: plan_nv_layout(nv.gpus[i], k, s.sizes, hqd, &layout, notes,
+							 why);
 		if (!ok) {
-			log(LOG_ERR, name + ": cannot plan k = " + std::to_string(k) + ": " + error);
-			return 1;
+			*why = "cannot plan k = " + std::to_string(k) + ": " + *why;
+			return false;
 		}
-		gpuslot_layout l{};
-		l.size = sizeof(l);
-		l.k = layout.k;
-		l.unit_kind = layout.unit_kind;
-		l.unit_size = layout.unit_size;
-		l.nr_units = layout.nr_units;
-		l.hqd_limit = layout.hqd_limit;
-		l.nr_partitions = uint32_t(layout.partitions.size());
-		if (int err = server.set_layout(unsigned(i), &l, layout.partitions.data())) {
-			log(LOG_ERR, name + ": the lock refused the layout: " + strerror(err));
+		*l = {};
+		l->size = sizeof(*l);
+		l->k = layout.k;
+		l->unit_kind = layout.unit_kind;
+		l->unit_size = layout.unit_size;
+		l->nr_units = layout.nr_units;
+		l->hqd_limit = layout.hqd_limit;
+		l->nr_partitions = uint32_t(layout.partitions.size());
+		if (int err = server.set_layout(unsigned(i), l, layout.partitions.data())) {
+			*why = std::string("the lock refused the layout: ") + strerror(err);
+			return false;
+		}
+		return true;
+	};
+	for (size_t i = 0; i < gpus; i++) {
+		const GpuSettings s = config.for_gpu(unsigned(i));
+		const std::string name = "gpu" + std::to_string(i);
+		std::vector<std::string> notes;
+		const unsigned int hqd = s.hqd_limit.value_or(nv.gpus.empty()
+								  ? topo.gpus[i].num_cp_queues
+								  : GPUSLOT_DEFAULT_HQD_LIMIT);
+		gpuslot_layout l;
+		if (!apply(i, s.k_or(1), hqd, &notes, &l, &error)) {
+			log(LOG_ERR, name + ": " + error);
 			return 1;
 		}
 		// Clients find their GPU by it, as on the device.
@@ -115,6 +126,35 @@ int serve_socket_transport(const DaemonOptions &daemon, const SocketServeOptions
 		for (const auto &n : notes)
 			log(LOG_INFO, name + ": note: " + n);
 	}
+	// An admin's k resets the partitions: plan them for the new k, as
+	// gpuslotd does on the device. An admin's partitions are kept.
+	server.on_admin_change([&](unsigned int i) {
+		const std::string name = "gpu" + std::to_string(i);
+		gpuslot_layout now{};
+		now.nr_partitions = GPUSLOT_MAX_SLOTS;
+		std::vector<gpuslot_partition> parts;
+		server.get_layout(i, &now, &parts);
+		const bool whole = std::all_of(parts.begin(), parts.end(), [](const auto &p) {
+			return std::all_of(std::begin(p.units), std::end(p.units),
+					   [](uint64_t w) { return !w; });
+		});
+		if (!whole) {
+			log(LOG_INFO, name + ": partitions set outside gpuslotd (generation " +
+					      std::to_string(now.generation) + "); keeping them");
+			return;
+		}
+		std::vector<std::string> notes;
+		gpuslot_layout l;
+		std::string why;
+		if (!apply(i, now.k, 0, &notes, &l, &why))
+			log(LOG_ERR, name + ": k " + std::to_string(now.k) +
+					     " written outside gpuslotd: " + why +
+					     "; every slot keeps the whole GPU");
+		else
+			log(LOG_INFO, name + ": k " + std::to_string(now.k) +
+					      " written outside gpuslotd: re-planned, generation " +
+					      std::to_string(l.generation));
+	});
 
 	running = &server;
 	struct sigaction sa = {};

@@ -3,8 +3,9 @@
 // each GPU's layout as on the device and serves the lock itself
 // (LockServer), one socket per GPU domain.
 //
-// Not yet on this transport: re-planning on an admin's k (an admin's k or
-// partitions over the socket do take effect), reload, and the queue audit.
+// An admin's k over the socket is re-planned as on the device; an admin's
+// partitions are kept. Not yet on this transport: reload, and the queue
+// audit.
 #pragma once
 
 #include <filesystem>

@@ -12,6 +12,12 @@
 // it holds a slot (the slot moves on). It prints `gpuslotctl status` as it
 // goes and a table per client at the end, and exits 0 only if every
 // invariant it checks held.
+//
+// With GPUSLOT_DEMO_TRANSPORT=socket (`make demo TRANSPORT=socket`) it runs
+// on the host instead, without the module: gpuslotd serves the lock on its
+// socket transport, and the demo reads the same attributes through it.
+// GPUSLOT_DEMO_BIN and GPUSLOT_DEMO_FIXTURES say where the programs and
+// the topology are there.
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
@@ -31,19 +37,30 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "gpuslot.h"
+#include "lock_file.hpp"
 
 namespace {
 
-const char kTopology[] = "/fixtures/kfd/radeon-vii-gfx906";
-const char kConfig[] = "/tmp/gpuslotd.conf";
-const char kNotify[] = "/tmp/gpuslotd-notify.sock";
-const char kSysfs[] = "/sys/kernel/gpuslot/gpu0";
+// Where things are: in the VM (the defaults), or on the host.
+struct Place {
+	bool socket = false;	// gpuslotd's socket transport, not the module
+	std::string bin = "/bin";	// gpuslotd and gpuslotctl
+	std::string topology = "/fixtures/kfd/radeon-vii-gfx906";
+	std::string run = "/tmp";	// config, logs, sockets, state
+} place;
+
+std::string env_or(const char *name, const std::string &fallback)
+{
+	const char *v = getenv(name);
+	return v && *v ? v : fallback;
+}
 
 constexpr int kSamples = 8192;
 // perception has slot 0, the large partition, to itself; the rest share
@@ -103,11 +120,32 @@ std::string run(const std::string &cmd)
 	return out;
 }
 
-// Per holder line of sysfs "holders": slot and pid.
+// Domain 0's attribute @name: from sysfs, or over gpuslotd's socket.
+std::string attr(const std::string &name)
+{
+	if (!place.socket)
+		return read_file("/sys/kernel/gpuslot/gpu0/" + name);
+	std::unique_ptr<gpuslot::LockFile> f;
+	std::string error, text;
+	if (gpuslot::open_lock_file(gpuslot::Transport::socket, place.run + "/sockets", 0, &f,
+				    &error) ||
+	    f->read_attr(name, &text))
+		return "";
+	return text;
+}
+
+// gpuslotctl with the options that point it at this demo's gpuslotd.
+std::string gpuslotctl(const std::string &args)
+{
+	return run(place.bin + "/gpuslotctl " + args +
+		   (place.socket ? " --transport socket --socket-dir " + place.run + "/sockets" : ""));
+}
+
+// Per holder line of "holders": slot and pid.
 std::vector<std::pair<int, int>> holders()
 {
 	std::vector<std::pair<int, int>> out;
-	std::istringstream in(read_file(std::string(kSysfs) + "/holders"));
+	std::istringstream in(attr("holders"));
 	for (std::string line; std::getline(in, line);) {
 		int slot, pid;
 		if (sscanf(line.c_str(), "%d %d", &slot, &pid) == 2)
@@ -184,8 +222,8 @@ void check(bool ok, const std::string &what)
 void snapshot(const char *when, uint64_t start)
 {
 	printf("\n=== %.1f s: %s ===\n$ gpuslotctl status\n%s", (now_ns() - start) / 1e9, when,
-	       run(std::string("/bin/gpuslotctl status --topology ") + kTopology +
-		   " --dri '' --state-dir /tmp/gpuslot-run")
+	       gpuslotctl("status --topology " + place.topology + " --dri '' --state-dir " +
+			  place.run + "/gpuslot-run")
 		       .c_str());
 	fflush(stdout);
 }
@@ -193,7 +231,7 @@ void snapshot(const char *when, uint64_t start)
 std::vector<int> partition_sizes()
 {
 	std::vector<int> out;
-	std::istringstream in(read_file(std::string(kSysfs) + "/partitions"));
+	std::istringstream in(attr("partitions"));
 	for (std::string line; std::getline(in, line);) {
 		char mask[300];
 		int slot;
@@ -211,29 +249,54 @@ int main()
 {
 	setvbuf(stdout, nullptr, _IOLBF, 0);
 	const uint64_t start = now_ns();
+	place.socket = env_or("GPUSLOT_DEMO_TRANSPORT", "device") == "socket";
+	if (place.socket) {
+		char dir[] = "/tmp/gpuslot-demo.XXXXXX";
+		if (!mkdtemp(dir)) {
+			perror("demo: mkdtemp");
+			return 1;
+		}
+		place.run = dir;
+		place.bin = env_or("GPUSLOT_DEMO_BIN", place.bin);
+		place.topology = env_or("GPUSLOT_DEMO_FIXTURES", "/fixtures") +
+				 "/kfd/radeon-vii-gfx906";
+		// The clients' libgpuslot finds the sockets here.
+		setenv("GPUSLOT_TRANSPORT", "socket", 1);
+		setenv("GPUSLOT_SOCKET_DIR", (place.run + "/sockets").c_str(), 1);
+	}
 	printf("demo: gpuslot on a Radeon VII (60 CUs, 4 SEs x 15), six clients, "
-	       "k = 4 then 2\n");
+	       "k = 4 then 2, %s\n",
+	       place.socket ? "on gpuslotd's socket transport (no module)"
+			    : "on the module's /dev/gpuslot");
 
 	// gpuslotd, as systemd would run it.
-	std::ofstream(kConfig) << "[daemon]\naudit_interval_ms = 500\n"
-				  "[default]\nk = 4\nsizes = 30,10,10,10\nboost_priority = 50\n";
-	mkdir("/tmp/kfd-proc", 0755);
+	const std::string config = place.run + "/gpuslotd.conf";
+	const std::string notify_path = place.run + "/gpuslotd-notify.sock";
+	const std::string log_path = place.run + "/gpuslotd.log";
+	const std::string kfd_proc = place.run + "/kfd-proc";
+	std::ofstream(config) << "[daemon]\naudit_interval_ms = 500\n"
+				 "[default]\nk = 4\nsizes = 30,10,10,10\nboost_priority = 50\n";
+	mkdir(kfd_proc.c_str(), 0755);
 	int notify = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	sockaddr_un a{};
 	a.sun_family = AF_UNIX;
-	strcpy(a.sun_path, kNotify);
+	strcpy(a.sun_path, notify_path.c_str());
 	if (notify < 0 || bind(notify, reinterpret_cast<sockaddr *>(&a), sizeof(a))) {
 		perror("demo: notify socket");
 		return 1;
 	}
 	pid_t daemon = fork();
 	if (daemon == 0) {
-		int fd = open("/tmp/gpuslotd.log", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
 		dup2(fd, 2);
-		setenv("NOTIFY_SOCKET", kNotify, 1);
-		execl("/bin/gpuslotd", "gpuslotd", "--config", kConfig, "--topology", kTopology,
-		      "--dri", "", "--state-dir", "/tmp/gpuslot-run", "--kfd-proc",
-		      "/tmp/kfd-proc", nullptr);
+		setenv("NOTIFY_SOCKET", notify_path.c_str(), 1);
+		const std::string gpuslotd = place.bin + "/gpuslotd";
+		const std::string state = place.run + "/gpuslot-run";
+		const std::string sockets = place.run + "/sockets";
+		execl(gpuslotd.c_str(), "gpuslotd", "--config", config.c_str(), "--topology",
+		      place.topology.c_str(), "--dri", "", "--state-dir", state.c_str(), "--kfd-proc",
+		      kfd_proc.c_str(), "--transport", place.socket ? "socket" : "device",
+		      "--socket-dir", sockets.c_str(), nullptr);
 		_exit(127);
 	}
 	bool ready = false;
@@ -245,7 +308,7 @@ int main()
 	}
 	check(ready, "gpuslotd started and sent READY=1");
 	if (!ready) {
-		printf("%s", read_file("/tmp/gpuslotd.log").c_str());
+		printf("%s", read_file(log_path).c_str());
 		return 1;
 	}
 	check(partition_sizes() == std::vector<int>{30, 10, 10, 10},
@@ -308,7 +371,7 @@ int main()
 
 	// An admin halves k; gpuslotd re-plans.
 	printf("\n=== %.1f s: an admin writes k = 2 ===\n$ gpuslotctl set-k 2\n%s",
-	       (now_ns() - start) / 1e9, run("/bin/gpuslotctl set-k 2").c_str());
+	       (now_ns() - start) / 1e9, gpuslotctl("set-k 2").c_str());
 	uint64_t t_k = now_ns();
 	bool replanned = false;
 	while (!replanned && now_ns() - t_k < 10000000000ULL) {
@@ -393,7 +456,7 @@ int main()
 	}
 	printf("\n");
 	check(samples > 100 && max_holders <= 4 && !duplicate,
-	      std::to_string(samples) + " samples of sysfs holders: never more than k = 4 "
+	      std::to_string(samples) + " samples of the holders table: never more than k = 4 "
 				      "holders (most seen " + std::to_string(max_holders) +
 		      "), never one slot twice");
 	check(!retired_after_shrink, "after k = 2 no slot at or past 2 was held");
@@ -406,7 +469,7 @@ int main()
 	check(busy, "every client got jobs done");
 	check(rebuilt, "every surviving client saw a new generation after k = 2 and "
 		       "libgpuslot rebuilt its streams");
-	printf("\ngpuslotd's log:\n%s\n", read_file("/tmp/gpuslotd.log").c_str());
+	printf("\ngpuslotd's log:\n%s\n", read_file(log_path).c_str());
 	if (failures.empty()) {
 		printf("demo: every invariant held (%.1f s)\n", (now_ns() - start) / 1e9);
 		return 0;

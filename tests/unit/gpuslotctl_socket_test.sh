@@ -22,15 +22,21 @@ expect "k 1, generation" "$out"
 expect "(read from gpuslotd's sockets in $dir)" "$out"
 expect "A slot 0  60 CUs 0xfffffffffffffff    free" "$out"
 
+# An admin's k: gpuslotd re-plans it (two SE-packed halves), as on the device.
 out=$(ctl set-k 2)
 expect "gpu0: k 2 through gpuslotd's sockets in $dir" "$out"
-expect "k 2, generation" "$(ctl status)"
+out=$(ctl status)
+expect "k 2, generation" "$out"
+expect "A slot 0  30 CUs 0x333333333333333" "$out"
+expect "k 2 written outside gpuslotd: re-planned" "$(cat "$dir/gpuslotd.log")"
 
-out=$(ctl set-partitions 0x333333333333333 0xccccccccccccccc)
+# An admin's partitions are kept.
+out=$(ctl set-partitions 0xccccccccccccccc 0x333333333333333)
 expect "partitions set through gpuslotd's sockets" "$out"
 out=$(ctl status --json)
 expect '"k": 2' "$out"
-expect "0xccccccccccccccc" "$out"
+expect "A slot 0  30 CUs 0xccccccccccccccc" "$(ctl status)"
+expect "partitions set outside gpuslotd" "$(cat "$dir/gpuslotd.log")"
 
 # Bad input changes nothing, and says what was wrong.
 if ctl set-k 65 2>"$dir/err"; then echo "set-k 65 was taken"; exit 1; fi
