@@ -110,14 +110,16 @@ struct SchedAttr {
 };
 constexpr uint64_t kResetOnFork = 0x01; // SCHED_FLAG_RESET_ON_FORK
 
-// @tid is a thread of the process @pidfd stands for, now.
+// @tid is a thread of the process @pidfd stands for, now: the pidfd says
+// the process is the one that connected (its pid not reused), and
+// tgkill(pid, tid, 0) finds @tid only in that thread group (EPERM: found,
+// but not ours to signal). Two syscalls, no walk of /proc: this runs at
+// every boost and restore, on the handoff's path.
 bool thread_of(const task_struct *p)
 {
 	if (syscall(SYS_pidfd_send_signal, p->pidfd, 0, nullptr, 0))
 		return false;
-	const std::string task =
-		"/proc/" + std::to_string(p->pid) + "/task/" + std::to_string(p->tid);
-	return access(task.c_str(), F_OK) == 0;
+	return syscall(SYS_tgkill, p->pid, p->tid, 0) == 0 || errno == EPERM;
 }
 
 void task_get_attr(task_struct *p, gpuslot_sched_attr *a)
@@ -406,6 +408,10 @@ void LockServer::arm_timer(Domain &d)
 	for (const auto *m : {&d.hqd_deadlines, &d.hold_deadlines})
 		if (!m->empty() && (!next || m->begin()->first < next))
 			next = m->begin()->first;
+	// Most calls (every handoff) find nothing to change: no system call.
+	if (next == d.armed_ns)
+		return;
+	d.armed_ns = next;
 	itimerspec t{};
 	if (next) {
 		t.it_value.tv_sec = time_t(next / 1000000000);
@@ -571,6 +577,7 @@ void LockServer::on_timer(Domain &d)
 {
 	uint64_t ticks;
 	(void)!read(d.timer_fd, &ticks, sizeof(ticks));
+	d.armed_ns = 0; // it fired: one-shot, so disarmed
 	const uint64_t now = now_ns();
 	while (!d.deadlines.empty() && d.deadlines.begin()->first <= now) {
 		Conn &c = *d.deadlines.begin()->second;

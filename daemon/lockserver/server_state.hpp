@@ -98,6 +98,7 @@ struct LockServer::Domain {
 	// Timed waits, earliest first: slots and queue reservations.
 	std::multimap<uint64_t, Conn *> deadlines;
 	std::multimap<uint64_t, Conn *> hqd_deadlines;
+	uint64_t armed_ns = 0; // the timerfd's expiry (0: disarmed)
 	// Boosted holds, by when they reach max_hold_ms.
 	std::multimap<uint64_t, Conn *> hold_deadlines;
 	std::string pci_bus_id; // DDDD:BB:DD.F, or empty while unknown

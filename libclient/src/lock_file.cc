@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <linux/gpuslot.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -79,6 +80,19 @@ private:
 	unsigned int domain_;
 	std::string sysfs_root_;
 };
+
+// The calling thread's id, asked once per thread (it is a system call);
+// a forked child asks again (its one thread has an id of its own).
+thread_local int32_t cached_tid;
+
+int32_t this_thread_id()
+{
+	static std::once_flag atfork;
+	std::call_once(atfork, [] { pthread_atfork(nullptr, nullptr, [] { cached_tid = 0; }); });
+	if (!cached_tid)
+		cached_tid = int32_t(syscall(SYS_gettid));
+	return cached_tid;
+}
 
 // One connection to gpuslotd. Threads may share it as they share an open
 // file of the device: each request carries a sequence number that its
@@ -195,7 +209,7 @@ private:
 		h.magic = GPUSLOT_WIRE_MAGIC;
 		h.cmd = cmd;
 		h.size = uint32_t(msg->size() - sizeof(h));
-		h.tid = int32_t(syscall(SYS_gettid));
+		h.tid = this_thread_id();
 		h.seq = seq;
 		std::memcpy(msg->data(), &h, sizeof(h));
 		if (send(fd_, msg->data(), msg->size(), MSG_NOSIGNAL) < 0)
@@ -271,7 +285,7 @@ private:
 		m.h.magic = GPUSLOT_WIRE_MAGIC;
 		m.h.cmd = _IOC_NR(GPUSLOT_IOC_ACQUIRE_CANCEL);
 		m.h.size = sizeof(m.r);
-		m.h.tid = int32_t(syscall(SYS_gettid));
+		m.h.tid = this_thread_id();
 		m.h.seq = next_seq();
 		m.r.size = sizeof(m.r);
 		ignored_.insert(m.h.seq);
