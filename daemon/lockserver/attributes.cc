@@ -27,13 +27,6 @@ namespace {
 constexpr size_t kPage = GPUSLOT_WIRE_ATTR_MAX;
 constexpr size_t kLineMax = 128, kMoreMax = 32; // domain.h's table limits
 
-uint64_t monotonic_ns()
-{
-	timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return uint64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
-
 uint64_t since(uint64_t now, uint64_t start)
 {
 	return now > start ? now - start : 0;
@@ -195,7 +188,7 @@ int LockServer::attr_read(const Domain &d, const std::string &name, std::string 
 		table_end(&t, skipped);
 	} else if (name == "holders") {
 		static const char *const boost[] = {"unboosted", "boosted", "overrun"};
-		const uint64_t now = monotonic_ns();
+		const uint64_t now = now_ns();
 		unsigned int skipped = 0;
 		for (unsigned int slot = 0; slot < GPUSLOT_MAX_SLOTS; slot++) {
 			const Conn *c = d.holder[slot];
@@ -213,18 +206,16 @@ int LockServer::attr_read(const Domain &d, const std::string &name, std::string 
 		}
 		table_end(&t, skipped);
 	} else if (name == "waiters") {
-		const uint64_t now = monotonic_ns();
+		const uint64_t now = now_ns();
 		unsigned int shown = 0;
 		for (const ::list_head *n = d.core.waiters.next; n != &d.core.waiters; n = n->next) {
 			if (table_full(t))
 				break;
-			const auto *w = reinterpret_cast<const Conn::Waiter *>(
-				reinterpret_cast<const char *>(n) - offsetof(gpuslot_core_waiter, node) -
-				offsetof(Conn::Waiter, core));
-			const Conn &c = *w->conn;
+			const auto *cw = list_entry(n, gpuslot_core_waiter, node);
+			const Conn &c = waiting_conn(cw);
 			char allowed[24];
 			std::snprintf(allowed, sizeof(allowed), "0x%llx",
-				      static_cast<unsigned long long>(w->core.allowed));
+				      static_cast<unsigned long long>(cw->allowed));
 			t += std::to_string(c.acquire_pid) + " " + std::to_string(c.acquire_tid) +
 			     " " + task_name(c.acquire_pid, c.acquire_tid) + " " +
 			     std::to_string(since(now, c.start_ns)) + " " + allowed + "\n";

@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -41,18 +42,6 @@ struct task_struct {
 namespace gpuslot {
 
 namespace {
-
-uint64_t now_ns()
-{
-	timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return uint64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
-
-template <class T, class M> T *owner_of(M *member, size_t offset)
-{
-	return reinterpret_cast<T *>(reinterpret_cast<char *>(member) - offset);
-}
 
 // What the ioctl dispatcher checks of a struct's size (main.c).
 int take_struct(const char *data, uint32_t usize, void *out, size_t known, size_t ver0)
@@ -379,20 +368,21 @@ void LockServer::accept_on(Domain &d)
 void LockServer::reply(Conn &c, uint32_t seq, uint32_t cmd, int error, const void *data,
 		       size_t size, const void *tail, size_t tail_size)
 {
-	std::vector<char> msg(sizeof(gpuslot_wire) + size + tail_size);
 	gpuslot_wire h{};
 	h.magic = GPUSLOT_WIRE_MAGIC;
 	h.cmd = cmd;
 	h.error = error;
 	h.size = uint32_t(size + tail_size);
 	h.seq = seq;
-	std::memcpy(msg.data(), &h, sizeof(h));
-	if (size)
-		std::memcpy(msg.data() + sizeof(h), data, size);
-	if (tail_size)
-		std::memcpy(msg.data() + sizeof(h) + size, tail, tail_size);
+	// One message from its three parts, as they are.
+	iovec parts[] = {{&h, sizeof(h)},
+			 {const_cast<void *>(data), size},
+			 {const_cast<void *>(tail), tail_size}};
+	msghdr m{};
+	m.msg_iov = parts;
+	m.msg_iovlen = 3;
 	// A peer that cannot take a reply is gone or broken: it closes.
-	(void)!send(c.fd, msg.data(), msg.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+	(void)!sendmsg(c.fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
 	// A grant not yet completed keeps the connection readable, as it
 	// keeps the device's file readable: a thread's call may have read the
 	// announcement while waiting for its answer, so it comes again.
@@ -488,11 +478,9 @@ void LockServer::finish(Domain &d, ::list_head *done)
 {
 	for (::list_head *n = done->next; n != done;) {
 		::list_head *next = n->next;
-		auto *cw = owner_of<gpuslot_core_waiter>(n, offsetof(gpuslot_core_waiter, node));
-		Conn &c = *owner_of<Conn::Waiter>(cw, offsetof(Conn::Waiter, core))->conn;
-		n->prev->next = n->next;
-		n->next->prev = n->prev;
-		n->next = n->prev = n;
+		auto *cw = list_entry(n, gpuslot_core_waiter, node);
+		Conn &c = waiting_conn(cw);
+		list_del_init(n);
 		if (c.timed) {
 			d.deadlines.erase(c.deadline);
 			c.timed = false;
@@ -548,11 +536,9 @@ void LockServer::finish_budget(Domain &d, ::list_head *done)
 {
 	for (::list_head *n = done->next; n != done;) {
 		::list_head *next = n->next;
-		auto *bw = owner_of<gpuslot_budget_waiter>(n, offsetof(gpuslot_budget_waiter, node));
-		Conn &c = *owner_of<Conn::BudgetWaiter>(bw, offsetof(Conn::BudgetWaiter, b))->conn;
-		n->prev->next = n->next;
-		n->next->prev = n->prev;
-		n->next = n->prev = n;
+		auto *bw = list_entry(n, gpuslot_budget_waiter, node);
+		Conn &c = waiting_conn(bw);
+		list_del_init(n);
 		if (c.hqd_timed) {
 			d.hqd_deadlines.erase(c.hqd_deadline);
 			c.hqd_timed = false;
@@ -1019,22 +1005,31 @@ void LockServer::on_message(Conn &c)
 		return;
 	}
 	Domain &d = *c.domain;
-	bool later = false;
-	int err;
+	bool later = false, replied = false;
+	int err = 0;
 	auto out = [&](auto &s) { return std::min<size_t>(usize, sizeof(s)); };
+	// Most commands have one shape, the ioctl dispatcher's (kmod/main.c):
+	// the struct taken as the ioctl takes it, @execute on it, and the
+	// struct back, or the error, or (@later) the answer when it comes.
+	auto run = [&](auto st, size_t ver0, auto execute) {
+		if ((err = take_struct(data, usize, &st, sizeof(st), ver0)) || (err = execute(st)) ||
+		    later)
+			return;
+		reply(c, c.request_seq, cmd, 0, &st, out(st));
+		replied = true;
+	};
 	switch (cmd) {
-	case _IOC_NR(GPUSLOT_IOC_VERSION): {
-		gpuslot_version v;
-		if ((err = take_struct(data, usize, &v, sizeof(v), GPUSLOT_VERSION_SIZE_VER0)) ||
-		    (err = v.__reserved ? EINVAL : 0))
-			break;
-		v.api_version = GPUSLOT_API_VERSION;
-		v.nr_domains = unsigned(domains_.size());
-		v.features = GPUSLOT_FEATURE_LOCK | GPUSLOT_FEATURE_HQD | GPUSLOT_FEATURE_LAYOUT |
-			     GPUSLOT_FEATURE_ASYNC;
-		reply(c, c.request_seq, cmd, 0, &v, out(v));
-		return;
-	}
+	case _IOC_NR(GPUSLOT_IOC_VERSION):
+		run(gpuslot_version{}, GPUSLOT_VERSION_SIZE_VER0, [&](gpuslot_version &v) {
+			if (v.__reserved)
+				return EINVAL;
+			v.api_version = GPUSLOT_API_VERSION;
+			v.nr_domains = unsigned(domains_.size());
+			v.features = GPUSLOT_FEATURE_LOCK | GPUSLOT_FEATURE_HQD |
+				     GPUSLOT_FEATURE_LAYOUT | GPUSLOT_FEATURE_ASYNC;
+			return 0;
+		});
+		break;
 	case _IOC_NR(GPUSLOT_IOC_ATTACH): {
 		gpuslot_attach a;
 		if ((err = take_struct(data, usize, &a, sizeof(a), GPUSLOT_ATTACH_SIZE_VER0)))
@@ -1047,22 +1042,14 @@ void LockServer::on_message(Conn &c)
 			err = EBUSY;
 		break;
 	}
-	case _IOC_NR(GPUSLOT_IOC_ACQUIRE): {
-		gpuslot_acquire a;
-		if ((err = take_struct(data, usize, &a, sizeof(a), GPUSLOT_ACQUIRE_SIZE_VER0)) ||
-		    (err = cmd_acquire(c, a, usize, &later)) || later)
-			break;
-		reply(c, c.request_seq, cmd, 0, &a, out(a));
-		return;
-	}
-	case _IOC_NR(GPUSLOT_IOC_RELEASE): {
-		gpuslot_release r;
-		if ((err = take_struct(data, usize, &r, sizeof(r), GPUSLOT_RELEASE_SIZE_VER0)) ||
-		    (err = cmd_release(c, r)))
-			break;
-		reply(c, c.request_seq, cmd, 0, &r, out(r));
-		return;
-	}
+	case _IOC_NR(GPUSLOT_IOC_ACQUIRE):
+		run(gpuslot_acquire{}, GPUSLOT_ACQUIRE_SIZE_VER0,
+		    [&](gpuslot_acquire &a) { return cmd_acquire(c, a, usize, &later); });
+		break;
+	case _IOC_NR(GPUSLOT_IOC_RELEASE):
+		run(gpuslot_release{}, GPUSLOT_RELEASE_SIZE_VER0,
+		    [&](gpuslot_release &r) { return cmd_release(c, r); });
+		break;
 	case _IOC_NR(GPUSLOT_IOC_ACQUIRE_ASYNC): {
 		gpuslot_acquire a;
 		if ((err = take_struct(data, usize, &a, sizeof(a), GPUSLOT_ACQUIRE_SIZE_VER0)))
@@ -1077,74 +1064,49 @@ void LockServer::on_message(Conn &c)
 		}
 		break;
 	}
-	case _IOC_NR(GPUSLOT_IOC_ACQUIRE_COMPLETE): {
-		gpuslot_acquire a;
-		if ((err = take_struct(data, usize, &a, sizeof(a), GPUSLOT_ACQUIRE_SIZE_VER0)) ||
-		    (err = cmd_complete(c, a)))
-			break;
-		reply(c, c.request_seq, cmd, 0, &a, out(a));
-		return;
-	}
-	case _IOC_NR(GPUSLOT_IOC_ACQUIRE_CANCEL): {
-		gpuslot_release r;
-		if ((err = take_struct(data, usize, &r, sizeof(r), GPUSLOT_RELEASE_SIZE_VER0)) ||
-		    (err = cmd_cancel(c, r)))
-			break;
-		reply(c, c.request_seq, cmd, 0, &r, out(r));
-		return;
-	}
-	case _IOC_NR(GPUSLOT_IOC_SET_K): {
-		gpuslot_set_k s;
-		if ((err = take_struct(data, usize, &s, sizeof(s), GPUSLOT_SET_K_SIZE_VER0)) ||
-		    (err = cmd_set_k(c, s)))
-			break;
-		reply(c, c.request_seq, cmd, 0, &s, out(s));
-		return;
-	}
-	case _IOC_NR(GPUSLOT_IOC_DOMAIN_INFO): {
-		gpuslot_domain_info i;
-		if ((err = take_struct(data, usize, &i, sizeof(i), GPUSLOT_DOMAIN_INFO_SIZE_VER0)))
-			break;
-		i.domain = d.id;
-		i.k = d.core.k;
-		i.boost_priority = d.boost_priority; // 0 without CAP_SYS_NICE
-		i.nr_holders = unsigned(std::popcount(d.core.held));
-		i.nr_waiters = d.core.nr_waiters;
-		i.held_mask = d.core.held;
-		i.generation = d.core.generation;
-		i.hqd_limit = d.budget.limit;
-		i.hqd_used = d.budget.used;
-		reply(c, c.request_seq, cmd, 0, &i, out(i));
-		return;
-	}
-	case _IOC_NR(GPUSLOT_IOC_GET_STATS): {
-		gpuslot_stats s;
-		if ((err = take_struct(data, usize, &s, sizeof(s), GPUSLOT_STATS_SIZE_VER0)) ||
-		    (err = s.__reserved ? EINVAL : 0))
-			break;
-		s = d.stats;
-		s.size = usize;
-		reply(c, c.request_seq, cmd, 0, &s, out(s));
-		return;
-	}
-	case _IOC_NR(GPUSLOT_IOC_RESERVE_QUEUES): {
-		gpuslot_reserve_queues r;
-		if ((err = take_struct(data, usize, &r, sizeof(r),
-				       GPUSLOT_RESERVE_QUEUES_SIZE_VER0)) ||
-		    (err = cmd_reserve(c, r, usize, &later)) || later)
-			break;
-		reply(c, c.request_seq, cmd, 0, &r, out(r));
-		return;
-	}
-	case _IOC_NR(GPUSLOT_IOC_UNRESERVE_QUEUES): {
-		gpuslot_unreserve_queues u;
-		if ((err = take_struct(data, usize, &u, sizeof(u),
-				       GPUSLOT_UNRESERVE_QUEUES_SIZE_VER0)) ||
-		    (err = cmd_unreserve(c, u)))
-			break;
-		reply(c, c.request_seq, cmd, 0, &u, out(u));
-		return;
-	}
+	case _IOC_NR(GPUSLOT_IOC_ACQUIRE_COMPLETE):
+		run(gpuslot_acquire{}, GPUSLOT_ACQUIRE_SIZE_VER0,
+		    [&](gpuslot_acquire &a) { return cmd_complete(c, a); });
+		break;
+	case _IOC_NR(GPUSLOT_IOC_ACQUIRE_CANCEL):
+		run(gpuslot_release{}, GPUSLOT_RELEASE_SIZE_VER0,
+		    [&](gpuslot_release &r) { return cmd_cancel(c, r); });
+		break;
+	case _IOC_NR(GPUSLOT_IOC_SET_K):
+		run(gpuslot_set_k{}, GPUSLOT_SET_K_SIZE_VER0,
+		    [&](gpuslot_set_k &k) { return cmd_set_k(c, k); });
+		break;
+	case _IOC_NR(GPUSLOT_IOC_DOMAIN_INFO):
+		run(gpuslot_domain_info{}, GPUSLOT_DOMAIN_INFO_SIZE_VER0, [&](gpuslot_domain_info &i) {
+			i.domain = d.id;
+			i.k = d.core.k;
+			i.boost_priority = d.boost_priority; // 0 without CAP_SYS_NICE
+			i.nr_holders = unsigned(std::popcount(d.core.held));
+			i.nr_waiters = d.core.nr_waiters;
+			i.held_mask = d.core.held;
+			i.generation = d.core.generation;
+			i.hqd_limit = d.budget.limit;
+			i.hqd_used = d.budget.used;
+			return 0;
+		});
+		break;
+	case _IOC_NR(GPUSLOT_IOC_GET_STATS):
+		run(gpuslot_stats{}, GPUSLOT_STATS_SIZE_VER0, [&](gpuslot_stats &st) {
+			if (st.__reserved)
+				return EINVAL;
+			st = d.stats;
+			st.size = usize;
+			return 0;
+		});
+		break;
+	case _IOC_NR(GPUSLOT_IOC_RESERVE_QUEUES):
+		run(gpuslot_reserve_queues{}, GPUSLOT_RESERVE_QUEUES_SIZE_VER0,
+		    [&](gpuslot_reserve_queues &r) { return cmd_reserve(c, r, usize, &later); });
+		break;
+	case _IOC_NR(GPUSLOT_IOC_UNRESERVE_QUEUES):
+		run(gpuslot_unreserve_queues{}, GPUSLOT_UNRESERVE_QUEUES_SIZE_VER0,
+		    [&](gpuslot_unreserve_queues &u) { return cmd_unreserve(c, u); });
+		break;
 	case _IOC_NR(GPUSLOT_IOC_SET_LAYOUT):
 	case _IOC_NR(GPUSLOT_IOC_GET_LAYOUT): {
 		gpuslot_layout l;
@@ -1184,7 +1146,7 @@ void LockServer::on_message(Conn &c)
 	default:
 		err = ENOTTY;
 	}
-	if (!later)
+	if (!later && !replied)
 		reply(c, c.request_seq, cmd, err, nullptr, 0);
 }
 

@@ -7,7 +7,9 @@
 #pragma once
 
 #include <sys/types.h>
+#include <time.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -22,6 +24,14 @@ extern "C" {
 }
 
 namespace gpuslot {
+
+// CLOCK_MONOTONIC in ns: the clock of waits, holds and deadlines.
+inline uint64_t now_ns()
+{
+	timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return uint64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
 
 struct LockServer::Source {
 	enum Kind { listener, connection, timer, stopper } kind;
@@ -103,5 +113,20 @@ struct LockServer::Domain {
 	std::multimap<uint64_t, Conn *> hold_deadlines;
 	std::string pci_bus_id; // DDDD:BB:DD.F, or empty while unknown
 };
+
+// The connection whose lock-core waiter, or queue-budget waiter, @w is.
+inline LockServer::Conn &waiting_conn(const gpuslot_core_waiter *w)
+{
+	return *reinterpret_cast<const LockServer::Conn::Waiter *>(
+			reinterpret_cast<const char *>(w) - offsetof(LockServer::Conn::Waiter, core))
+			->conn;
+}
+
+inline LockServer::Conn &waiting_conn(const gpuslot_budget_waiter *w)
+{
+	return *reinterpret_cast<const LockServer::Conn::BudgetWaiter *>(
+			reinterpret_cast<const char *>(w) - offsetof(LockServer::Conn::BudgetWaiter, b))
+			->conn;
+}
 
 } // namespace gpuslot

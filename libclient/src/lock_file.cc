@@ -230,8 +230,7 @@ private:
 			// Read one message for whoever waits for it.
 			reading_ = true;
 			guard.unlock();
-			std::vector<char> in(sizeof(gpuslot_wire) + GPUSLOT_MAX_STRUCT_SIZE +
-					     GPUSLOT_MAX_SLOTS * sizeof(gpuslot_partition));
+			std::vector<char> &in = in_; // the reader's alone
 			ssize_t n = recv(fd_, in.data(), in.size(), 0);
 			const int err = n < 0 ? errno : 0;
 			guard.lock();
@@ -263,8 +262,7 @@ private:
 			// Grants are announced for poll(); cancels answer nobody.
 			if (r.cmd == GPUSLOT_WIRE_GRANTED || ignored_.erase(r.seq))
 				continue;
-			in.resize(size_t(n));
-			replies_[r.seq] = std::move(in);
+			replies_[r.seq].assign(in.begin(), in.begin() + n);
 		}
 	}
 
@@ -299,6 +297,9 @@ private:
 	uint32_t seq_ = 0;
 	std::map<uint32_t, std::vector<char>> replies_; // by sequence number
 	std::set<uint32_t> ignored_;			 // our own cancels
+	// What the reader receives into, the largest message there is.
+	std::vector<char> in_ = std::vector<char>(sizeof(gpuslot_wire) + GPUSLOT_MAX_STRUCT_SIZE +
+						  GPUSLOT_MAX_SLOTS * sizeof(gpuslot_partition));
 };
 
 std::string socket_path(const std::string &dir, unsigned int domain)

@@ -349,17 +349,23 @@ int ProcessDomain::regrant(Lane *lane, uint64_t generation, std::string *error)
 	return 0;
 }
 
+int ProcessDomain::begin_acquire(uint64_t allowed, const void *owner, uint64_t *mask, Lane **lane,
+				 std::string *error)
+{
+	if (int err = reconnect(error))
+		return err;
+	if (int err = effective_mask(allowed, mask, error))
+		return err;
+	return take_lane(owner, lane, error);
+}
+
 int ProcessDomain::acquire(int64_t timeout_ns, uint64_t allowed, gpuslot_slot *slot,
 			   const void *owner, std::string *error)
 {
 	const uint64_t deadline = timeout_ns > 0 ? now_ns() + uint64_t(timeout_ns) : 0;
-	if (int err = reconnect(error))
-		return err;
 	uint64_t mask;
-	if (int err = effective_mask(allowed, &mask, error))
-		return err;
 	Lane *lane;
-	if (int err = take_lane(owner, &lane, error))
+	if (int err = begin_acquire(allowed, owner, &mask, &lane, error))
 		return err;
 	for (;;) {
 		gpuslot_acquire a{};
@@ -444,13 +450,9 @@ int ProcessDomain::queue_async(Lane *lane, std::string *error)
 int ProcessDomain::start(uint64_t allowed, gpuslot_slot *slot, const void *owner,
 			 std::string *error)
 {
-	if (int err = reconnect(error))
-		return err;
 	uint64_t mask;
-	if (int err = effective_mask(allowed, &mask, error))
-		return err;
 	Lane *lane;
-	if (int err = take_lane(owner, &lane, error))
+	if (int err = begin_acquire(allowed, owner, &mask, &lane, error))
 		return err;
 	lane->allowed = mask;
 	if (int err = queue_async(lane, error)) {

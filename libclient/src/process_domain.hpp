@@ -101,6 +101,11 @@ private:
 	int lane_of(const gpuslot_slot *slot, LaneState from, Lane **lane, std::string *error);
 	// The allowed mask restricted to the slots with streams.
 	int effective_mask(uint64_t allowed, uint64_t *mask, std::string *error);
+	// What every acquire (sleeping or asynchronous) starts with: the
+	// connection back after a restart of gpuslotd, the slots it may take,
+	// and a lane.
+	int begin_acquire(uint64_t allowed, const void *owner, uint64_t *mask, Lane **lane,
+			  std::string *error);
 	// The grant of @slot_index in @generation on lane @index, if the
 	// current streams serve it: fills *slot, lane holding.
 	bool claim(Lane *lane, unsigned int slot_index, uint64_t generation, gpuslot_slot *slot);
