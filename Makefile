@@ -4,6 +4,9 @@
 #   make test-unit            userspace unit tests (ASan/UBSan)
 #   make test-vm              the VM suite alone; KERNEL=stock (default), rt,
 #                             6.12 or debug
+#   make test-python          the Python package's tests (pytest) on this host,
+#                             against a gpuslotd serving the socket transport
+#   make test-python-vm       the same against the module, in the VM
 #   make fuzz                 libFuzzer on the lock core for FUZZ_SECONDS (60)
 #   make bench                lock benchmarks in the VM, against the alternatives
 #   make bench-host           the same on this host's running kernel (root)
@@ -49,7 +52,8 @@ KDIR ?= /lib/modules/$(KVER)/build
 KIMAGE ?= /boot/vmlinuz-$(KVER)
 endif
 
-.PHONY: all deps modules debug-kernel userspace test test-unit test-vm fuzz \
+.PHONY: all deps modules debug-kernel userspace test test-unit test-vm test-socket \
+	test-python test-python-vm fuzz \
 	bench bench-host check-kernel-style demo clean release install uninstall \
 	deb test-system
 
@@ -96,6 +100,26 @@ test-socket: userspace
 		GPUSLOT_TEST_BIN_DIR=$(BUILD)/tests/libclient \
 		$(BUILD)/tests/gpuslot_vm_tests --gtest_color=no \
 		--gtest_filter='$(SOCKET_TESTS)' $(GTEST_ARGS)
+
+# The Python package (python/) over the product build's libgpuslot.so.1:
+# pytest against a gpuslotd of that build serving the bundled Radeon VII on
+# its socket transport (python/tests/conftest.py starts it). As root when
+# it can be (sudo when not) so that the boost is tested too.
+PYTEST = /usr/bin/python3 -m pytest -p no:cacheprovider --color=no -q python/tests
+PYTHON_TEST_ENV = GPUSLOT_LIBRARY=$(RELEASE)/libclient/libgpuslot.so.1 \
+	GPUSLOT_TEST_GPUSLOTD=$(RELEASE)/daemon/gpuslotd \
+	GPUSLOT_TEST_GPUSLOTCTL=$(RELEASE)/daemon/gpuslotctl PYTHONPATH=$(CURDIR)/python
+test-python: release
+	$$([ "$$(id -u)" -eq 0 ] || echo sudo) env $(PYTHON_TEST_ENV) $(PYTEST) $(PYTEST_ARGS)
+
+# The same tests against the module in the VM: Debian's python3 and pytest
+# and the package go into the initramfs (tests/vm/python-suite.sh).
+test-python-vm: modules release
+	@mkdir -p $(BUILD)/vm
+	GPUSLOT_VM_PYTHON=$(CURDIR)/python GPUSLOT_VM_LIBGPUSLOT=$(RELEASE)/libclient/libgpuslot.so.1 \
+		GPUSLOT_VM_BINARIES="$(RELEASE)/daemon/gpuslotctl" \
+		bash tests/vm/run-vm.sh $(KIMAGE) kmod/gpuslot.ko tests/vm/python-suite.sh \
+		$(BUILD)/vm-python-$(KERNEL) $(PYTEST_ARGS)
 
 # BENCH_ARGS passes Google Benchmark flags, e.g. --benchmark_filter=handoff
 bench: modules userspace

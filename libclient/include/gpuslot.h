@@ -70,7 +70,7 @@ extern "C" {
 
 /* The version of this header; gpuslot_lib_version() gives the library's. */
 #define GPUSLOT_VERSION_MAJOR 1
-#define GPUSLOT_VERSION_MINOR 1
+#define GPUSLOT_VERSION_MINOR 2
 #define GPUSLOT_VERSION_PATCH 0
 #define GPUSLOT_VERSION_NUMBER(maj, min, patch) ((maj) << 16 | (min) << 8 | (patch))
 
@@ -147,7 +147,14 @@ struct gpuslot_layout_info {
 	const char *backend;	/* "none", "hip", "cuda" */
 	/* "" or what the user should know, e.g. that MPS is not running */
 	const char *notice;
-	uint64_t __reserved[4];
+	/*
+	 * The runtime's device number of the domain's GPU, as the process
+	 * sees it (HIP/CUDA_VISIBLE_DEVICES applied): what a framework's
+	 * external-stream wrapper needs. -1 for the none backend. (1.2)
+	 */
+	int32_t device;
+	uint32_t __reserved0;
+	uint64_t __reserved[3];
 };
 #define GPUSLOT_LAYOUT_INFO_SIZE_VER0 88
 
@@ -275,6 +282,19 @@ GPUSLOT_API int gpuslot_retire_generation(struct gpuslot_client *c,
 /* gpuslot_client_layout - the layout the current streams are built for. */
 GPUSLOT_API int gpuslot_client_layout(struct gpuslot_client *c,
 				      struct gpuslot_layout_info *out);
+
+/*
+ * gpuslot_domain_attr - the client's domain's attribute @name (k,
+ * generation, boost_priority, max_hold_ms, holders, waiters, stats,
+ * hqd_used, hqd_limit, queues, units, partitions, pci_bus_id) with the text
+ * /sys/kernel/gpuslot/gpu<N>/<name> has, read through the transport the
+ * client uses (the module's sysfs, or gpuslotd's socket). Writes up to
+ * @len - 1 bytes and a NUL into @buf; returns the text's full length (as
+ * snprintf does), or -errno: -ENOENT no such attribute, -EINVAL a name
+ * with '/', -ECHILD. (1.2)
+ */
+GPUSLOT_API int gpuslot_domain_attr(struct gpuslot_client *c, const char *name, char *buf,
+				    size_t len);
 
 /*
  * gpuslot_last_error - what the calling thread's last failed gpuslot call

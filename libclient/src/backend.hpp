@@ -75,6 +75,8 @@ public:
 	virtual void destroy_slot(StreamSet *set, unsigned int slot) = 0;
 	// Something the user should know about the streams, or "".
 	virtual std::string notice() const { return ""; }
+	// The runtime's number of the GPU the streams are on; -1 none yet.
+	virtual int device_ordinal() const { return -1; }
 
 	void destroy(StreamSet *set)
 	{

@@ -6,6 +6,7 @@
 
 #include <linux/gpuslot.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -361,6 +362,27 @@ extern "C" int gpuslot_client_layout(struct gpuslot_client *c, struct gpuslot_la
 	info.notice = c->notice.c_str();
 	copy_out(info, out, out->size);
 	return 0;
+}
+
+extern "C" int gpuslot_domain_attr(struct gpuslot_client *c, const char *name, char *buf,
+				   size_t len)
+{
+	if (!c || !name || (!buf && len))
+		return fail(-EINVAL, "gpuslot_domain_attr() needs a client, a name and a buffer");
+	if (in_child(c))
+		return child_error(c);
+	if (!*name || strchr(name, '/'))
+		return fail(-EINVAL, std::string("\"") + name +
+					     "\" is not an attribute name (k, holders, waiters, ...)");
+	std::string text;
+	if (int err = c->domain->read_attr(name, &text))
+		return fail(err, std::string("reading attribute ") + name + ": " + strerror(-err));
+	if (len) {
+		size_t n = std::min(text.size(), len - 1);
+		memcpy(buf, text.data(), n);
+		buf[n] = '\0';
+	}
+	return int(std::min<size_t>(text.size(), INT32_MAX));
 }
 
 extern "C" const char *gpuslot_last_error(void)

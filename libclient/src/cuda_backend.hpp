@@ -62,7 +62,7 @@ public:
 	void destroy_slot(StreamSet *set, unsigned int slot) override;
 
 	// The device the backend resolved, -1 before the first build.
-	int ordinal() const { return ordinal_; }
+	int device_ordinal() const override { return ordinal_; }
 
 private:
 	int resolve(std::string *error);

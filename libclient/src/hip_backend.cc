@@ -109,6 +109,8 @@ public:
 		set->slots &= ~(1ULL << slot);
 	}
 
+	int device_ordinal() const override { return device_; }
+
 private:
 	int resolve(std::string *error)
 	{

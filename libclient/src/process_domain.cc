@@ -571,7 +571,15 @@ void ProcessDomain::info(gpuslot_layout_info *out, std::string *notice)
 	out->generation = l->generation;
 	out->rebuilds = sets_->builds() - 1;
 	out->backend = backend_->name();
+	out->device = backend_->device_ordinal();
 	*notice = backend_->notice();
+}
+
+int ProcessDomain::read_attr(const std::string &name, std::string *text)
+{
+	// build_lock_: reconnect() replaces the control file under it.
+	std::lock_guard<std::mutex> building(build_lock_);
+	return -control_->read_attr(name, text);
 }
 
 void ProcessDomain::drop_owner(const void *owner)

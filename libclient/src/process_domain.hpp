@@ -65,6 +65,8 @@ public:
 	int retire(uint64_t generation, std::string *error);
 	// Fills everything but the strings' storage: *notice keeps that one.
 	void info(gpuslot_layout_info *out, std::string *notice);
+	// The domain's attribute @name through the control file: 0 or -errno.
+	int read_attr(const std::string &name, std::string *text);
 	// End the holds and acquires of a client that closes.
 	void drop_owner(const void *owner);
 

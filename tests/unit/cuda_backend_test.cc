@@ -186,7 +186,7 @@ TEST_F(CudaBackend, TheDomainsGpuIsFoundByItsPciAddress)
 	gpuslot::CudaBackend renumbered(CudaDouble::api(), d);
 	ASSERT_EQ(renumbered.build(groups({{0x1}}), 0x1, &set, &error), 0) << error;
 	EXPECT_EQ(CudaDouble::calls[0], "open 0");
-	EXPECT_EQ(renumbered.ordinal(), 0);
+	EXPECT_EQ(renumbered.device_ordinal(), 0);
 
 	// ... and hidden: an error, never another GPU.
 	CudaDouble::reset();

@@ -6,6 +6,9 @@
 # usage: run-vm.sh KERNEL_IMAGE MODULE SUITE_BINARY WORKDIR [gtest args...]
 # GPUSLOT_VM_BINARIES: more programs for /bin (gpuslotd, gpuslotctl);
 # GPUSLOT_VM_FIXTURES: a directory the guest sees as /fixtures.
+# GPUSLOT_VM_PYTHON: the Python package's directory, seen as /python, with
+# Debian's python3, its standard library and pytest (test-python-vm);
+# GPUSLOT_VM_LIBGPUSLOT: the libgpuslot.so.1 it loads.
 set -euo pipefail
 
 kernel=$1 module=$2 suite=$3 work=$4
@@ -27,9 +30,34 @@ done
 if [ -n "${GPUSLOT_VM_FIXTURES:-}" ]; then
 	cp -r "$GPUSLOT_VM_FIXTURES" "$work/root/fixtures"
 fi
+# The interpreter, the standard library (less its tests and GUI) and
+# pytest with what it imports, at the host's paths.
+python_files=
+if [ -n "${GPUSLOT_VM_PYTHON:-}" ]; then
+	py=$(readlink -f /usr/bin/python3)
+	stdlib=/usr/lib/$(basename "$py")
+	mkdir -p "$work/root/usr/bin" "$work/root/usr/lib/python3/dist-packages"
+	cp "$py" "$work/root/usr/bin/"
+	ln -s "$(basename "$py")" "$work/root/usr/bin/python3"
+	(cd / && tar -cf - --exclude="${stdlib#/}/test" --exclude="${stdlib#/}/idlelib" \
+		--exclude="${stdlib#/}/tkinter" --exclude="${stdlib#/}/lib2to3" \
+		--exclude="${stdlib#/}/ensurepip" --exclude="${stdlib#/}/turtledemo" \
+		--exclude="${stdlib#/}/config-*" "${stdlib#/}") | tar -xf - -C "$work/root"
+	dpkg -L python3-pytest python3-pluggy python3-iniconfig python3-packaging \
+		python3-attr python3-py python3-more-itertools 2>/dev/null |
+		grep '^/usr/lib/python3/dist-packages/.' | while read -r f; do
+		[ -f "$f" ] || continue
+		mkdir -p "$work/root$(dirname "$f")"
+		cp "$f" "$work/root$f"
+	done
+	cp -r "$GPUSLOT_VM_PYTHON" "$work/root/python"
+	find "$work/root/python" -name __pycache__ -prune -exec rm -rf {} +
+	cp -L "$GPUSLOT_VM_LIBGPUSLOT" "$work/root/lib/libgpuslot.so.1"
+	python_files="$py $work/root/lib/libgpuslot.so.1 $(find "$stdlib/lib-dynload" -name '*.so')"
+fi
 # A dynamically linked program brings its libraries and loader along.
 # (ldd fails on a static program: then there is nothing to copy.)
-for bin in "$suite" ${GPUSLOT_VM_BINARIES:-}; do
+for bin in "$suite" ${GPUSLOT_VM_BINARIES:-} $python_files; do
 	libs=$(ldd "$bin" 2>/dev/null | grep -oE '/[^ ]+' || true)
 	for lib in $libs; do
 		mkdir -p "$work/root$(dirname "$lib")"
