@@ -125,7 +125,7 @@ struct gpuslot_client;
 struct gpuslot_slot {
 	uint32_t size;		/* in: sizeof(struct gpuslot_slot) */
 	uint32_t index;		/* 0 .. k - 1 */
-	uint32_t units;		/* the units (CUs, SMs) of its partition */
+	uint32_t units;		/* its partition's units (CUs, SM groups) */
 	int32_t poll_fd;	/* gpuslot_acquire_start(): poll for POLLIN */
 	uint64_t generation;	/* the layout generation of its stream */
 	void *stream;		/* hipStream_t, CUstream; NULL (none) */
@@ -139,7 +139,7 @@ struct gpuslot_layout_info {
 	uint32_t size;		/* in: sizeof(struct gpuslot_layout_info) */
 	uint32_t k;
 	uint32_t unit_kind;	/* GPUSLOT_UNIT_* of <linux/gpuslot.h> */
-	uint32_t nr_units;	/* the GPU's units (CUs) */
+	uint32_t nr_units;	/* the GPU's units: CUs, or NVIDIA SM groups */
 	uint32_t hqd_reserved;	/* hardware queues the client reserved */
 	uint32_t live_generations; /* stream sets kept: current + unretired */
 	uint64_t generation;
@@ -153,7 +153,8 @@ struct gpuslot_layout_info {
 	 * external-stream wrapper needs. -1 for the none backend. (1.2)
 	 */
 	int32_t device;
-	uint32_t __reserved0;
+	/* SMs per unit for GPUSLOT_UNIT_NV_SM_GROUP; 1 otherwise. (1.2) */
+	uint32_t unit_size;
 	uint64_t __reserved[3];
 };
 #define GPUSLOT_LAYOUT_INFO_SIZE_VER0 88

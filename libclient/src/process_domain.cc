@@ -572,6 +572,7 @@ void ProcessDomain::info(gpuslot_layout_info *out, std::string *notice)
 	out->rebuilds = sets_->builds() - 1;
 	out->backend = backend_->name();
 	out->device = backend_->device_ordinal();
+	out->unit_size = l->unit_size ? l->unit_size : 1;
 	*notice = backend_->notice();
 }
 

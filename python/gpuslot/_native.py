@@ -57,7 +57,7 @@ class LayoutInfo(ctypes.Structure):
         ("backend", ctypes.c_char_p),
         ("notice", ctypes.c_char_p),
         ("device", ctypes.c_int32),
-        ("_reserved0", ctypes.c_uint32),
+        ("unit_size", ctypes.c_uint32),
         ("_reserved", ctypes.c_uint64 * 3),
     ]
 

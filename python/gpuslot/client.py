@@ -20,7 +20,8 @@ import threading
 
 from . import _native, errors, status, streams
 
-UNIT_KINDS = {0: "cu", 1: "sm"}
+# GPUSLOT_UNIT_* of <linux/gpuslot.h>
+UNIT_KINDS = {0: "none", 1: "cu", 2: "sm_group"}
 
 
 def slot_mask(slots):
@@ -55,8 +56,9 @@ def timeout_ns(timeout):
 class Layout:
     """The layout the client's current streams are built for."""
     k: int
-    unit_kind: str      # "cu" (AMD compute units) or "sm" (NVIDIA SMs)
+    unit_kind: str      # "cu" (AMD compute units), "sm_group" (NVIDIA), "none"
     nr_units: int       # the GPU's units
+    unit_size: int      # SMs per unit of an "sm_group" layout; 1 otherwise
     generation: int
     hqd_reserved: int   # hardware queues this process reserved
     live_generations: int
@@ -69,7 +71,8 @@ class Layout:
 class Slot:
     """A slot held by the thread that acquired it, until released.
 
-    ``index`` is the slot, ``units`` its partition's CUs/SMs, ``stream`` the
+    ``index`` is the slot, ``units`` its partition's units (CUs; NVIDIA SM
+    groups of ``layout().unit_size`` SMs), ``stream`` the
     raw hipStream_t / CUstream (an int, None for the none backend),
     ``generation`` the layout generation of that stream.
     """
@@ -210,7 +213,8 @@ class Client:
         errors.check(self._lib.gpuslot_client_layout(self._h(), ctypes.byref(info)),
                      "gpuslot_client_layout")
         return Layout(k=info.k, unit_kind=UNIT_KINDS.get(info.unit_kind, str(info.unit_kind)),
-                      nr_units=info.nr_units, generation=info.generation,
+                      nr_units=info.nr_units, unit_size=info.unit_size or 1,
+                      generation=info.generation,
                       hqd_reserved=info.hqd_reserved,
                       live_generations=info.live_generations, rebuilds=info.rebuilds,
                       backend=(info.backend or b"").decode(), device=info.device,

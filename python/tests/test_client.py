@@ -100,7 +100,8 @@ def test_layout_and_status_are_plain_objects(client):
     assert layout.k == status.k >= 1
     assert layout.generation == status.generation
     assert layout.backend == "none" and layout.device == -1
-    assert layout.unit_kind in ("cu", "sm")
+    assert layout.unit_kind in ("none", "cu", "sm_group")
+    assert layout.unit_size >= 1
     assert status.stats["acquisitions"] >= 0
     assert len(status.stats["wait_hist_log2_ns"]) == 32
     assert status.hqd_used <= status.hqd_limit
