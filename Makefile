@@ -188,8 +188,10 @@ uninstall:
 deb: deps
 	bash deploy/debian/build-debs.sh $(BUILD)/deb
 
-# The packages on a Debian 12 rootfs booted with systemd (tests/system/).
+# The packages on a Debian 12 rootfs booted with systemd (tests/system/),
+# after lintian found no error in them.
 test-system: deb
+	lintian --fail-on error --suppress-tags running-with-root-privileges $(BUILD)/deb/*.changes
 	bash tests/system/run-system-test.sh $(BUILD)/deb $(BUILD)/system $(DEBUG_KERNEL_CACHE)
 
 clean:

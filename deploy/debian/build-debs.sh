@@ -1,6 +1,6 @@
 #!/bin/bash
 # make deb: stage the source tree with deploy/debian as debian/ and build
-# the four packages with dpkg-buildpackage (debhelper, dh-dkms).
+# the packages with dpkg-buildpackage (debhelper, dh-dkms, dh-python).
 # usage: build-debs.sh OUTDIR
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)

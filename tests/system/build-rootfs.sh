@@ -14,7 +14,7 @@ mode=$1 cache=$2
 packages=systemd,systemd-sysv,udev,dbus,kmod,dkms,build-essential,pkg-config
 packages=$packages,linux-image-amd64,linux-headers-amd64,initramfs-tools
 packages=$packages,procps,util-linux,passwd,e2fsprogs,ca-certificates
-packages=$packages,libinih1,libdrm-amdgpu1,libsystemd0
+packages=$packages,libinih1,libdrm-amdgpu1,libsystemd0,python3,man-db
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 
 stage1=$cache/debian12-$(echo "$packages $mirror" | sha256sum | cut -c1-12)

@@ -16,7 +16,7 @@ root=$(bash "$here/build-rootfs.sh" --print-dir "$cache")
 
 rm -rf "$work"
 mkdir -p "$work/payload"
-for p in gpuslot-dkms gpuslotd libgpuslot1 libgpuslot-dev; do
+for p in gpuslot-dkms gpuslotd libgpuslot1 libgpuslot-dev python3-gpuslot; do
 	cp "$debs"/${p}_*.deb "$work/payload/"
 done
 cp "$here/payload/run.sh" "$here/payload/hold.c" "$repo/libclient/examples/job_loop.c" \

@@ -41,7 +41,8 @@ mkdir -p /tmp/debs && cp $P/*.deb /tmp/debs/
 t0=$(date +%s)
 DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
 	/tmp/debs/gpuslot-dkms_*.deb /tmp/debs/gpuslotd_*.deb \
-	/tmp/debs/libgpuslot1_*.deb /tmp/debs/libgpuslot-dev_*.deb 2>&1 | tail -n 25
+	/tmp/debs/libgpuslot1_*.deb /tmp/debs/libgpuslot-dev_*.deb \
+	/tmp/debs/python3-gpuslot_*.deb 2>&1 | tail -n 25
 echo "SYSTEM-TEST: apt-get install took $(($(date +%s) - t0)) s"
 
 check "DKMS built and installed gpuslot for $(uname -r)" \
@@ -64,6 +65,19 @@ useradd -m -G gpuslot alice
 useradd -m bob
 out=$(runuser -u alice -- job_loop 5 none 2>&1)
 check "a user in group gpuslot acquires slots ($out)" "[ \"\$out\" = '5 jobs done, 0 skipped' ]"
+# The Python example the README shows, from python3-gpuslot.
+out=$(runuser -u alice -- env GPUSLOT_BACKEND=none \
+	python3 /usr/share/doc/python3-gpuslot/examples/job_loop.py 2>&1)
+check "the Python example runs as a user in group gpuslot ($out)" \
+	"[[ \"\$out\" =~ ^[0-9]+' frames done, '[0-9]+' skipped on none'$ ]]"
+man_pages_render() {
+	local page
+	for page in man4/gpuslot.4 man8/gpuslotd.8 man8/gpuslotctl.8 man5/gpuslotd.conf.5 \
+		man3/libgpuslot.3; do
+		[ -n "$(MANWIDTH=80 man -l /usr/share/man/$page.gz 2>/dev/null)" ] || return 1
+	done
+}
+check "every man page is installed and renders" man_pages_render
 out=$(runuser -u bob -- job_loop 5 none 2>&1)
 check "a user outside the group is refused ($out)" \
 	"[[ \"\$out\" == *'Permission denied (join the gpuslot group)'* ]]"
@@ -99,7 +113,7 @@ gpuslotctl status --topology /usr/local/share/gpuslot-test/radeon-vii-gfx906 --d
 
 # Removal leaves no unit, rule or module behind.
 DEBIAN_FRONTEND=noninteractive apt-get remove -y -q gpuslotd gpuslot-dkms libgpuslot-dev \
-	libgpuslot1 2>&1 | tail -n 8
+	python3-gpuslot libgpuslot1 2>&1 | tail -n 8
 check "apt-get remove: no unit left" \
 	"[ ! -e /lib/systemd/system/gpuslotd.service ] && ! systemctl list-unit-files gpuslotd.service | grep -q gpuslotd"
 check "apt-get remove: no udev rule left" "[ ! -e /lib/udev/rules.d/60-gpuslot.rules ]"
