@@ -15,7 +15,8 @@ packages=(
 	clang libclang-rt-14-dev
 	qemu-system-x86 busybox-static cpio kmod sparse
 	libelf-dev libssl-dev bc flex bison xz-utils
-	python3 python3-pytest python3-setuptools dh-python lintian man-db
+	python3 python3-pytest python3-setuptools python3-pip python3-numpy python3-matplotlib
+	dh-python lintian man-db
 )
 
 missing=()

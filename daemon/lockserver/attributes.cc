@@ -275,8 +275,10 @@ int LockServer::attr_write(Conn &c, const std::string &name, const std::string &
 		return EPERM;
 	if (int err = store_attr(*c.domain, name, text))
 		return err;
-	if (name == "k" || name == "partitions")
-		admin_changed(*c.domain);
+	if (name == "k")
+		admin_changed(*c.domain, AdminChange::k);
+	else if (name == "partitions")
+		admin_changed(*c.domain, AdminChange::partitions);
 	return 0;
 }
 

@@ -841,14 +841,14 @@ int LockServer::cmd_set_k(Conn &c, gpuslot_set_k &s)
 		return EPERM;
 	if (int err = set_k(*c.domain, s.k, &s.generation))
 		return err;
-	admin_changed(*c.domain);
+	admin_changed(*c.domain, AdminChange::k);
 	return 0;
 }
 
-void LockServer::admin_changed(const Domain &d)
+void LockServer::admin_changed(const Domain &d, AdminChange what)
 {
 	if (admin_change_)
-		admin_change_(d.id);
+		admin_change_(d.id, what);
 }
 
 int LockServer::set_k(Domain &d, unsigned int k, __u64 *generation)
@@ -1139,7 +1139,7 @@ void LockServer::on_message(Conn &c)
 		if ((err = set_layout(d.id, &l, parts.data())) && err != EAGAIN)
 			break;
 		if (!err)
-			admin_changed(d);
+			admin_changed(d, AdminChange::partitions);
 		reply(c, c.request_seq, cmd, err, &l, out(l));
 		return;
 	}

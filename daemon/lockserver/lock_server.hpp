@@ -81,10 +81,14 @@ public:
 	int set_layout(unsigned int domain, gpuslot_layout *l, const gpuslot_partition *parts);
 	int get_layout(unsigned int domain, gpuslot_layout *l,
 		       std::vector<gpuslot_partition> *parts) const;
+	// What an admin changed: k (which resets every partition to the whole
+	// GPU), or the partitions themselves (SET_LAYOUT, the partitions
+	// attribute), which say what the admin wants, whole GPU included.
+	enum class AdminChange { k, partitions };
 	// Called on the server's thread after a client (an admin) changed a
 	// domain's k or partitions, as gpuslotd watches sysfs on the device:
 	// it may re-plan with set_layout().
-	void on_admin_change(std::function<void(unsigned int domain)> f)
+	void on_admin_change(std::function<void(unsigned int domain, AdminChange what)> f)
 	{
 		admin_change_ = std::move(f);
 	}
@@ -137,10 +141,10 @@ private:
 	void on_attr(Conn &c, uint32_t cmd, const char *data, size_t size);
 	bool admin(const Conn &c) const;
 
-	void admin_changed(const Domain &d);
+	void admin_changed(const Domain &d, AdminChange what);
 
 	LockServerOptions options_;
-	std::function<void(unsigned int)> admin_change_;
+	std::function<void(unsigned int, AdminChange)> admin_change_;
 	bool boost_ = false; // CAP_SYS_NICE: holders are boosted
 	int epoll_fd_ = -1;
 	int stop_fd_ = -1;

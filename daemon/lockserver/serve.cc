@@ -127,20 +127,27 @@ int serve_socket_transport(const DaemonOptions &daemon, const SocketServeOptions
 			log(LOG_INFO, name + ": note: " + n);
 	}
 	// An admin's k resets the partitions: plan them for the new k, as
-	// gpuslotd does on the device. An admin's partitions are kept.
-	server.on_admin_change([&](unsigned int i) {
+	// gpuslotd does on the device. An admin's partitions are kept, also
+	// when they are the whole GPU for every slot (k-exclusion without
+	// partitions): here the server knows which was written.
+	server.on_admin_change([&](unsigned int i, LockServer::AdminChange what) {
 		const std::string name = "gpu" + std::to_string(i);
 		gpuslot_layout now{};
 		now.nr_partitions = GPUSLOT_MAX_SLOTS;
 		std::vector<gpuslot_partition> parts;
 		server.get_layout(i, &now, &parts);
-		const bool whole = std::all_of(parts.begin(), parts.end(), [](const auto &p) {
-			return std::all_of(std::begin(p.units), std::end(p.units),
-					   [](uint64_t w) { return !w; });
-		});
-		if (!whole) {
+		if (what == LockServer::AdminChange::partitions) {
+			const bool whole = std::all_of(parts.begin(), parts.end(), [](const auto &p) {
+				return std::all_of(std::begin(p.units), std::end(p.units),
+						   [](uint64_t w) { return !w; });
+			});
 			log(LOG_INFO, name + ": partitions set outside gpuslotd (generation " +
-					      std::to_string(now.generation) + "); keeping them");
+					      std::to_string(now.generation) + "); keeping them" +
+					      (whole && now.k > 1
+						       ? ": every slot on the whole GPU, so " +
+								 std::to_string(now.k) +
+								 " jobs share all of it at once"
+						       : ""));
 			return;
 		}
 		std::vector<std::string> notes;

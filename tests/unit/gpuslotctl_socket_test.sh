@@ -38,6 +38,15 @@ expect '"k": 2' "$out"
 expect "A slot 0  30 CUs 0xccccccccccccccc" "$(ctl status)"
 expect "partitions set outside gpuslotd" "$(cat "$dir/gpuslotd.log")"
 
+# Every slot on the whole GPU, set by an admin, is kept too: not taken
+# for a k write (the server knows which attribute was written).
+out=$(ctl set-partitions all all)
+expect "partitions set through gpuslotd's sockets" "$out"
+expect "B slot 1  whole GPU" "$(ctl status)"
+expect "keeping them: every slot on the whole GPU, so 2 jobs share all of it at once" \
+	"$(cat "$dir/gpuslotd.log")"
+out=$(ctl set-partitions 0xccccccccccccccc 0x333333333333333)
+
 # Bad input changes nothing, and says what was wrong.
 if ctl set-k 65 2>"$dir/err"; then echo "set-k 65 was taken"; exit 1; fi
 expect "set-k takes one k, a whole number from 1 to 64" "$(cat "$dir/err")"

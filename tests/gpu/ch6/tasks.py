@@ -1,0 +1,71 @@
+# SPDX-License-Identifier: GPL-2.0
+"""What a task is: a process that runs jobs of one network in a loop.
+
+Sizes are the dissertation's US-MobileNet configurations (batch, width
+multiplier), run as torchvision's MobileNet V2 with ``width_mult`` and
+random weights. How a task reaches the GPU is its technique:
+
+  unmanaged   a stream of its own, no lock
+  lock        a gpuslot slot per job (per-job locking), among ``slots``
+  priority    unmanaged, on a stream of CUDA priority ``stream_priority``
+  mps         unmanaged, its process limited by MPS to ``mps_percent`` %
+
+A task with ``period_s`` releases a job every period (deadline = period);
+without, it runs jobs back to back.
+"""
+
+import dataclasses
+
+TECHNIQUES = ("unmanaged", "lock", "priority", "mps")
+
+
+@dataclasses.dataclass(frozen=True)
+class Size:
+    name: str
+    batch: int
+    width: float
+    resolution: int = 224
+
+
+# Table 6.1's sizes: batch and width multiplier.
+SIZES = {
+    "small": Size("small", 8, 0.25),
+    "medium": Size("medium", 32, 0.5),
+    "large": Size("large", 64, 1.0),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+    name: str
+    size: Size
+    technique: str = "unmanaged"
+    slots: frozenset = None        # lock: the allowed slots (None: any)
+    stream_priority: int = 0       # priority: CUDA stream priority (lower is higher)
+    mps_percent: int = 0           # mps: CUDA_MPS_ACTIVE_THREAD_PERCENTAGE
+    period_s: float = 0.0          # 0: back to back
+    measured: bool = False         # the task the scenario reports on
+    network: str = "mobilenet_v2"  # or "fcn_resnet50" (the camera pipeline)
+
+    def __post_init__(self):
+        if self.technique not in TECHNIQUES:
+            raise ValueError(f"task {self.name}: technique {self.technique!r}, not one of "
+                             f"{', '.join(TECHNIQUES)}")
+        if self.technique == "lock" and self.slots is not None and not self.slots:
+            raise ValueError(f"task {self.name}: an empty set of slots")
+        if self.technique == "mps" and not 0 < self.mps_percent <= 100:
+            raise ValueError(f"task {self.name}: mps_percent {self.mps_percent}: 1..100")
+        if self.period_s < 0:
+            raise ValueError(f"task {self.name}: a negative period")
+
+    def to_json(self):
+        d = dataclasses.asdict(self)
+        d["slots"] = sorted(self.slots) if self.slots is not None else None
+        return d
+
+    @staticmethod
+    def from_json(d):
+        d = dict(d)
+        d["size"] = Size(**d["size"])
+        d["slots"] = frozenset(d["slots"]) if d["slots"] is not None else None
+        return Task(**d)

@@ -1,0 +1,130 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The part of the chapter-6 experiments that needs no GPU: task and
+scenario definitions, statistics, running scenarios (none backend,
+against a gpuslotd on its socket transport) and the report."""
+
+import csv
+import os
+import random
+import shutil
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
+
+from ch6 import report, runner, scenarios, stats  # noqa: E402
+from ch6.tasks import SIZES, Size, Task  # noqa: E402
+
+REPO = os.path.abspath(os.path.join(HERE, "../../../.."))
+
+
+def test_percentiles_are_numpys():
+    np = pytest.importorskip("numpy")
+    rng = random.Random(7)
+    for n in (1, 2, 5, 100, 1001):
+        v = sorted(rng.uniform(0, 50) for _ in range(n))
+        for q in (0, 50, 99, 100):
+            assert stats.percentile(v, q) == pytest.approx(np.percentile(v, q))
+
+
+def test_a_summary_counts_misses_only_with_a_deadline():
+    s = stats.summarize([5, 1, 3, 120, 2], deadline_ms=100)
+    assert (s.jobs, s.min, s.median, s.max, s.misses) == (5, 1, 3, 120, 1)
+    assert s.mean == pytest.approx(26.2)
+    assert stats.summarize([5, 200]).misses == 0
+    with pytest.raises(ValueError):
+        stats.summarize([])
+
+
+def test_the_experiments_have_the_dissertations_shape():
+    t61 = scenarios.table_6_1()
+    assert len(t61) == 15
+    assert {s.layout.k for s in t61 if s.layout} == {1, 2, 4}
+    assert all(len(s.tasks) == 4 for s in t61)
+    assert [(t.size.batch, t.size.width) for t in t61[0].tasks][0] == (8, 0.25)
+    k4 = [s for s in t61 if s.layout and s.layout.k == 4][0]
+    assert [sorted(t.slots) for t in k4.tasks] == [[0], [1], [2], [3]]
+    t63 = scenarios.table_6_3()
+    assert len(t63) == 16
+    assert sum(1 for s in t63 if s.name == "vs none/unpartitioned") == 1
+    half = [s for s in t63 if s.name == "vs large/50%"][0]
+    assert half.layout.percents == (50, 16, 16, 16)
+    only = scenarios.only_gpuslot()
+    assert {t.technique for s in only for t in s.tasks} == {"lock", "unmanaged", "priority",
+                                                            "mps"}
+    cams = scenarios.camera_pipeline(Size("camera", 1, 1.0, 520))
+    assert len(cams[1].tasks) == 8 and all(t.period_s == 0.1 for t in cams[1].tasks)
+
+
+def test_a_scenario_that_cannot_run_is_refused():
+    small = SIZES["small"]
+    with pytest.raises(ValueError, match="slot 4"):
+        scenarios.Scenario("x", "bad", scenarios.Layout(4),
+                           (Task("a", small, "lock", slots=frozenset({4})),))
+    with pytest.raises(ValueError, match="layout"):
+        scenarios.Scenario("x", "bad", None, (Task("a", small, "lock"),))
+    with pytest.raises(ValueError, match="technique"):
+        Task("a", small, "magic")
+    with pytest.raises(ValueError, match="mps_percent"):
+        Task("a", small, "mps", mps_percent=0)
+    t = Task("a", small, "lock", slots=frozenset({1, 2}), period_s=0.1)
+    assert Task.from_json(t.to_json()) == t
+
+
+def gpuslotd_of_this_build():
+    gpuslotd = os.environ.get("GPUSLOT_TEST_GPUSLOTD") or shutil.which("gpuslotd")
+    ctl = os.environ.get("GPUSLOT_TEST_GPUSLOTCTL") or shutil.which("gpuslotctl")
+    if not gpuslotd or not ctl or os.path.exists("/dev/gpuslot"):
+        pytest.skip("needs gpuslotd and gpuslotctl of this build, on a host without the module")
+    topology = os.path.join(REPO, "tests/fixtures/kfd/radeon-vii-gfx906")
+    return [gpuslotd], [ctl], ["--topology", topology, "--dri", ""]
+
+
+def test_scenarios_run_and_report_with_the_none_backend(tmp_path):
+    daemon = gpuslotd_of_this_build()
+    picked = [s for s in scenarios.table_6_1() if s.name.startswith("small/")]
+    picked += [s for s in scenarios.table_6_3() if s.name == "vs small/25%"]
+    picked += scenarios.camera_pipeline(Size("camera", 1, 1.0, 64), cameras=3,
+                                        period_s=0.05)[1:]
+    runner.run_all(picked, "none", 0.6, str(tmp_path), daemon)
+    rows = report.read_jobs(str(tmp_path / "jobs.csv"))
+    by = {}
+    for r in rows:
+        by.setdefault((r["scenario"], r["task"]), []).append(r)
+    # Every task of every scenario ran jobs, and only on slots it allows.
+    for s in picked:
+        for t in s.tasks:
+            jobs = by[(s.name, t.name)]
+            assert len(jobs) >= 10, (s.name, t.name)
+            held = {j["slot"] for j in jobs}
+            if t.technique != "lock":
+                assert held == {-1}
+            elif t.slots is not None:
+                assert held <= t.slots, (s.name, t.name, held)
+            else:
+                assert held <= set(range(s.layout.k))
+    # k = 1: four tasks of 2 ms jobs share one slot: they wait.
+    excl = [j["response_ms"] for (sc, _), js in by.items() if sc == "small/exclusive k=1"
+            for j in js]
+    alone = [j["response_ms"] for (sc, _), js in by.items() if sc == "small/k=4 one slot each"
+             for j in js]
+    assert stats.summarize(excl).mean > stats.summarize(alone).mean
+    # Periodic tasks: releases 50 ms apart.
+    front = [j["release_s"] for j in by[("gpuslot", "front")]]
+    assert float(front[1]) - float(front[0]) == pytest.approx(0.05, abs=1e-3)
+    summaries, plots = report.write_report(str(tmp_path))
+    assert any(s["experiment"] == "6.1" and s["scenario"] == "small/k=2 partitions"
+               for s in summaries)
+    with open(tmp_path / "summary.csv") as f:
+        assert len(list(csv.DictReader(f))) == len(summaries)
+    assert "| small/exclusive k=1 |" in (tmp_path / "tables.md").read_text()
+    for p in plots:
+        assert os.path.getsize(p) > 10_000
+    # gpuslotd had the partitions each scenario asked for.
+    log = (tmp_path / "run.log").read_text()
+    no_parts = log[log.index("== 6.1: small/k=2 no partitions"):log.index("== 6.1: small/k=2 partitions")]
+    assert "A slot 0  whole GPU" in no_parts and "B slot 1  whole GPU" in no_parts
+    parts = log[log.index("== 6.1: small/k=2 partitions"):]
+    assert "A slot 0  30 CUs" in parts
