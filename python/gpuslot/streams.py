@@ -5,37 +5,34 @@ The wrapper of a stream is made once and kept by the client until its
 generation is retired, so a model captured or tuned on it keeps working.
 """
 
+import importlib
+
 from . import errors
 
 
-def _stream_of(slot, framework):
+def _external(client, slot, framework, module, make):
+    """``make(module, stream pointer, device number)``, once per stream."""
+    try:
+        mod = importlib.import_module(module)
+    except ImportError as e:
+        raise ImportError(f"gpuslot: slot.{module}_stream() needs {framework} (import "
+                          f"{module} failed: {e})") from e
     if not slot.stream:
         raise errors.GpuslotError(
             95, f"gpuslot: slot {slot.index} has no GPU stream (the client's backend is "
                 f"'none'): open the client with backend='auto', 'cuda' or 'hip' for "
                 f"{framework}")
-    return slot.stream
+    ptr, device = slot.stream, client.layout().device
+    return client._cached_stream((module, ptr, slot.generation),
+                                 lambda: make(mod, ptr, device))
 
 
 def torch_stream(client, slot):
-    try:
-        import torch
-    except ImportError as e:
-        raise ImportError("gpuslot: slot.torch_stream() needs PyTorch (import torch "
-                          f"failed: {e})") from e
-    ptr = _stream_of(slot, "PyTorch")
-    device = torch.device("cuda", client.layout().device)
-    return client._cached_stream(("torch", ptr, slot.generation),
-                                 lambda: torch.cuda.ExternalStream(ptr, device=device))
+    return _external(client, slot, "PyTorch", "torch",
+                     lambda torch, ptr, device: torch.cuda.ExternalStream(
+                         ptr, device=torch.device("cuda", device)))
 
 
 def cupy_stream(client, slot):
-    try:
-        import cupy
-    except ImportError as e:
-        raise ImportError("gpuslot: slot.cupy_stream() needs CuPy (import cupy failed: "
-                          f"{e})") from e
-    ptr = _stream_of(slot, "CuPy")
-    device = client.layout().device
-    return client._cached_stream(("cupy", ptr, slot.generation),
-                                 lambda: cupy.cuda.ExternalStream(ptr, device_id=device))
+    return _external(client, slot, "CuPy", "cupy",
+                     lambda cupy, ptr, device: cupy.cuda.ExternalStream(ptr, device_id=device))
