@@ -17,6 +17,7 @@ not in the loop.
 import asyncio
 import ctypes
 import errno
+import math
 
 from . import _native, client as _client, errors
 
@@ -25,10 +26,7 @@ class AsyncSlot(_client.Slot):
     """A Slot whose release is awaited."""
 
     async def release(self, sync=True):
-        if not self._held:
-            raise errors.GpuslotError(errno.EINVAL,
-                                      f"gpuslot: slot {self.index} was released already")
-        self._held = False
+        self._end_hold()
         if sync and self.stream:
             loop = asyncio.get_running_loop()
             await loop.run_in_executor(None, self._client._release, self._raw, True)
@@ -72,17 +70,14 @@ class AsyncClient:
         _client.timeout_ns(timeout)
         c = self._sync
         if timeout == 0:
-            raw = _native.SlotStruct(size=ctypes.sizeof(_native.SlotStruct))
-            errors.check(c._lib.gpuslot_acquire_slot(c._h(), 0, _client.slot_mask(slots),
-                                                     ctypes.byref(raw)),
-                         "gpuslot_acquire_slot")
-            return AsyncSlot(c, raw)
+            return AsyncSlot(c, c.acquire(0, slots)._raw)
+        if timeout == math.inf:
+            timeout = None
         raw = _native.SlotStruct(size=ctypes.sizeof(_native.SlotStruct))
         errors.check(c._lib.gpuslot_acquire_start(c._h(), _client.slot_mask(slots),
                                                   ctypes.byref(raw)), "gpuslot_acquire_start")
         done = False
         try:
-            timeout = None if timeout is not None and timeout == float("inf") else timeout
             try:
                 async with asyncio.timeout(timeout):
                     slot = await self._granted(raw)

@@ -15,6 +15,7 @@ one slot).
 
 import ctypes
 import dataclasses
+import errno
 import math
 import threading
 
@@ -93,10 +94,15 @@ class Slot:
         caller synchronised it), then give the slot to the next waiter.
         The slot is released even when the wait reports the job's error,
         which is raised afterwards."""
-        if not self._held:
-            raise errors.GpuslotError(22, f"gpuslot: slot {self.index} was released already")
-        self._held = False
+        self._end_hold()
         self._client._release(self._raw, sync)
+
+    def _end_hold(self):
+        """Mark the slot released; an error if it was already."""
+        if not self._held:
+            raise errors.GpuslotError(errno.EINVAL,
+                                      f"gpuslot: slot {self.index} was released already")
+        self._held = False
 
     def torch_stream(self):
         """The slot's stream as a ``torch.cuda.ExternalStream``: torch's

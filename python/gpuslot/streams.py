@@ -11,7 +11,8 @@ from . import errors
 
 
 def _external(client, slot, framework, module, make):
-    """``make(module, stream pointer, device number)``, once per stream."""
+    """``make(module, stream pointer, device number)``, once per stream
+    (per job, this is a dictionary lookup)."""
     try:
         mod = importlib.import_module(module)
     except ImportError as e:
@@ -22,9 +23,9 @@ def _external(client, slot, framework, module, make):
             95, f"gpuslot: slot {slot.index} has no GPU stream (the client's backend is "
                 f"'none'): open the client with backend='auto', 'cuda' or 'hip' for "
                 f"{framework}")
-    ptr, device = slot.stream, client.layout().device
+    ptr = slot.stream
     return client._cached_stream((module, ptr, slot.generation),
-                                 lambda: make(mod, ptr, device))
+                                 lambda: make(mod, ptr, client.layout().device))
 
 
 def torch_stream(client, slot):

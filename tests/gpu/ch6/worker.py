@@ -102,7 +102,9 @@ def main(argv):
     start = float(sys.stdin.readline())
     while time.time() < start:
         time.sleep(min(0.01, max(0.0, start - time.time())))
-    rows, release, end = [], time.monotonic(), time.monotonic() + duration
+    rows = []
+    t0 = release = time.monotonic()
+    end = t0 + duration
     while release < end:
         if task.period_s:
             while time.monotonic() < release:
@@ -111,7 +113,7 @@ def main(argv):
             release = time.monotonic()
         slot, gpu = one_job(task, job, client)
         done = time.monotonic()
-        rows.append((round(release - (end - duration), 6), round((done - release) * 1e3, 4),
+        rows.append((round(release - t0, 6), round((done - release) * 1e3, 4),
                      slot, round(gpu, 4)))
         if task.period_s:
             release += task.period_s
