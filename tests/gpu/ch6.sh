@@ -2,18 +2,22 @@
 # The dissertation's chapter-6 experiments with gpuslot on an NVIDIA GPU
 # (issue 18; docs/results-ch6.md): gpuslotd (socket transport, NVIDIA
 # planner) under MPS, tasks written with the Python package running
-# torchvision networks with random weights, one process per task on a CPU
-# core of its own. Writes OUT/jobs.csv (every job), OUT/summary.csv,
-# OUT/tables.md and the CDF plots (the plots need matplotlib; without it,
-# run `python3 -m ch6 report OUT` where it is).
+# torchvision networks with random weights, each on a worker process on a
+# CPU core of its own (kept from scenario to scenario). "calibrate" first
+# measures the GPU-busy share of candidate sizes alone (torch.profiler,
+# CUPTI) into OUT/calibration.csv, and 6.1c runs Table 6.1 again on the
+# sizes nearest the dissertation's shares. Writes OUT/jobs.csv (every job),
+# OUT/summary.csv, OUT/tables.md and the CDF plots (the plots need
+# matplotlib; without it, run `python3 -m ch6 report OUT` where it is).
 #
 # usage: ch6.sh BUNDLE OUT [EXPERIMENTS [SECONDS [MORE ch6 run OPTIONS...]]]
 #   BUNDLE       gpuslotd and libgpuslot.so.1 from tests/gpu/bundle.sh
-#   EXPERIMENTS  comma-separated: 6.1, 6.3, only, camera (default 6.1,6.3,only)
+#   EXPERIMENTS  comma-separated, of calibrate, 6.1, 6.1c, 6.3, only, camera
+#                (default: all of them, one run)
 #   SECONDS      of jobs per scenario after warm-up (default 20)
 set -euo pipefail
 b=$(cd "$1" && pwd) out=$2
-experiments=${3:-6.1,6.3,only} seconds=${4:-20}
+experiments=${3:-calibrate,6.1,6.1c,6.3,only,camera} seconds=${4:-20}
 shift $(($# < 4 ? $# : 4))
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out"

@@ -5,6 +5,7 @@ import collections
 import csv
 import os
 
+from . import calibrate
 from .stats import summarize
 
 COLUMNS = ["jobs", "min", "mean", "median", "p99", "max", "std", "misses"]
@@ -16,6 +17,7 @@ def read_jobs(path):
     for r in rows:
         r["response_ms"] = float(r["response_ms"])
         r["gpu_ms"] = float(r["gpu_ms"])
+        r["gc_ms"] = float(r.get("gc_ms") or 0)
         r["period_ms"] = float(r["period_ms"])
         r["measured"] = r["measured"] == "1"
         r["slot"] = int(r["slot"])
@@ -45,18 +47,31 @@ def summary_rows(rows):
                 s = summarize([j["response_ms"] for j in jobs], jobs[0]["period_ms"])
                 busy = sum(j["gpu_ms"] for j in jobs) / sum(j["response_ms"] for j in jobs)
                 out.append(dict(experiment=experiment, scenario=scenario, tasks=who,
+                                **{c: round(getattr(s, c), 3) for c in COLUMNS},
                                 gpu_share=round(busy, 3),
-                                **{c: round(getattr(s, c), 3) for c in COLUMNS}))
+                                gc_max=round(max(j["gc_ms"] for j in jobs), 3)))
     return out
 
 
 def markdown(summaries, experiment, tasks="measured"):
-    head = "| scenario | " + " | ".join(COLUMNS) + " | GPU share |"
-    lines = [head, "|" + "---|" * (len(COLUMNS) + 2)]
+    head = "| scenario | " + " | ".join(COLUMNS) + " | GPU share | max GC ms |"
+    lines = [head, "|" + "---|" * (len(COLUMNS) + 3)]
     for s in summaries:
         if s["experiment"] == experiment and s["tasks"] == tasks:
             lines.append(f"| {s['scenario']} | " + " | ".join(str(s[c]) for c in COLUMNS) +
-                         f" | {s['gpu_share']} |")
+                         f" | {s['gpu_share']} | {s['gc_max']} |")
+    return "\n".join(lines) + "\n"
+
+
+def calibration_markdown(rows, picked):
+    """The measured sizes, and which the calibration picked."""
+    chosen = {(s.width, s.batch): name for name, s in picked.items()}
+    lines = ["| network | width | batch | px | job ms | GPU busy ms | busy share | picked |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        name = chosen.get((r["width"], r["batch"]), "") if r["network"] == "mobilenet_v2" else ""
+        lines.append(f"| {r['network']} | {r['width']} | {r['batch']} | {r['resolution']} | "
+                     f"{r['job_ms']} | {r['busy_ms']} | {r['share']:.0%} | {name} |")
     return "\n".join(lines) + "\n"
 
 
@@ -85,11 +100,17 @@ def write_report(run_dir):
     rows = read_jobs(os.path.join(run_dir, "jobs.csv"))
     summaries = summary_rows(rows)
     with open(os.path.join(run_dir, "summary.csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, ["experiment", "scenario", "tasks"] + COLUMNS + ["gpu_share"])
+        w = csv.DictWriter(f, ["experiment", "scenario", "tasks"] + COLUMNS +
+                           ["gpu_share", "gc_max"])
         w.writeheader()
         w.writerows(summaries)
     experiments = list(dict.fromkeys(r["experiment"] for r in rows))
     with open(os.path.join(run_dir, "tables.md"), "w") as f:
+        cal = os.path.join(run_dir, "calibration.csv")
+        if os.path.exists(cal):
+            measured = calibrate.read(cal)
+            f.write("### calibration: GPU-busy share of each size alone\n\n" +
+                    calibration_markdown(measured, calibrate.pick(measured)) + "\n")
         for e in experiments:
             f.write(f"### {e}: the measured task\n\n{markdown(summaries, e)}\n")
             if any(s["experiment"] == e and s["tasks"] == "others" for s in summaries):

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
 """Running scenarios: gpuslotd with the scenario's layout (socket
-transport), one worker process per task on a CPU core of its own, a
+transport), the tasks on workers (worker.py) on CPU cores of their own, a
 common start, and every job's record in one CSV."""
 
 import csv
@@ -14,7 +14,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIELDS = ["experiment", "scenario", "task", "size", "technique", "measured", "period_ms",
-          "release_s", "response_ms", "slot", "gpu_ms"]
+          "release_s", "response_ms", "slot", "gpu_ms", "gc_ms", "cpu_ms", "preempted"]
 
 
 class Gpuslotd:
@@ -56,50 +56,104 @@ def cpu_for(i):
     return cpus[1 + i % (len(cpus) - 1)] if len(cpus) > 1 else cpus[0]
 
 
-def run_scenario(scenario, backend, duration, workdir, gpuslotd=None, log=sys.stderr):
-    """Run ``scenario``; its rows (dicts of FIELDS). ``gpuslotd``: (command,
-    gpuslotctl command, extra arguments of both) when a task locks."""
+class Worker:
+    """One worker process (worker.py) on core ``cpu``."""
+
+    def __init__(self, backend, cpu, env, log):
+        self.proc = subprocess.Popen([sys.executable, "-m", "ch6.worker", backend, str(cpu)],
+                                     env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=log, text=True)
+        self.expect("up", f"worker on CPU {cpu}")
+
+    def send(self, line):
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
+    def expect(self, word, who):
+        line = self.proc.stdout.readline().strip()
+        if line.split(" ")[0] != word:
+            raise RuntimeError(f"{who}: said {line!r}, not {word!r} (exit {self.proc.poll()})")
+        return line
+
+    def quit(self):
+        if self.proc.poll() is None:
+            try:
+                self.send(json.dumps({"quit": True}))
+                self.proc.wait(timeout=30)
+            except (OSError, subprocess.TimeoutExpired):
+                self.proc.kill()
+                self.proc.wait()
+
+
+class Pool:
+    """Workers kept from scenario to scenario, one per core: task i of a
+    scenario runs on worker i. A task that MPS limits gets a worker of its
+    own, made for the scenario and ended after it."""
+
+    def __init__(self, backend, log):
+        self.backend, self.log = backend, log
+        self.env = dict(os.environ)
+        self.env["PYTHONPATH"] = os.pathsep.join(
+            [os.path.dirname(HERE)] + self.env.get("PYTHONPATH", "").split(os.pathsep))
+        self.kept = {}
+
+    def worker(self, i, task):
+        if task.technique == "mps":
+            env = dict(self.env, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=str(task.mps_percent))
+            return Worker(self.backend, cpu_for(i), env, self.log), True
+        if i not in self.kept:
+            self.kept[i] = Worker(self.backend, cpu_for(i), self.env, self.log)
+        return self.kept[i], False
+
+    def close(self):
+        for w in self.kept.values():
+            w.quit()
+        self.kept.clear()
+
+    def kill(self):
+        for w in self.kept.values():
+            w.proc.kill()
+            w.proc.wait()
+        self.kept.clear()
+
+
+def run_scenario(scenario, pool, duration, workdir, gpuslotd=None, log=sys.stderr):
+    """Run ``scenario`` on ``pool``'s workers; its rows (dicts of FIELDS).
+    ``gpuslotd``: (command, gpuslotctl command, extra arguments of both)
+    when a task locks."""
     os.makedirs(workdir, exist_ok=True)
     daemon = None
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(HERE)] +
-                                        env.get("PYTHONPATH", "").split(os.pathsep))
+    env = {}
     if scenario.layout is not None:
         command, ctl, extra = gpuslotd
         daemon = Gpuslotd(command, ctl, extra, scenario.layout, scenario.whole_gpu_slots, log)
-        env.update(GPUSLOT_TRANSPORT="socket", GPUSLOT_SOCKET_DIR=daemon.dir)
-    procs = []
+        env = dict(GPUSLOT_TRANSPORT="socket", GPUSLOT_SOCKET_DIR=daemon.dir)
+    running, own = [], []
     try:
         for i, task in enumerate(scenario.tasks):
             out = os.path.join(workdir, f"{task.name}.csv")
-            task_env = dict(env)
-            if task.technique == "mps":
-                task_env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = str(task.mps_percent)
-            cmd = [sys.executable, "-m", "ch6.worker", json.dumps(task.to_json()), backend,
-                   str(duration), out, str(cpu_for(i))]
-            procs.append((task, out, subprocess.Popen(cmd, env=task_env, stdin=subprocess.PIPE,
-                                                      stdout=subprocess.PIPE, stderr=log,
-                                                      text=True)))
-        for task, _, p in procs:
-            line = p.stdout.readline().strip()
-            if line != "ready":
-                raise RuntimeError(f"{scenario.name}: task {task.name} did not get ready "
-                                   f"(exit {p.wait()})")
+            w, fresh = pool.worker(i, task)
+            if fresh:
+                own.append(w)
+            w.send(json.dumps(dict(task=task.to_json(), duration=duration, out=out, env=env)))
+            running.append((task, out, w))
+        for task, _, w in running:
+            w.expect("ready", f"{scenario.name}: task {task.name}")
         start = time.time() + 0.5
-        for _, _, p in procs:
-            p.stdin.write(f"{start}\n")
-            p.stdin.flush()
-        for task, _, p in procs:
-            if p.wait(timeout=duration + 120):
-                raise RuntimeError(f"{scenario.name}: task {task.name} failed")
+        for _, _, w in running:
+            w.send(f"{start}")
+        for task, _, w in running:
+            w.expect("done", f"{scenario.name}: task {task.name}")
+    except BaseException:
+        pool.kill()
+        raise
     finally:
-        for _, _, p in procs:
-            if p.poll() is None:
-                p.kill()
+        for w in own:
+            w.quit()
         if daemon:
             daemon.stop()
     rows = []
-    for task, out, _ in procs:
+    for task, out, _ in running:
         with open(out) as f:
             for r in csv.DictReader(f):
                 rows.append(dict(experiment=scenario.experiment, scenario=scenario.name,
@@ -116,18 +170,23 @@ def run_all(scenarios, backend, duration, outdir, gpuslotd=None):
             open(os.path.join(outdir, "run.log"), "a") as log:
         w = csv.DictWriter(f, FIELDS)
         w.writeheader()
-        for n, s in enumerate(scenarios):
-            log.write(f"== {s.experiment}: {s.name}\n")
-            log.flush()
-            t0 = time.monotonic()
-            rows, status = run_scenario(s, backend, duration,
-                                        os.path.join(outdir, "scenarios", str(n)), gpuslotd, log)
-            w.writerows(rows)
-            f.flush()
-            log.write(status)
-            log.write(f"   {len(rows)} jobs in {time.monotonic() - t0:.1f} s\n")
-            log.flush()
-            print(f"ch6: {s.experiment} {s.name}: {len(rows)} jobs", flush=True)
+        pool = Pool(backend, log)
+        try:
+            for n, s in enumerate(scenarios):
+                log.write(f"== {s.experiment}: {s.name}\n")
+                log.flush()
+                t0 = time.monotonic()
+                rows, status = run_scenario(s, pool, duration,
+                                            os.path.join(outdir, "scenarios", str(n)),
+                                            gpuslotd, log)
+                w.writerows(rows)
+                f.flush()
+                log.write(status)
+                log.write(f"   {len(rows)} jobs in {time.monotonic() - t0:.1f} s\n")
+                log.flush()
+                print(f"ch6: {s.experiment} {s.name}: {len(rows)} jobs", flush=True)
+        finally:
+            pool.close()
 
 
 def command_of(text):

@@ -48,18 +48,19 @@ def four_of(size, technique, slots_of=lambda i: None):
                  for i in range(4))
 
 
-def table_6_1(sizes=SIZES):
+def table_6_1(sizes=SIZES, experiment="6.1"):
     """Four identical tasks, each size, five techniques."""
     out = []
     for size in sizes.values():
         out += [
-            Scenario("6.1", f"{size.name}/unmanaged", None, four_of(size, "unmanaged")),
-            Scenario("6.1", f"{size.name}/exclusive k=1", Layout(1), four_of(size, "lock")),
-            Scenario("6.1", f"{size.name}/k=2 no partitions", Layout(2), four_of(size, "lock"),
-                     whole_gpu_slots=True),
-            Scenario("6.1", f"{size.name}/k=2 partitions", Layout(2, (50, 50)),
+            Scenario(experiment, f"{size.name}/unmanaged", None, four_of(size, "unmanaged")),
+            Scenario(experiment, f"{size.name}/exclusive k=1", Layout(1),
                      four_of(size, "lock")),
-            Scenario("6.1", f"{size.name}/k=4 one slot each", Layout(4, (25, 25, 25, 25)),
+            Scenario(experiment, f"{size.name}/k=2 no partitions", Layout(2),
+                     four_of(size, "lock"), whole_gpu_slots=True),
+            Scenario(experiment, f"{size.name}/k=2 partitions", Layout(2, (50, 50)),
+                     four_of(size, "lock")),
+            Scenario(experiment, f"{size.name}/k=4 one slot each", Layout(4, (25, 25, 25, 25)),
                      four_of(size, "lock", lambda i: frozenset({i}))),
         ]
     return out
@@ -119,7 +120,9 @@ def only_gpuslot(sizes=SIZES, measured_percent=50):
 def camera_pipeline(size, cameras=8, period_s=0.1, front_percent=34):
     """Eight periodic vision tasks at 10 Hz, the front camera high
     priority: unmanaged, against the front camera on its own slot and the
-    rest sharing the others through k-exclusion."""
+    rest sharing the others through k-exclusion; and the front camera alone,
+    on the whole GPU and on its slot. A camera whose jobs fall behind keeps
+    every frame: its next job starts at once, late."""
     rest = (100 - front_percent) // 2
     layout = Layout(3, (front_percent, rest, rest))
 
@@ -129,10 +132,14 @@ def camera_pipeline(size, cameras=8, period_s=0.1, front_percent=34):
                           measured=i == 0, network="fcn_resnet50")
                      for i in range(cameras))
 
+    px = f"{size.resolution} px"
     return [
-        Scenario("camera", "front alone, whole GPU", None, cams("unmanaged", None, None)[:1]),
-        Scenario("camera", "unmanaged", None, cams("unmanaged", None, None)),
-        Scenario("camera", "gpuslot", layout,
+        Scenario("camera", f"{px}/front alone, whole GPU", None,
+                 cams("unmanaged", None, None)[:1]),
+        Scenario("camera", f"{px}/front alone on its slot", layout,
+                 cams("lock", frozenset({0}), None)[:1]),
+        Scenario("camera", f"{px}/unmanaged", None, cams("unmanaged", None, None)),
+        Scenario("camera", f"{px}/gpuslot", layout,
                  cams("lock", frozenset({0}), frozenset({1, 2}))),
     ]
 

@@ -1,20 +1,36 @@
 # SPDX-License-Identifier: GPL-2.0
-"""One task: a process that runs jobs in a loop and records each job's
-response time (runner.py starts one per task).
+"""A worker: a process on a CPU core of its own that runs one task per
+command, for as many scenarios as the runner gives it (runner.py keeps one
+per core, so that Python, PyTorch and CUDA start once per run, not once per
+scenario; a task limited by MPS gets a fresh one, as MPS reads its limit
+when the process's CUDA context is made).
 
-It warms up, says "ready", reads the common start time from stdin, then
-runs jobs until start + duration: back to back, or one per period
-(response time from the job's release, deadline = period). Each job that
-locks acquires a slot, runs on the slot's stream and releases (per-job
-locking). Backend "torch" runs the task's network; "none" sleeps the
-size's stand-in time (no GPU: for the tests).
+Protocol, a line each way: the worker says "up" once started; the runner
+sends a command, a JSON object {"task", "duration", "out", "env"}; the worker sets up the task (its network, kept for later
+commands; a gpuslot client if it locks; 5 warm-up jobs), says "ready",
+reads the common start time, runs jobs until start + duration (back to
+back, or one per period: response time from the job's release, deadline =
+period), writes every job to ``out`` and says "done N". {"quit": true} or
+the end of input ends it. Each job that locks acquires a slot, runs on the
+slot's stream and releases (per-job locking).
 
-usage: python3 -m ch6.worker TASK_JSON BACKEND DURATION_S OUT_CSV [CPU]
+Backend "torch" runs the task's network; "none" sleeps the size's
+stand-in time (no GPU: for the tests).
+
+What the CPU side of each job did is recorded with it, to tell where a
+slow job lost its time: gc_ms, the time Python's garbage collector ran
+during it; cpu_ms, the CPU time of the worker's thread; preempted, how
+often the kernel took the CPU from the thread (involuntary context
+switches).
+
+usage: python3 -m ch6.worker BACKEND [CPU]
 """
 
 import csv
+import gc
 import json
 import os
+import resource
 import sys
 import time
 
@@ -24,23 +40,40 @@ from .tasks import Task
 
 # Stand-in job lengths of the none backend, ms.
 NONE_JOB_MS = {"small": 2.0, "medium": 5.0, "large": 10.0, "camera": 8.0}
+WARMUP_JOBS = 5
+
+
+class Networks:
+    """The networks and inputs a worker has built, by what they are."""
+
+    def __init__(self):
+        import torch
+        import torchvision
+        self.torch, self.torchvision = torch, torchvision
+        self.built = {}
+
+    def get(self, task):
+        s = task.size
+        key = (task.network, s.width, s.batch, s.resolution)
+        if key not in self.built:
+            tv = self.torchvision
+            if task.network == "mobilenet_v2":
+                model = tv.models.mobilenet_v2(weights=None, width_mult=s.width)
+            elif task.network == "fcn_resnet50":
+                model = tv.models.segmentation.fcn_resnet50(weights=None, weights_backbone=None,
+                                                            num_classes=21)
+            else:
+                raise ValueError(f"unknown network {task.network}")
+            x = self.torch.randn(s.batch, 3, s.resolution, s.resolution, device="cuda")
+            self.built[key] = (model.cuda().eval(), x)
+        return self.built[key]
 
 
 class TorchJob:
-    def __init__(self, task):
-        import torch
-        import torchvision
+    def __init__(self, task, networks):
+        torch = networks.torch
         self.torch = torch
-        if task.network == "mobilenet_v2":
-            model = torchvision.models.mobilenet_v2(weights=None, width_mult=task.size.width)
-        elif task.network == "fcn_resnet50":
-            model = torchvision.models.segmentation.fcn_resnet50(
-                weights=None, weights_backbone=None, num_classes=21)
-        else:
-            raise ValueError(f"unknown network {task.network}")
-        self.model = model.cuda().eval()
-        r = task.size.resolution
-        self.x = torch.randn(task.size.batch, 3, r, r, device="cuda")
+        self.model, self.x = networks.get(task)
         self.start = torch.cuda.Event(enable_timing=True)
         self.end = torch.cuda.Event(enable_timing=True)
         self.own = None
@@ -67,13 +100,29 @@ class TorchJob:
 
 class NoneJob:
     def __init__(self, task):
-        self.ms = NONE_JOB_MS[task.size.name]
+        self.ms = NONE_JOB_MS[task.size.name.split("-")[0]]
 
     def run(self, slot):
         time.sleep(self.ms / 1000)
 
     def gpu_ms(self):
         return self.ms
+
+
+class GcClock:
+    """Time spent in Python's garbage collector, in seconds, so far."""
+
+    def __init__(self):
+        self.total = 0.0
+        self._since = None
+        gc.callbacks.append(self._tick)
+
+    def _tick(self, phase, _info):
+        if phase == "start":
+            self._since = time.perf_counter()
+        elif self._since is not None:
+            self.total += time.perf_counter() - self._since
+            self._since = None
 
 
 def one_job(task, job, client):
@@ -87,42 +136,70 @@ def one_job(task, job, client):
     return index, job.gpu_ms()
 
 
-def main(argv):
-    task = Task.from_json(json.loads(argv[0]))
-    backend, duration, out = argv[1], float(argv[2]), argv[3]
-    if len(argv) > 4:
-        os.sched_setaffinity(0, {int(argv[4])})
-    job = TorchJob(task) if backend == "torch" else NoneJob(task)
+def run_task(cmd, backend, networks, clock, say, read_line):
+    task = Task.from_json(cmd["task"])
+    duration = float(cmd["duration"])
+    os.environ.update(cmd.get("env", {}))
+    job = TorchJob(task, networks) if backend == "torch" else NoneJob(task)
     client = None
     if task.technique == "lock":
         client = gpuslot.Client(backend="none" if backend == "none" else "auto")
-    for _ in range(5):
-        one_job(task, job, client)
-    print("ready", flush=True)
-    start = float(sys.stdin.readline())
-    while time.time() < start:
-        time.sleep(min(0.01, max(0.0, start - time.time())))
-    rows = []
-    t0 = release = time.monotonic()
-    end = t0 + duration
-    while release < end:
-        if task.period_s:
-            while time.monotonic() < release:
-                time.sleep(min(0.005, max(0.0, release - time.monotonic())))
-        else:
-            release = time.monotonic()
-        slot, gpu = one_job(task, job, client)
-        done = time.monotonic()
-        rows.append((round(release - t0, 6), round((done - release) * 1e3, 4),
-                     slot, round(gpu, 4)))
-        if task.period_s:
-            release += task.period_s
-    if client:
-        client.close()
-    with open(out, "w", newline="") as f:
+    try:
+        for _ in range(WARMUP_JOBS):
+            one_job(task, job, client)
+        gc.collect()
+        say("ready")
+        start = float(read_line())
+        while time.time() < start:
+            time.sleep(min(0.01, max(0.0, start - time.time())))
+        rows = []
+        t0 = release = time.monotonic()
+        end = t0 + duration
+        while release < end:
+            if task.period_s:
+                while time.monotonic() < release:
+                    time.sleep(min(0.005, max(0.0, release - time.monotonic())))
+            else:
+                release = time.monotonic()
+            in_gc, cpu = clock.total, time.thread_time()
+            switches = resource.getrusage(resource.RUSAGE_THREAD).ru_nivcsw
+            slot, gpu = one_job(task, job, client)
+            done = time.monotonic()
+            rows.append((round(release - t0, 6), round((done - release) * 1e3, 4), slot,
+                         round(gpu, 4), round((clock.total - in_gc) * 1e3, 3),
+                         round((time.thread_time() - cpu) * 1e3, 3),
+                         resource.getrusage(resource.RUSAGE_THREAD).ru_nivcsw - switches))
+            if task.period_s:
+                release += task.period_s
+    finally:
+        if client:
+            client.close()
+    with open(cmd["out"], "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["release_s", "response_ms", "slot", "gpu_ms"])
+        w.writerow(["release_s", "response_ms", "slot", "gpu_ms", "gc_ms", "cpu_ms",
+                    "preempted"])
         w.writerows(rows)
+    say(f"done {len(rows)}")
+
+
+def main(argv):
+    backend = argv[0]
+    if backend not in ("torch", "none"):
+        raise SystemExit(f"ch6.worker: backend {backend!r}: torch or none")
+    if len(argv) > 1:
+        os.sched_setaffinity(0, {int(argv[1])})
+    networks = Networks() if backend == "torch" else None
+    clock = GcClock()
+
+    def say(line):
+        print(line, flush=True)
+
+    say("up")
+    while line := sys.stdin.readline():
+        cmd = json.loads(line)
+        if cmd.get("quit"):
+            break
+        run_task(cmd, backend, networks, clock, say, sys.stdin.readline)
 
 
 if __name__ == "__main__":

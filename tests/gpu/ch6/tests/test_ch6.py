@@ -4,6 +4,7 @@ scenario definitions, statistics, running scenarios (none backend,
 against a gpuslotd on its socket transport) and the report."""
 
 import csv
+import json
 import os
 import random
 import shutil
@@ -14,7 +15,8 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
 
-from ch6 import report, runner, scenarios, stats  # noqa: E402
+from ch6 import busy, calibrate, report, runner, scenarios, stats  # noqa: E402
+from ch6 import __main__ as ch6_main  # noqa: E402
 from ch6.tasks import SIZES, Size, Task  # noqa: E402
 
 REPO = os.path.abspath(os.path.join(HERE, "../../../.."))
@@ -55,7 +57,13 @@ def test_the_experiments_have_the_dissertations_shape():
     assert {t.technique for s in only for t in s.tasks} == {"lock", "unmanaged", "priority",
                                                             "mps"}
     cams = scenarios.camera_pipeline(Size("camera", 1, 1.0, 520))
-    assert len(cams[1].tasks) == 8 and all(t.period_s == 0.1 for t in cams[1].tasks)
+    assert [s.name for s in cams] == ["520 px/front alone, whole GPU",
+                                      "520 px/front alone on its slot", "520 px/unmanaged",
+                                      "520 px/gpuslot"]
+    assert len(cams[2].tasks) == 8 and all(t.period_s == 0.1 for t in cams[2].tasks)
+    assert [t.slots for t in cams[3].tasks][:2] == [frozenset({0}), frozenset({1, 2})]
+    cal = scenarios.table_6_1({"small-cal": Size("small-cal", 64, 0.25)}, "6.1c")
+    assert {s.experiment for s in cal} == {"6.1c"} and cal[0].name == "small-cal/unmanaged"
 
 
 def test_a_scenario_that_cannot_run_is_refused():
@@ -88,6 +96,9 @@ def test_scenarios_run_and_report_with_the_none_backend(tmp_path):
     picked += [s for s in scenarios.table_6_3() if s.name == "vs small/25%"]
     picked += scenarios.camera_pipeline(Size("camera", 1, 1.0, 64), cameras=3,
                                         period_s=0.05)[1:]
+    # An MPS-limited task gets a worker of its own (the none backend
+    # ignores the limit).
+    picked += [s for s in scenarios.only_gpuslot() if s.name.startswith("MPS")]
     runner.run_all(picked, "none", 0.6, str(tmp_path), daemon)
     rows = report.read_jobs(str(tmp_path / "jobs.csv"))
     by = {}
@@ -112,7 +123,7 @@ def test_scenarios_run_and_report_with_the_none_backend(tmp_path):
              for j in js]
     assert stats.summarize(excl).mean > stats.summarize(alone).mean
     # Periodic tasks: releases 50 ms apart.
-    front = [j["release_s"] for j in by[("gpuslot", "front")]]
+    front = [j["release_s"] for j in by[("64 px/gpuslot", "front")]]
     assert float(front[1]) - float(front[0]) == pytest.approx(0.05, abs=1e-3)
     summaries, plots = report.write_report(str(tmp_path))
     assert any(s["experiment"] == "6.1" and s["scenario"] == "small/k=2 partitions"
@@ -128,3 +139,70 @@ def test_scenarios_run_and_report_with_the_none_backend(tmp_path):
     assert "A slot 0  whole GPU" in no_parts and "B slot 1  whole GPU" in no_parts
     parts = log[log.index("== 6.1: small/k=2 partitions"):]
     assert "A slot 0  30 CUs" in parts
+
+
+def test_busy_time_is_the_union_of_gpu_activity(tmp_path):
+    events = [
+        {"ph": "X", "cat": "kernel", "name": "a", "ts": 100.0, "dur": 10.0},
+        {"ph": "X", "cat": "kernel", "name": "b", "ts": 105.0, "dur": 10.0},  # overlaps a
+        {"ph": "X", "cat": "gpu_memcpy", "name": "c", "ts": 130.0, "dur": 5.0},
+        {"ph": "X", "cat": "gpu_memset", "name": "d", "ts": 134.0, "dur": 2.0},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::conv2d", "ts": 90.0, "dur": 100.0},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 95.0, "dur": 3.0},
+        {"ph": "i", "cat": "kernel", "name": "instant", "ts": 200.0},
+        {"ph": "X", "cat": "kernel", "name": "empty", "ts": 300.0, "dur": 0.0},
+    ]
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    intervals = busy.read_trace(str(path))
+    assert len(intervals) == 5
+    assert busy.union(intervals) == [(100.0, 115.0), (130.0, 136.0)]
+    assert busy.busy_us(intervals) == pytest.approx(21.0)
+    path.write_text(json.dumps(events))  # a bare list of events is a trace too
+    assert busy.busy_us(busy.read_trace(str(path))) == pytest.approx(21.0)
+
+
+def test_calibration_picks_the_batch_nearest_each_share(tmp_path):
+    shares = {(0.25, 8): 0.05, (0.25, 64): 0.15, (0.25, 128): 0.18,
+              (0.5, 32): 0.30, (0.5, 128): 0.55, (1.0, 64): 0.70, (1.0, 128): 0.85}
+    path = tmp_path / "calibration.csv"
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, calibrate.FIELDS)
+        w.writeheader()
+        for (width, batch), share in shares.items():
+            w.writerow(dict(network="mobilenet_v2", width=width, batch=batch, resolution=224,
+                            job_ms=10, busy_ms=10 * share, share=share))
+        w.writerow(dict(network="fcn_resnet50", width=1.0, batch=1, resolution=800,
+                        job_ms=20, busy_ms=19, share=0.95))
+    rows = calibrate.read(str(path))
+    picked = calibrate.pick(rows)
+    assert picked == {"small-cal": Size("small-cal", 64, 0.25),
+                      "medium-cal": Size("medium-cal", 128, 0.5),
+                      "large-cal": Size("large-cal", 64, 1.0)}
+    assert [(s.batch, s.width) for s in calibrate.candidates()][:2] == [(1, 0.25), (2, 0.25)]
+    assert len(calibrate.candidates()) == 3 * len(calibrate.BATCHES)
+    table = report.calibration_markdown(rows, picked)
+    assert "| mobilenet_v2 | 0.5 | 128 | 224 | 10.0 | 5.5 | 55% | medium-cal |" in table
+    assert "| fcn_resnet50 | 1.0 | 1 | 800 | 20.0 | 19.0 | 95% |  |" in table
+    with pytest.raises(ValueError, match="width 1.0"):
+        calibrate.pick([r for r in rows if r["width"] != 1.0])
+    # 6.1c runs only the calibrated sizes that are not the dissertation's.
+    assert list(ch6_main.calibrated_sizes(str(path))) == ["small-cal", "medium-cal"]
+
+
+def test_the_pool_keeps_workers_and_gives_mps_tasks_their_own(tmp_path):
+    with open(tmp_path / "log", "w") as log:
+        pool = runner.Pool("none", log)
+        try:
+            small = SIZES["small"]
+            w0, fresh = pool.worker(0, Task("a", small))
+            assert not fresh and pool.worker(0, Task("b", small, "lock")) == (w0, False)
+            w1, _ = pool.worker(1, Task("c", small))
+            assert w1 is not w0
+            mps, fresh = pool.worker(0, Task("d", small, "mps", mps_percent=25))
+            assert fresh and mps is not w0
+            mps.quit()
+            assert mps.proc.returncode == 0
+        finally:
+            pool.close()
+        assert w0.proc.returncode == 0 and w1.proc.returncode == 0
