@@ -106,6 +106,15 @@ def write_report(run_dir):
         w.writerows(summaries)
     experiments = list(dict.fromkeys(r["experiment"] for r in rows))
     with open(os.path.join(run_dir, "tables.md"), "w") as f:
+        failed = os.path.join(run_dir, "failed.csv")
+        if os.path.exists(failed):
+            with open(failed) as ff:
+                lost = list(csv.DictReader(ff))
+            if lost:
+                f.write("### scenarios that failed (their tracebacks are in run.log)\n\n"
+                        "| experiment | scenario | error |\n|---|---|---|\n" +
+                        "".join(f"| {r['experiment']} | {r['scenario']} | {r['error']} |\n"
+                                for r in lost) + "\n")
         cal = os.path.join(run_dir, "calibration.csv")
         if os.path.exists(cal):
             measured = calibrate.read(cal)

@@ -164,21 +164,34 @@ def run_scenario(scenario, pool, duration, workdir, gpuslotd=None, log=sys.stder
 
 
 def run_all(scenarios, backend, duration, outdir, gpuslotd=None):
-    """Every scenario, one after another; all rows in outdir/jobs.csv."""
+    """Every scenario, one after another; all rows in outdir/jobs.csv. A
+    scenario that fails (a worker died: its traceback is in run.log) goes
+    into outdir/failed.csv and the run goes on with the next."""
     os.makedirs(outdir, exist_ok=True)
     with open(os.path.join(outdir, "jobs.csv"), "w", newline="") as f, \
+            open(os.path.join(outdir, "failed.csv"), "w", newline="") as failed, \
             open(os.path.join(outdir, "run.log"), "a") as log:
         w = csv.DictWriter(f, FIELDS)
         w.writeheader()
+        fails = csv.writer(failed)
+        fails.writerow(["experiment", "scenario", "error"])
         pool = Pool(backend, log)
         try:
             for n, s in enumerate(scenarios):
                 log.write(f"== {s.experiment}: {s.name}\n")
                 log.flush()
                 t0 = time.monotonic()
-                rows, status = run_scenario(s, pool, duration,
-                                            os.path.join(outdir, "scenarios", str(n)),
-                                            gpuslotd, log)
+                try:
+                    rows, status = run_scenario(s, pool, duration,
+                                                os.path.join(outdir, "scenarios", str(n)),
+                                                gpuslotd, log)
+                except RuntimeError as e:
+                    log.write(f"   FAILED: {e}\n")
+                    log.flush()
+                    fails.writerow([s.experiment, s.name, str(e)])
+                    failed.flush()
+                    print(f"ch6: {s.experiment} {s.name}: FAILED: {e}", flush=True)
+                    continue
                 w.writerows(rows)
                 f.flush()
                 log.write(status)

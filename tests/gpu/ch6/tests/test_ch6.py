@@ -99,6 +99,11 @@ def test_scenarios_run_and_report_with_the_none_backend(tmp_path):
     # An MPS-limited task gets a worker of its own (the none backend
     # ignores the limit).
     picked += [s for s in scenarios.only_gpuslot() if s.name.startswith("MPS")]
+    # A scenario whose worker dies (no stand-in job of this size) is
+    # recorded as failed, and the run goes on.
+    bogus = scenarios.Scenario("6.1", "bogus/unmanaged", None,
+                               scenarios.four_of(Size("bogus", 1, 1.0), "unmanaged"))
+    picked.insert(1, bogus)
     runner.run_all(picked, "none", 0.6, str(tmp_path), daemon)
     rows = report.read_jobs(str(tmp_path / "jobs.csv"))
     by = {}
@@ -106,6 +111,9 @@ def test_scenarios_run_and_report_with_the_none_backend(tmp_path):
         by.setdefault((r["scenario"], r["task"]), []).append(r)
     # Every task of every scenario ran jobs, and only on slots it allows.
     for s in picked:
+        if s is bogus:
+            assert not any(sc == s.name for sc, _ in by)
+            continue
         for t in s.tasks:
             jobs = by[(s.name, t.name)]
             assert len(jobs) >= 10, (s.name, t.name)
@@ -125,7 +133,12 @@ def test_scenarios_run_and_report_with_the_none_backend(tmp_path):
     # Periodic tasks: releases 50 ms apart.
     front = [j["release_s"] for j in by[("64 px/gpuslot", "front")]]
     assert float(front[1]) - float(front[0]) == pytest.approx(0.05, abs=1e-3)
+    with open(tmp_path / "failed.csv") as f:
+        assert [(r["scenario"], "did not" in r["error"] or "said" in r["error"])
+                for r in csv.DictReader(f)] == [("bogus/unmanaged", True)]
+    assert "KeyError: 'bogus'" in (tmp_path / "run.log").read_text()
     summaries, plots = report.write_report(str(tmp_path))
+    assert "| 6.1 | bogus/unmanaged |" in (tmp_path / "tables.md").read_text()
     assert any(s["experiment"] == "6.1" and s["scenario"] == "small/k=2 partitions"
                for s in summaries)
     with open(tmp_path / "summary.csv") as f:
