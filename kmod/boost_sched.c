@@ -115,13 +115,14 @@ void gpuslot_file_boost(struct gpuslot_file *f, struct gpuslot_domain *d,
 	bool live, boosted;
 
 	/*
-	 * The common case of a real-time task: it already runs at @prio or
-	 * above, and no thread has a boost of ours, so it has none to nest
-	 * this hold into either. Nothing to record: no mutex. (Only @p's own
-	 * holds create its record, and @p is here, not waiting elsewhere.)
+	 * The common cases: the boost is off, or a real-time task already
+	 * runs at @prio or above; and no thread has a boost of ours, so @p
+	 * has none to nest this hold into, and @f no older one to end.
+	 * Nothing to record: no mutex. (Only @p's own holds create its
+	 * record, and @p is here, not waiting elsewhere.)
 	 */
 	if (!READ_ONCE(gpuslot_ledger.nr_threads) &&
-	    (policy == SCHED_DEADLINE ||
+	    (!prio || policy == SCHED_DEADLINE ||
 	     ((policy == SCHED_FIFO || policy == SCHED_RR) &&
 	      READ_ONCE(p->rt_priority) >= prio)))
 		return;

@@ -211,15 +211,15 @@ void gpuslot_grant(struct gpuslot_domain *d, struct gpuslot_waiter *w,
 }
 
 /*
- * Complete grants that the core made under d->lock: those that need no
- * boost are woken at once and leave @done; the rest stay on it for
+ * Complete what the core did under d->lock: waiters it failed are woken at
+ * once and leave @done; the granted ones stay on it for
  * gpuslot_finish_handoffs(), which boosts each one, without d->lock, before
- * it wakes it: the new holder is SCHED_FIFO before the scheduler sees it.
+ * it wakes it: the new holder is SCHED_FIFO before the scheduler sees it,
+ * and does not wake to spin on d->lock while its granter still holds it.
  */
 static void gpuslot_wake_done(struct gpuslot_domain *d, struct list_head *done)
 	__must_hold(&d->lock)
 {
-	bool boost = READ_ONCE(d->boost_priority);
 	struct gpuslot_core_waiter *cw, *tmp;
 	u64 now = ktime_get_ns();
 
@@ -235,14 +235,11 @@ static void gpuslot_wake_done(struct gpuslot_domain *d, struct list_head *done)
 		}
 		if (cw->granted) {
 			gpuslot_grant(d, w, cw->slot, now);
-			if (boost) {
-				/* Boosted and woken by gpuslot_finish_handoffs(). */
-				get_task_struct(w->task);
-				continue;
-			}
-		} else {
-			w->file->state = GPUSLOT_FILE_IDLE;
+			/* Boosted and woken by gpuslot_finish_handoffs(). */
+			get_task_struct(w->task);
+			continue;
 		}
+		w->file->state = GPUSLOT_FILE_IDLE;
 		list_del_init(&cw->node);
 		/* The waiter reads ready under d->lock or after its wakeup. */
 		w->ready = true;
@@ -264,14 +261,8 @@ static void gpuslot_boost_handoffs(struct gpuslot_domain *d,
 	}
 }
 
-/*
- * Wake the boosted new holders on @done and drop their task references;
- * or, with @keep, leave the reference of the one new holder in *@keep for
- * the caller to drop where it may sleep (freeing a task may, on
- * PREEMPT_RT).
- */
-static void gpuslot_wake_handoffs(struct list_head *done,
-				  struct task_struct **keep)
+/* Wake the boosted new holders on @done and drop their task references. */
+static void gpuslot_wake_handoffs(struct list_head *done)
 {
 	struct gpuslot_core_waiter *cw, *tmp;
 
@@ -287,18 +278,14 @@ static void gpuslot_wake_handoffs(struct list_head *done,
 		 */
 		smp_store_release(&w->ready, true);
 		wake_up_process(task);
-		/* A release grants one waiter at most. */
-		if (keep && !WARN_ON_ONCE(*keep))
-			*keep = task;
-		else
-			put_task_struct(task);
+		put_task_struct(task);
 	}
 }
 
 void gpuslot_finish_handoffs(struct gpuslot_domain *d, struct list_head *done)
 {
 	gpuslot_boost_handoffs(d, done);
-	gpuslot_wake_handoffs(done, NULL);
+	gpuslot_wake_handoffs(done);
 }
 
 void gpuslot_release_locked(struct gpuslot_domain *d, struct gpuslot_file *f,
@@ -487,7 +474,6 @@ static int gpuslot_release_hold(struct gpuslot_file *f, bool any, u64 seq,
 				unsigned int *slot)
 {
 	struct gpuslot_domain *d = gpuslot_file_lock(f);
-	struct task_struct *woken = NULL;
 	LIST_HEAD(done);
 
 	if (f->state != GPUSLOT_FILE_HOLDING || (!any && f->hold_seq != seq)) {
@@ -500,20 +486,15 @@ static int gpuslot_release_hold(struct gpuslot_file *f, bool any, u64 seq,
 	gpuslot_release_locked(d, f, &done);
 	spin_unlock(&d->lock);
 	/*
-	 * The new holders are boosted while they sleep, and woken once the
-	 * releasing thread has its own attributes back: a woken holder then
-	 * preempts it at once instead of queueing behind it at the same RT
-	 * priority (which costs push/pull work on its CPU). Preemption stays
-	 * off from the restore to the wakeups, as rt_mutex's unlock does,
-	 * where the restore allows it; the restore itself may sleep.
+	 * The new holder is boosted while it sleeps and woken before this
+	 * thread restores its own attributes: the restore is not on the new
+	 * holder's path. Where the scheduler would put it on this CPU, still
+	 * at the same RT priority, it picks an idle or lower-priority CPU
+	 * instead; one pinned here runs as soon as the restore drops this
+	 * thread below it, as early as restoring first would have let it.
 	 */
-	gpuslot_boost_handoffs(d, &done);
+	gpuslot_finish_handoffs(d, &done);
 	gpuslot_file_unboost(f, seq);
-	preempt_disable();
-	gpuslot_wake_handoffs(&done, &woken);
-	preempt_enable();
-	if (woken)
-		put_task_struct(woken);
 	return 0;
 }
 

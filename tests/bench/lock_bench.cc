@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -90,12 +91,15 @@ cpu_set_t pin_to(int cpu)
 
 // 2. k = 1: a holder releases while a second thread waits in acquire; the
 // time from the release call to the waiter's return. The waiter is given
-// 300 us to block in the kernel first, the same for every lock.
+// 300 us to block in the kernel first, the same for every lock. The holder
+// runs on CPU 2 and the waiter on CPU 1, for every lock: where the scheduler
+// would otherwise place them (the same vCPU or two, which one is idle)
+// varies between runs by more than the locks differ.
 //
-// @busy: the waiter's CPU (1) is busy with lower-priority real-time work
+// @busy: the waiter's CPU is busy with lower-priority real-time work
 // when the slot is released: a SCHED_FIFO 10 thread spins there from just
 // before the release until the waiter has returned, or for 5 ms after the
-// release. The holder runs on CPU 2 and gives the waiter 2 ms to block.
+// release. The holder gives the waiter 2 ms to block.
 // This is the inversion the boost exists for: a SCHED_OTHER waiter that
 // got the slot cannot run, and the GPU slot idles, until the other work
 // yields.
@@ -107,7 +111,7 @@ template <class Lock> void handoff_run(benchmark::State &state, bool busy)
 	std::atomic<bool> stop{false};
 	std::atomic<int> hog{0}; // 0 idle, 1 asked to start, 2 spinning
 	std::atomic<uint64_t> released_at{0};
-	cpu_set_t old = busy ? pin_to(2) : cpu_set_t{};
+	cpu_set_t old = pin_to(2);
 	const int kick = busy ? eventfd(0, EFD_CLOEXEC) : -1;
 	auto wake_hog = [&] {
 		uint64_t one = 1;
@@ -142,8 +146,7 @@ template <class Lock> void handoff_run(benchmark::State &state, bool busy)
 			}
 		});
 	std::thread waiter([&] {
-		if (busy)
-			pin_to(1);
+		pin_to(1);
 		typename Lock::Client c;
 		for (;;) {
 			while (phase.load() != 1 && !stop.load())
@@ -192,8 +195,8 @@ template <class Lock> void handoff_run(benchmark::State &state, bool busy)
 		wake_hog();
 		hogger.join();
 		close(kick);
-		sched_setaffinity(0, sizeof(old), &old);
 	}
+	sched_setaffinity(0, sizeof(old), &old);
 
 	std::sort(samples.begin(), samples.end());
 	auto pct = [&](double p) {
@@ -391,29 +394,36 @@ public:
 				    parts[i].find_first_not_of("0123456789") ==
 					    std::string::npos)
 					arg = parts[i];
+			const int n = arg.empty() ? 0 : std::stoi(arg);
 			if (what == "throughput") {
 				// Time per operation of the whole system.
-				put("throughput, k=" + arg + ", " +
+				put({4, n, int(r.threads)},
+				    "throughput, k=" + arg + ", " +
 					    std::to_string(r.threads) +
 					    " threads (ns/op)",
 				    lock, 1e9 / r.counters.at("items_per_second"));
 			} else if (what == "handoff") {
-				put("handoff median (us)", lock,
+				put({2, 0, 0}, "handoff median (us)", lock,
 				    r.counters.at("p50_us"));
-				put("handoff p99 (us)", lock, r.counters.at("p99_us"));
+				put({2, 1, 0}, "handoff p99 (us)", lock,
+				    r.counters.at("p99_us"));
 			} else if (what == "handoffbusy") {
-				put("handoff, waiter's CPU busy with FIFO 10 work, median (us)",
+				put({3, 0, 0},
+				    "handoff, waiter's CPU busy with FIFO 10 work, median (us)",
 				    lock, r.counters.at("p50_us"));
-				put("handoff, waiter's CPU busy with FIFO 10 work, p99 (us)",
+				put({3, 1, 0},
+				    "handoff, waiter's CPU busy with FIFO 10 work, p99 (us)",
 				    lock, r.counters.at("p99_us"));
 			} else if (what == "uncontended_rt") {
-				put("uncontended acquire+release, caller SCHED_FIFO 60 (ns)",
+				put({1, 0, 0},
+				    "uncontended acquire+release, caller SCHED_FIFO 60 (ns)",
 				    lock, r.GetAdjustedRealTime());
 			} else if (what == "waiters") {
-				put("acquire+release, " + arg + " waiters queued (ns)",
+				put({6, n, 0},
+				    "acquire+release, " + arg + " waiters queued (ns)",
 				    lock, r.GetAdjustedRealTime());
 			} else {
-				put("uncontended acquire+release (ns)", lock,
+				put({0, 0, 0}, "uncontended acquire+release (ns)", lock,
 				    r.GetAdjustedRealTime());
 			}
 		}
@@ -430,7 +440,17 @@ public:
 		for (size_t i = 0; i < std::size(alts); i++)
 			std::printf("---|---|");
 		std::printf("\n");
-		for (auto &row : order_) {
+		// The alternatives' figures of a measurement also go next to
+		// gpuslot's boost-off figure of it.
+		for (auto &[row, cells] : rows_) {
+			auto base = rows_.find(row.substr(0, row.size() - off_.size()));
+			if (!row.ends_with(off_) || base == rows_.end())
+				continue;
+			for (auto &[lock, value] : base->second)
+				if (lock != "gpuslot")
+					cells[lock] = value;
+		}
+		for (auto &[key, row] : order_) {
 			auto &cells = rows_[row];
 			std::printf("| %s | %.3g |", row.c_str(), cells["gpuslot"]);
 			for (const char *a : alts) {
@@ -447,25 +467,22 @@ public:
 	}
 
 private:
-	// gpuslot-noboost figures get rows of their own ("..., boost off"),
-	// next to the alternatives' figures of the same measurement.
-	void put(const std::string &row, const std::string &lock, double value)
-	{
-		if (lock == "gpuslot-noboost") {
-			put_cell(row + ", gpuslot boost off", "gpuslot", value);
-			return;
-		}
-		put_cell(row, lock, value);
-		if (rows_.count(row + ", gpuslot boost off"))
-			put_cell(row + ", gpuslot boost off", lock, value);
-	}
+	// Where a row goes in the table: (measurement, its arguments). The
+	// runs arrive in any order (their repetitions are interleaved).
+	using RowKey = std::array<int, 4>;
 
-	void put_cell(const std::string &row, const std::string &lock,
-		      double value)
+	// gpuslot-noboost figures get rows of their own ("..., boost off"),
+	// after the boost-on rows.
+	void put(std::array<int, 3> where, const std::string &row,
+		 const std::string &lock, double value)
 	{
-		if (!rows_.count(row))
-			order_.push_back(row);
-		rows_[row][lock] = value;
+		const bool off = lock == "gpuslot-noboost";
+		const std::string name = off ? row + off_ : row;
+		if (!rows_.count(name))
+			order_.emplace(RowKey{off ? 5 : where[0], where[0], where[1],
+					      where[2]},
+				       name);
+		rows_[name][off ? "gpuslot" : lock] = value;
 	}
 
 	double get(const std::string &row, const std::string &lock)
@@ -477,7 +494,7 @@ private:
 	void print_targets()
 	{
 		const std::string un = "uncontended acquire+release (ns)";
-		const std::string off = ", gpuslot boost off";
+		const std::string &off = off_;
 		const std::string hm = "handoff median (us)";
 		const std::string hb =
 			"handoff, waiter's CPU busy with FIFO 10 work, median (us)";
@@ -532,7 +549,8 @@ private:
 			    "(priority order), boost of SCHED_OTHER holders\n");
 	}
 
-	std::vector<std::string> order_;
+	const std::string off_ = ", gpuslot boost off";
+	std::map<RowKey, std::string> order_;
 	std::map<std::string, std::map<std::string, double>> rows_;
 };
 
