@@ -75,14 +75,27 @@ echo "$*" >"$work/root/etc/gpuslot-test-args"
 (cd "$work/root" && find . | cpio -o -H newc --quiet | gzip -1) >"$work/initramfs.cpio.gz"
 
 log=$work/serial.log
-echo "run-vm: booting $(basename "$kernel") under TCG, -smp 4; serial log: $log"
-# KVM hangs on the hosts this runs on: TCG only.
-timeout "${GPUSLOT_VM_TIMEOUT:-1200}" qemu-system-x86_64 \
-	-accel tcg -cpu max -smp 4 -m 1024 \
-	-nographic -no-reboot -monitor none -serial stdio \
-	-kernel "$kernel" -initrd "$work/initramfs.cpio.gz" \
-	-append "console=ttyS0 panic=-1 oops=panic panic_on_warn=1 softlockup_panic=1 loglevel=4 $GPUSLOT_VM_APPEND" \
-	</dev/null 2>&1 | sed -u 's/\r$//' | tee "$log" || true
+boot() {
+	echo "run-vm: booting $(basename "$kernel") under TCG, -smp 4; serial log: $log"
+	# KVM hangs on the hosts this runs on: TCG only.
+	timeout "${GPUSLOT_VM_TIMEOUT:-1200}" qemu-system-x86_64 \
+		-accel tcg -cpu max -smp 4 -m 1024 \
+		-nographic -no-reboot -monitor none -serial stdio \
+		-kernel "$kernel" -initrd "$work/initramfs.cpio.gz" \
+		-append "console=ttyS0 panic=-1 oops=panic panic_on_warn=1 softlockup_panic=1 loglevel=4 $GPUSLOT_VM_APPEND" \
+		</dev/null 2>&1 | sed -u 's/\r$//' | tee "$log" || true
+}
+boot
+# A kernel that crashes in its own boot, before init.sh runs (and loads
+# gpuslot), hit a flake of the kernel under TCG (seen: an int3 Oops in
+# text patching on 6.12), not a bug of ours: it gets one more boot. The
+# first log stays, and a second crash fails the run as usual.
+if ! grep -q '^gpuslot-vm: kernel ' "$log" && log_shows_bug "$log" run-vm >/dev/null; then
+	mv "$log" "$work/serial-first-boot.log"
+	echo "run-vm: the kernel crashed in its own boot, before gpuslot was loaded" \
+		"($work/serial-first-boot.log): booting once more"
+	boot
+fi
 
 status=0
 log_shows_bug "$log" run-vm && status=1
