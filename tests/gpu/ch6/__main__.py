@@ -7,17 +7,9 @@ import subprocess
 import sys
 
 from . import calibrate, report, runner, scenarios
-from .tasks import SIZES, Size
+from .tasks import SIZES, camera_sizes
 
 EXPERIMENTS = ("calibrate", "6.1", "6.1c", "6.3", "only", "camera")
-
-
-def camera_sizes(text):
-    out = []
-    for spec in filter(None, text.split(",")):
-        batch, px = spec.split("x")
-        out.append(Size("camera", int(batch), 1.0, int(px)))
-    return out
 
 
 def calibrated_sizes(path):
@@ -72,7 +64,7 @@ def main(argv):
             p.error("calibrate measures the GPU: it needs the torch backend")
         subprocess.run([sys.executable, "-m", "ch6.calibrate", calibration,
                         str(runner.cpu_for(0)),
-                        "--camera", ",".join(f"{c.batch}x{c.resolution}" for c in cameras)],
+                        "--camera", a.camera],
                        check=True)
     picked = []
     for e in wanted:

@@ -27,7 +27,7 @@ import tempfile
 import time
 
 from .busy import busy_us, read_trace
-from .tasks import SIZES, Size, Task
+from .tasks import SIZES, Size, Task, camera_sizes
 
 TARGETS = {"small": 0.16, "medium": 0.54, "large": 0.76}
 BATCHES = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)
@@ -103,10 +103,7 @@ def main(argv):
         os.sched_setaffinity(0, {a.cpu})
     from .worker import Networks
     tasks = [Task("calibrate", s) for s in candidates()]
-    for spec in filter(None, a.camera.split(",")):
-        batch, px = spec.split("x")
-        tasks.append(Task("calibrate", Size("camera", int(batch), 1.0, int(px)),
-                          network="fcn_resnet50"))
+    tasks += [Task("calibrate", s, network="fcn_resnet50") for s in camera_sizes(a.camera)]
     with open(a.out, "w", newline="") as f:
         w = csv.DictWriter(f, FIELDS)
         w.writeheader()

@@ -27,6 +27,15 @@ class Size:
     resolution: int = 224
 
 
+def camera_sizes(text):
+    """The camera network's sizes from "BATCHxPIXELS,...": one Size each."""
+    out = []
+    for spec in filter(None, text.split(",")):
+        batch, px = spec.split("x")
+        out.append(Size("camera", int(batch), 1.0, int(px)))
+    return out
+
+
 # Table 6.1's sizes: batch and width multiplier.
 SIZES = {
     "small": Size("small", 8, 0.25),

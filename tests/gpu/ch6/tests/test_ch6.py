@@ -17,7 +17,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
 
 from ch6 import busy, calibrate, report, runner, scenarios, stats  # noqa: E402
 from ch6 import __main__ as ch6_main  # noqa: E402
-from ch6.tasks import SIZES, Size, Task  # noqa: E402
+from ch6.tasks import SIZES, Size, Task, camera_sizes  # noqa: E402
 
 REPO = os.path.abspath(os.path.join(HERE, "../../../.."))
 
@@ -56,6 +56,8 @@ def test_the_experiments_have_the_dissertations_shape():
     only = scenarios.only_gpuslot()
     assert {t.technique for s in only for t in s.tasks} == {"lock", "unmanaged", "priority",
                                                             "mps"}
+    assert camera_sizes("1x800,2x640") == [Size("camera", 1, 1.0, 800),
+                                           Size("camera", 2, 1.0, 640)]
     cams = scenarios.camera_pipeline(Size("camera", 1, 1.0, 520))
     assert [s.name for s in cams] == ["520 px/front alone, whole GPU",
                                       "520 px/front alone on its slot", "520 px/unmanaged",
