@@ -228,14 +228,15 @@ int plan_nvidia(const Options &o)
 		failed |= !p.error.empty();
 		nlohmann::json slots = nlohmann::json::array();
 		text += "CUDA device " + std::to_string(gpu.ordinal) + ": " + gpu.name + ", " +
-			std::to_string(gpu.sm_count) + " SMs (partitions of " +
-			std::to_string(gpu.min_partition_sms) + " SMs aligned to " +
-			std::to_string(gpu.coscheduled_alignment) + " without IGNORE_SM_COSCHEDULING)\n";
+			std::to_string(gpu.sm_count) + " SMs, co-scheduled in groups of " +
+			std::to_string(gpu.coscheduled_alignment) + " (smallest partition " +
+			std::to_string(gpu.min_partition_sms) + ")\n  the driver's splits: " +
+			gpuslot::nv_splits_text(gpu.splits) + "\n";
 		if (!p.error.empty()) {
 			text += "  cannot plan: " + p.error + "\n";
 		} else {
 			text += "  split: " + std::to_string(p.groups) + " groups of " +
-				std::to_string(p.group_sms) + " SMs (IGNORE_SM_COSCHEDULING)\n";
+				std::to_string(p.group_sms) + " co-scheduled SMs\n";
 			for (size_t j = 0; j < p.slot_groups.size(); j++) {
 				gpuslot_partition part{};
 				std::string list;
@@ -254,9 +255,14 @@ int plan_nvidia(const Options &o)
 		}
 		for (const auto &n : p.notes)
 			text += "  note: " + n + "\n";
+		nlohmann::json splits = nlohmann::json::array();
+		for (const auto &sp : gpu.splits)
+			splits.push_back({{"group_sms", sp.group_sms}, {"groups", sp.groups}});
 		nlohmann::json g = {{"ordinal", gpu.ordinal},
 				    {"name", gpu.name},
 				    {"sms", gpu.sm_count},
+				    {"coscheduled_sms", gpu.coscheduled_alignment},
+				    {"splits", splits},
 				    {"unit_kind", "nv-sm-group"},
 				    {"unit_size", p.group_sms},
 				    {"nr_units", p.groups},

@@ -1,14 +1,49 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "nv_plan.hpp"
 
+#include <algorithm>
 #include <numeric>
 
 namespace gpuslot {
 
-unsigned int nv_split_groups(unsigned int sm_count, unsigned int group_sms)
+namespace {
+
+// The largest split whose groups divide every size and are enough for all
+// of them.
+const NvSplit *fitting_split(const std::vector<NvSplit> &splits,
+			     const std::vector<unsigned int> &sizes)
 {
-	const unsigned int g = (group_sms + kNvTpcSms - 1) / kNvTpcSms * kNvTpcSms;
-	return g ? sm_count / g : 0;
+	unsigned int common = 0, total = 0;
+	for (unsigned int s : sizes) {
+		common = std::gcd(common, s);
+		total += s;
+	}
+	const NvSplit *best = nullptr;
+	for (const NvSplit &sp : splits)
+		if (sp.group_sms && common % sp.group_sms == 0 &&
+		    sp.groups >= total / sp.group_sms &&
+		    (!best || sp.group_sms > best->group_sms))
+			best = &sp;
+	return best;
+}
+
+std::string sizes_text(const std::vector<unsigned int> &sizes)
+{
+	std::string out;
+	for (unsigned int s : sizes)
+		out += (out.empty() ? "" : ",") + std::to_string(s);
+	return out;
+}
+
+} // namespace
+
+std::string nv_splits_text(const std::vector<NvSplit> &splits)
+{
+	std::string out;
+	for (const NvSplit &sp : splits)
+		out += (out.empty() ? "" : ", ") + std::to_string(sp.groups) + " x " +
+		       std::to_string(sp.group_sms);
+	return out.empty() ? "none" : out;
 }
 
 NvPlan plan_nv_partitions(const NvGpu &gpu, unsigned int k,
@@ -23,33 +58,47 @@ NvPlan plan_nv_partitions(const NvGpu &gpu, unsigned int k,
 		p.error = std::to_string(sizes_in.size()) + " sizes for k = " + std::to_string(k);
 		return p;
 	}
-	const unsigned int sms = gpu.sm_count;
+	const unsigned int sms = gpu.sm_count, unit = gpu.coscheduled_alignment;
+	if (!unit || gpu.splits.empty()) {
+		p.error = "the driver reports no co-scheduled split of this GPU's " +
+			  std::to_string(sms) + " SMs (alignment " + std::to_string(unit) +
+			  "): it cannot be partitioned";
+		return p;
+	}
 	std::vector<unsigned int> sizes = sizes_in;
 	if (sizes.empty()) {
-		// One group per slot: the largest whole-TPC group k times over.
-		unsigned int g = sms / k / kNvTpcSms * kNvTpcSms;
-		if (!g) {
-			p.error = "k = " + std::to_string(k) + " leaves less than one TPC (" +
-				  std::to_string(kNvTpcSms) + " SMs) per slot on " +
-				  std::to_string(sms) + " SMs";
+		// One group per slot: the largest group the driver makes k of.
+		const NvSplit *best = nullptr;
+		for (const NvSplit &sp : gpu.splits)
+			if (sp.groups >= k && (!best || sp.group_sms > best->group_sms))
+				best = &sp;
+		if (!best) {
+			p.error = "k = " + std::to_string(k) + " partitions: the driver splits " +
+				  std::to_string(sms) + " SMs into at most " +
+				  std::to_string(std::max_element(gpu.splits.begin(), gpu.splits.end(),
+							       [](auto &a, auto &b) {
+								       return a.groups < b.groups;
+							       })->groups) +
+				  " co-scheduled groups (" + nv_splits_text(gpu.splits) + ")";
 			return p;
 		}
-		sizes.assign(k, g);
+		sizes.assign(k, best->group_sms);
 	}
-	// Whole TPCs, then the largest group that divides every size.
-	unsigned int g = 0, total = 0;
+	// Whole co-scheduled groups: sizes are multiples of the alignment.
+	unsigned int total = 0;
 	for (unsigned int &s : sizes) {
-		unsigned int even = s / kNvTpcSms * kNvTpcSms;
-		if (!even) {
+		const unsigned int whole = s / unit * unit;
+		if (!whole) {
 			p.error = "a partition of " + std::to_string(s) +
-				  " SMs is less than one TPC (" + std::to_string(kNvTpcSms) + " SMs)";
+				  " SMs is less than one co-scheduled group (" + std::to_string(unit) +
+				  " SMs on this GPU)";
 			return p;
 		}
-		if (even != s)
+		if (whole != s)
 			p.notes.push_back(std::to_string(s) + " SMs rounded down to " +
-					  std::to_string(even) + ": green contexts take whole TPCs");
-		s = even;
-		g = std::gcd(g, s);
+					  std::to_string(whole) + ": partitions take whole groups of " +
+					  std::to_string(unit) + " co-scheduled SMs");
+		s = whole;
 		total += s;
 	}
 	if (total > sms) {
@@ -57,20 +106,39 @@ NvPlan plan_nv_partitions(const NvGpu &gpu, unsigned int k,
 			  std::to_string(sms) + " the GPU has";
 		return p;
 	}
-	p.group_sms = g;
-	p.groups = nv_split_groups(sms, g);
-	unsigned int next = 0;
+	// Not every SM is in a co-scheduled group (an H100 has 120 of its 132
+	// in groups of 8): shrink the largest partition until the sizes fit.
+	const std::string asked = sizes_text(sizes);
+	const NvSplit *split;
+	while (!(split = fitting_split(gpu.splits, sizes))) {
+		auto largest = std::max_element(sizes.begin(), sizes.end());
+		if (*largest <= unit) {
+			p.error = "partitions of " + asked + " SMs do not fit the co-scheduled groups the "
+				  "driver makes of this GPU (" + nv_splits_text(gpu.splits) + ")";
+			return p;
+		}
+		*largest -= unit;
+	}
+	if (sizes_text(sizes) != asked)
+		p.notes.push_back("partitions of " + asked + " SMs do not fit the co-scheduled groups "
+				  "the driver makes (" + nv_splits_text(gpu.splits) +
+				  "): planned " + sizes_text(sizes));
+	p.group_sms = split->group_sms;
+	p.groups = split->groups;
+	unsigned int next = 0, used = 0;
 	for (unsigned int s : sizes) {
 		std::vector<unsigned int> mine;
-		for (unsigned int i = 0; i < s / g; i++)
+		for (unsigned int i = 0; i < s / p.group_sms; i++)
 			mine.push_back(next++);
 		p.slot_groups.push_back(mine);
 		p.slot_sms.push_back(s);
+		used += s;
 	}
-	if (total < sms)
-		p.notes.push_back(std::to_string(sms - total) +
-				  " SMs belong to no slot (groups of " + std::to_string(g) +
-				  " SMs do not cover all " + std::to_string(sms) + ")");
+	if (used < sms)
+		p.notes.push_back(std::to_string(sms - used) + " of " + std::to_string(sms) +
+				  " SMs belong to no slot (the split makes " +
+				  std::to_string(p.groups) + " groups of " +
+				  std::to_string(p.group_sms) + " SMs)");
 	return p;
 }
 

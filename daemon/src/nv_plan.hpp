@@ -2,11 +2,19 @@
 // k SM partitions of an NVIDIA GPU, as green contexts can make them.
 //
 // A green context cannot pick SMs: the driver splits the GPU into groups
-// (cuDevSmResourceSplitByCount) and a context takes whole groups. gpuslot
-// splits with CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING, whose unit is
-// a TPC (2 SMs), into floor(SMs / G) groups of G SMs, numbered 0.. in the
-// driver's deterministic order, and gives each slot a set of groups: the
-// layout's unit is a group (GPUSLOT_UNIT_NV_SM_GROUP, unit_size G).
+// (cuDevSmResourceSplitByCount) and a context takes whole groups of one
+// split. gpuslot splits with the default flags, so every group is made of
+// SMs the hardware co-schedules (smCoscheduledAlignment of them, 8 on
+// Hopper, all in one GPC): thread-block clusters of that size run on any
+// slot. The finer IGNORE_SM_COSCHEDULING split (2-SM TPCs) is not used:
+// on an H100 its partitions refuse clusters of 8, and cuDNN and cuBLAS
+// kernels chosen for the whole GPU fail on them (docs/nvidia.md).
+//
+// How many groups of G SMs a split makes depends on the GPU's GPCs, not on
+// arithmetic (an H100: 15 of 8, 8 of 16, 4 of 32, 2 of 64), so the planner
+// takes the driver's own answers (NvGpu::splits, read by gpuslotd) and
+// gives each slot a set of groups of one split: the layout's unit is a
+// group (GPUSLOT_UNIT_NV_SM_GROUP, unit_size G).
 // Reference: ../shared/reference/nvidia.md sections 1.3-1.4.
 #pragma once
 
@@ -16,23 +24,26 @@
 
 namespace gpuslot {
 
+// One split the driver makes with the default flags: @groups groups of
+// exactly @group_sms SMs (minCount = group_sms).
+struct NvSplit {
+	unsigned int group_sms = 0;
+	unsigned int groups = 0;
+	bool operator==(const NvSplit &) const = default;
+};
+
 // What cuDeviceGetDevResource(CU_DEV_RESOURCE_TYPE_SM) says of a device.
 struct NvGpu {
 	int ordinal = 0;
 	std::string name;
 	unsigned int sm_count = 0;
-	unsigned int min_partition_sms = 0;     // without the IGNORE flag
-	unsigned int coscheduled_alignment = 0; // likewise
+	unsigned int min_partition_sms = 0;
+	unsigned int coscheduled_alignment = 0; // SMs of a co-scheduled group
 	std::string pci_bus_id; // DDDD:BB:DD.F, lower case; "" unknown
+	// Every split whose groups have exactly the SMs asked for, asked in
+	// multiples of coscheduled_alignment, smallest first.
+	std::vector<NvSplit> splits;
 };
-
-// SMs of a TPC: the split's granularity with the IGNORE flag.
-constexpr unsigned int kNvTpcSms = 2;
-
-// Groups of @group_sms SMs the IGNORE split makes of @sm_count SMs (the
-// driver rounds the request up to whole TPCs; measured on an H200: 66 x 2,
-// 16 x 8 + 4, 11 x 12, 3 x 34 + 30, 2 x 66).
-unsigned int nv_split_groups(unsigned int sm_count, unsigned int group_sms);
 
 struct NvPlan {
 	unsigned int group_sms = 0; // G, the layout's unit_size
@@ -46,5 +57,8 @@ struct NvPlan {
 // @sizes: SMs per slot; empty for k equal partitions.
 NvPlan plan_nv_partitions(const NvGpu &gpu, unsigned int k,
 			  const std::vector<unsigned int> &sizes);
+
+// "15 x 8, 8 x 16, ..." for people.
+std::string nv_splits_text(const std::vector<NvSplit> &splits);
 
 } // namespace gpuslot

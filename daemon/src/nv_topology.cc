@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 
 #include <cctype>
+#include <vector>
 
 #ifdef GPUSLOT_HAVE_CUDA
 #include <cuda.h>
@@ -17,6 +18,35 @@ NvTopologyResult read_nv_topology()
 	return {{}, "this build has no CUDA headers: NVIDIA GPUs cannot be read"};
 }
 #else
+namespace {
+
+// Ask the driver, with the default flags, for groups of every multiple of
+// the co-scheduled alignment; keep the splits that make groups of exactly
+// that many SMs (it rounds some requests up: 66 SMs gives one group of 72
+// on an H100, which the library could not ask for again).
+std::vector<NvSplit> co_scheduled_splits(decltype(&cuDevSmResourceSplitByCount) split,
+					 CUdevResource all)
+{
+	std::vector<NvSplit> out;
+	const unsigned int unit = all.sm.smCoscheduledAlignment;
+	for (unsigned int g = unit; unit && g <= all.sm.smCount; g += unit) {
+		unsigned int n = 0;
+		if (split(nullptr, &n, &all, nullptr, 0, g) || !n)
+			continue;
+		std::vector<CUdevResource> groups(n);
+		if (split(groups.data(), &n, &all, nullptr, 0, g) || !n)
+			continue;
+		bool exact = true;
+		for (unsigned int j = 0; j < n; j++)
+			exact &= groups[j].sm.smCount == g;
+		if (exact)
+			out.push_back({g, n});
+	}
+	return out;
+}
+
+} // namespace
+
 NvTopologyResult read_nv_topology()
 {
 	NvTopologyResult r;
@@ -34,6 +64,7 @@ NvTopologyResult read_nv_topology()
 	decltype(&cuDeviceGetName) name = nullptr;
 	decltype(&cuDeviceGetDevResource) resource = nullptr;
 	decltype(&cuDeviceGetPCIBusId) bus_id = nullptr;
+	decltype(&cuDevSmResourceSplitByCount) split = nullptr;
 	auto sym = [&](const char *n, auto *fn) {
 		void *p = nullptr;
 		CUdriverProcAddressQueryResult st;
@@ -46,7 +77,8 @@ NvTopologyResult read_nv_topology()
 	sym("cuDeviceGetName", &name);
 	sym("cuDeviceGetDevResource", &resource);
 	sym("cuDeviceGetPCIBusId", &bus_id);
-	if (!init || !count || !device || !name || !resource) {
+	sym("cuDevSmResourceSplitByCount", &split);
+	if (!init || !count || !device || !name || !resource || !split) {
 		r.error = "the NVIDIA driver lacks green-context resources (CUDA 12.4 or later)";
 		return r;
 	}
@@ -72,8 +104,10 @@ NvTopologyResult read_nv_topology()
 				*c = char(tolower(*c));
 		else
 			pci[0] = '\0';
-		r.gpus.push_back({i, buf, sm.sm.smCount, sm.sm.minSmPartitionSize,
-				  sm.sm.smCoscheduledAlignment, pci});
+		NvGpu gpu{i, buf, sm.sm.smCount, sm.sm.minSmPartitionSize,
+			  sm.sm.smCoscheduledAlignment, pci, {}};
+		gpu.splits = co_scheduled_splits(split, sm);
+		r.gpus.push_back(gpu);
 	}
 	if (r.gpus.empty())
 		r.error = "the NVIDIA driver sees no GPU";

@@ -15,8 +15,9 @@ struct NvTopologyResult {
 	std::string error; // empty on success; no driver is an error
 };
 
-// Every CUDA device: name, SM count, and the SM resource's partition
-// granularity (cuDeviceGetDevResource, CU_DEV_RESOURCE_TYPE_SM).
+// Every CUDA device: name, SM count, the SM resource's partition
+// granularity (cuDeviceGetDevResource, CU_DEV_RESOURCE_TYPE_SM) and the
+// co-scheduled splits the driver makes of it (NvGpu::splits).
 NvTopologyResult read_nv_topology();
 
 } // namespace gpuslot

@@ -46,23 +46,19 @@ int CudaBackend::build(const SlotLayout &layout, uint64_t slots, StreamSet *set,
 	if (int err = resolve(error))
 		return err;
 	bool partitioned = false;
+	unsigned int coscheduled = 0;
 	for (unsigned int s = 0; s < layout.k; s++)
 		partitioned |= (slots >> s & 1) && !layout.masks[s].empty();
 	if (partitioned) {
-		unsigned int groups = 0;
-		if (int err = api_.split(ordinal_, layout.unit_size, &groups)) {
+		CudaSplit split;
+		if (int err = api_.split(ordinal_, layout.unit_size, &split)) {
 			*error = "cuDevSmResourceSplitByCount(" + std::to_string(layout.unit_size) +
 				 " SMs): " + api_.error_string(err);
 			return -EIO;
 		}
-		// The layout names groups of this split: both must agree.
-		if (groups != layout.nr_units) {
-			*error = "the driver splits this GPU into " + std::to_string(groups) +
-				 " groups of " + std::to_string(layout.unit_size) +
-				 " SMs, the layout into " + std::to_string(layout.nr_units) +
-				 ": it was planned for another GPU";
-			return -EIO;
-		}
+		if (int err = check_split(layout, split, error))
+			return err;
+		coscheduled = split.device_coscheduled;
 	}
 	set->start(layout);
 	for (unsigned int slot = 0; slot < layout.k; slot++) {
@@ -74,13 +70,26 @@ int CudaBackend::build(const SlotLayout &layout, uint64_t slots, StreamSet *set,
 			if (mask[i / 32] >> (i % 32) & 1)
 				idx.push_back(i);
 		void *stream = nullptr, *gctx = nullptr;
-		unsigned int sms = 0;
+		unsigned int sms = 0, got_coscheduled = 0;
 		int err = idx.empty() ? api_.plain_stream(ordinal_, &stream)
 				      : api_.green_stream(ordinal_, idx.data(), unsigned(idx.size()),
-							  &stream, &gctx, &sms);
+							  &stream, &gctx, &sms, &got_coscheduled);
 		if (err) {
 			*error = std::string(idx.empty() ? "a stream" : "a green context") +
 				 " for slot " + std::to_string(slot) + ": " + api_.error_string(err);
+			destroy(set);
+			return -EIO;
+		}
+		// The partition is what the layout says, read back from the
+		// context: its SMs, and clusters as large as on the whole GPU.
+		const unsigned int want = unsigned(idx.size()) * layout.unit_size;
+		if (gctx && (sms != want || got_coscheduled < coscheduled)) {
+			*error = "slot " + std::to_string(slot) + "'s green context has " +
+				 std::to_string(sms) + " SMs co-scheduled in groups of " +
+				 std::to_string(got_coscheduled) + "; its layout says " +
+				 std::to_string(want) + " SMs in groups of " +
+				 std::to_string(coscheduled);
+			api_.destroy(stream, gctx);
 			destroy(set);
 			return -EIO;
 		}
@@ -94,6 +103,30 @@ int CudaBackend::build(const SlotLayout &layout, uint64_t slots, StreamSet *set,
 			    "processes time-slice instead of running side by side "
 			    "(start nvidia-cuda-mps-control -d)"
 			  : "";
+	return 0;
+}
+
+int CudaBackend::check_split(const SlotLayout &layout, const CudaSplit &split,
+			     std::string *error) const
+{
+	const std::string asked = std::to_string(layout.unit_size) + " SMs";
+	// The layout names groups of this split: both must agree.
+	if (split.groups != layout.nr_units || split.group_sms != layout.unit_size) {
+		*error = "the driver splits this GPU into " + std::to_string(split.groups) +
+			 " groups of " +
+			 (split.group_sms ? std::to_string(split.group_sms) : "unequal") +
+			 " SMs when asked for " + asked + ", the layout into " +
+			 std::to_string(layout.nr_units) + " of " + asked +
+			 ": it was planned for another GPU or driver";
+		return -EIO;
+	}
+	if (split.coscheduled < split.device_coscheduled) {
+		*error = "the driver's groups of " + asked + " are co-scheduled in groups of " +
+			 std::to_string(split.coscheduled) + " SMs, not the device's " +
+			 std::to_string(split.device_coscheduled) +
+			 ": thread-block clusters (cuDNN, cuBLAS) would fail on them";
+		return -EIO;
+	}
 	return 0;
 }
 

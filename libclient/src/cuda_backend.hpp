@@ -3,9 +3,10 @@
 //
 // A slot's partition is a set of SM groups of one deterministic split
 // (GPUSLOT_UNIT_NV_SM_GROUP, unit_size SMs each; daemon/src/nv_plan.hpp):
-// the backend repeats the split, combines the slot's groups into one green
-// context (allowed because they come from one split) and creates one
-// non-blocking stream on it. The CUstream is usable as a cudaStream_t.
+// the backend repeats the split (co-scheduled groups), checks that it makes
+// the layout's groups, combines the slot's groups into one green context
+// (allowed because they come from one split), checks the context's SMs and
+// co-scheduling against the layout, and creates one non-blocking stream. The CUstream is usable as a cudaStream_t.
 // The driver API is loaded at run time (libcuda.so.1, cuda_load.cc); the
 // backend calls it only through CudaApi, which tests replace with a test
 // double.
@@ -19,6 +20,17 @@
 
 namespace gpuslot {
 
+// What one split made: @groups groups of @group_sms SMs each, whose
+// co-scheduled alignment is @coscheduled; @device_coscheduled is the
+// whole device's. A partition keeps thread-block clusters only while the
+// two agree.
+struct CudaSplit {
+	unsigned int groups = 0;
+	unsigned int group_sms = 0; // 0: the groups differ in size
+	unsigned int coscheduled = 0;
+	unsigned int device_coscheduled = 0;
+};
+
 // The driver-API steps the backend needs; int stands for CUresult (0 =
 // CUDA_SUCCESS) and void * for CUstream and CUgreenCtx. Every step is safe
 // to call from any thread, and none leaves a context current on the
@@ -28,13 +40,14 @@ struct CudaApi {
 	int (*device_by_pci_bus_id)(int *ordinal, const char *pci_bus_id);
 	// cuDeviceGet and the device's primary context, retained.
 	int (*open_device)(int ordinal);
-	// Split the device's SMs with CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_
-	// COSCHEDULING into groups of @group_sms; *groups gets their number.
-	int (*split)(int ordinal, unsigned int group_sms, unsigned int *groups);
+	// Split the device's SMs, default flags (co-scheduled groups), into
+	// groups of @group_sms; *out says what the split made.
+	int (*split)(int ordinal, unsigned int group_sms, CudaSplit *out);
 	// A green context of groups @idx[0 .. n) of that split and a stream on
-	// it; *sms gets the SMs cuGreenCtxGetDevResource reports.
+	// it; *sms and *coscheduled get what cuGreenCtxGetDevResource reports.
 	int (*green_stream)(int ordinal, const unsigned int *idx, unsigned int n,
-			    void **stream, void **green_ctx, unsigned int *sms);
+			    void **stream, void **green_ctx, unsigned int *sms,
+			    unsigned int *coscheduled);
 	// A stream of the primary context: the whole GPU.
 	int (*plain_stream)(int ordinal, void **stream);
 	int (*stream_synchronize)(void *stream);
@@ -66,6 +79,8 @@ public:
 
 private:
 	int resolve(std::string *error);
+	int check_split(const SlotLayout &layout, const CudaSplit &split,
+			std::string *error) const;
 
 	CudaApi api_;
 	DeviceChoice choice_;

@@ -10,6 +10,7 @@
 #include <dlfcn.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <map>
@@ -84,7 +85,10 @@ int open_device(int ordinal)
 	return 0;
 }
 
-int split(int ordinal, unsigned int group_sms, unsigned int *groups)
+// Default flags: every group is co-scheduled SMs, so thread-block
+// clusters run on any partition (IGNORE_SM_COSCHEDULING would give 2-SM
+// granularity and partitions on which cuDNN and cuBLAS kernels fail).
+int split(int ordinal, unsigned int group_sms, CudaSplit *out)
 {
 	std::lock_guard<std::mutex> hold(devices_lock);
 	Device &d = devices.at(ordinal);
@@ -92,19 +96,25 @@ int split(int ordinal, unsigned int group_sms, unsigned int *groups)
 	if (CUresult r = driver()->device_resource(d.dev, &all, CU_DEV_RESOURCE_TYPE_SM))
 		return r;
 	unsigned int n = 0;
-	const unsigned int flags = CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING;
-	if (CUresult r = driver()->split(nullptr, &n, &all, nullptr, flags, group_sms))
+	if (CUresult r = driver()->split(nullptr, &n, &all, nullptr, 0, group_sms))
 		return r;
 	d.groups.assign(n, CUdevResource{});
-	if (CUresult r = driver()->split(d.groups.data(), &n, &all, &d.rest, flags, group_sms))
+	if (CUresult r = driver()->split(d.groups.data(), &n, &all, &d.rest, 0, group_sms))
 		return r;
 	d.groups.resize(n);
-	*groups = n;
+	*out = CudaSplit{n, n ? d.groups[0].sm.smCount : 0,
+			 n ? d.groups[0].sm.smCoscheduledAlignment : 0,
+			 all.sm.smCoscheduledAlignment};
+	for (const CUdevResource &g : d.groups) {
+		if (g.sm.smCount != out->group_sms)
+			out->group_sms = 0;
+		out->coscheduled = std::min(out->coscheduled, g.sm.smCoscheduledAlignment);
+	}
 	return 0;
 }
 
 int green_stream(int ordinal, const unsigned int *idx, unsigned int n, void **stream,
-		 void **green_ctx, unsigned int *sms)
+		 void **green_ctx, unsigned int *sms, unsigned int *coscheduled)
 {
 	std::vector<CUdevResource> mine;
 	CUdevice dev;
@@ -139,6 +149,7 @@ int green_stream(int ordinal, const unsigned int *idx, unsigned int n, void **st
 	*stream = s;
 	*green_ctx = g;
 	*sms = got.sm.smCount;
+	*coscheduled = got.sm.smCoscheduledAlignment;
 	return 0;
 }
 

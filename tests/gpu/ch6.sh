@@ -23,7 +23,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out"
 { nvidia-smi -L; nvidia-smi --query-gpu=driver_version --format=csv,noheader
   python3 -c 'import torch, torchvision; print("torch", torch.__version__, "torchvision", torchvision.__version__)'
-  git -C "$here" rev-parse --short HEAD 2>/dev/null || true; } >"$out/env.txt" 2>&1
+  # A copy of the tree may carry a stale .git: GPUSLOT_COMMIT names it.
+  echo "commit ${GPUSLOT_COMMIT:-$(git -C "$here" rev-parse --short HEAD 2>/dev/null)}"
+} >"$out/env.txt" 2>&1
 nvidia-cuda-mps-control -d 2>/dev/null && echo "MPS control daemon started" >>"$out/env.txt"
 trap 'echo quit | nvidia-cuda-mps-control 2>/dev/null || true' EXIT
 run="$b/ld-linux-x86-64.so.2 --library-path $b"

@@ -3,8 +3,11 @@
 // kernel module cannot be loaded there, so these runs use libgpuslot's
 // cuda backend and the daemon's planner without the lock.
 //
-//   gpu_partitions placement K            each slot's stream runs only on
-//                                         its SMs; slots disjoint; counts
+//   gpu_partitions placement K [SIZES]    each slot's stream runs only on
+//                                         its SMs; slots disjoint; counts;
+//                                         clusters as large as the device's
+//                                         co-scheduled groups run on each;
+//                                         SIZES: SMs per slot (96,36)
 //   gpu_partitions work SLOT K ITERS AT   one process of the MPS run: at
 //                                         wall time AT, a fixed amount of
 //                                         arithmetic on slot SLOT of K (K = 0:
@@ -164,15 +167,63 @@ std::string list(const std::set<unsigned int> &s)
 	return out;
 }
 
-int placement(unsigned int k)
+__global__ void in_cluster(unsigned int *out)
+{
+	if (threadIdx.x == 0)
+		out[blockIdx.x] = smid();
+}
+
+// A kernel in thread-block clusters of @size on @s: launched and finished
+// (cuDNN and cuBLAS pick such kernels on Hopper), or the error.
+std::string cluster_launch(cudaStream_t s, unsigned int size)
+{
+	unsigned int *d;
+	CHECK_CUDA(cudaMalloc(&d, 64 * size * sizeof(unsigned int)));
+	cudaLaunchConfig_t cfg = {};
+	cfg.gridDim = dim3(64 * size);
+	cfg.blockDim = dim3(128);
+	cfg.stream = s;
+	cudaLaunchAttribute attr;
+	attr.id = cudaLaunchAttributeClusterDimension;
+	attr.val.clusterDim.x = size;
+	attr.val.clusterDim.y = 1;
+	attr.val.clusterDim.z = 1;
+	cfg.attrs = &attr;
+	cfg.numAttrs = 1;
+	cudaError_t e = cudaLaunchKernelEx(&cfg, in_cluster, d);
+	if (e == cudaSuccess)
+		e = cudaStreamSynchronize(s);
+	cudaGetLastError(); // a refused launch is not sticky
+	CHECK_CUDA(cudaFree(d));
+	return e == cudaSuccess ? "ran" : cudaGetErrorString(e);
+}
+
+std::vector<unsigned int> sizes_arg(const char *text)
+{
+	std::vector<unsigned int> out;
+	for (const char *p = text; p && *p;) {
+		out.push_back(unsigned(std::strtoul(p, const_cast<char **>(&p), 10)));
+		if (*p == ',')
+			p++;
+		else if (*p)
+			return {};
+	}
+	return out;
+}
+
+int placement(unsigned int k, const std::vector<unsigned int> &sizes)
 {
 	auto g = gpu0();
-	printf("placement: %s, %u SMs (min partition %u, alignment %u), k = %u\n", g.name.c_str(),
-	       g.sm_count, g.min_partition_sms, g.coscheduled_alignment, k);
+	printf("placement: %s, %u SMs (min partition %u, co-scheduled groups of %u), k = %u\n",
+	       g.name.c_str(), g.sm_count, g.min_partition_sms, g.coscheduled_alignment, k);
+	printf("placement: the driver's co-scheduled splits: %s\n",
+	       gpuslot::nv_splits_text(g.splits).c_str());
 	gpuslot::NvPlan plan;
-	auto l = layout_for(g, k, {}, &plan);
-	printf("placement: layout: %u groups of %u SMs (nv-sm-group), slot j gets group j\n",
-	       plan.groups, plan.group_sms);
+	auto l = layout_for(g, k, sizes, &plan);
+	printf("placement: layout: %u groups of %u SMs (nv-sm-group)\n", plan.groups,
+	       plan.group_sms);
+	for (const auto &n : plan.notes)
+		printf("placement: note: %s\n", n.c_str());
 	Streams s(cuda());
 	build(s, l);
 	const unsigned int blocks = g.sm_count * 32;
@@ -186,10 +237,13 @@ int placement(unsigned int k)
 		seen.insert(used.begin(), used.end());
 		const unsigned int want = plan.slot_sms[j], got = s.sms(j);
 		bool counts = used.size() == want && got == want;
+		const std::string cluster = cluster_launch(static_cast<cudaStream_t>(s.streams[j]),
+							   g.coscheduled_alignment);
 		printf("placement: slot %u: %u blocks ran on %zu SMs (layout %u, read back %u), "
-		       "disjoint from earlier slots: %s; SMs %s\n",
-		       j, blocks, used.size(), want, got, disjoint ? "yes" : "NO", list(used).c_str());
-		ok &= disjoint && counts;
+		       "disjoint from earlier slots: %s; clusters of %u: %s; SMs %s\n",
+		       j, blocks, used.size(), want, got, disjoint ? "yes" : "NO",
+		       g.coscheduled_alignment, cluster.c_str(), list(used).c_str());
+		ok &= disjoint && counts && cluster == "ran";
 	}
 	// A stream outside the partitions may use every SM.
 	cudaStream_t whole;
@@ -380,14 +434,21 @@ int experiment(int jobs, const std::string &dir)
 int main(int argc, char **argv)
 {
 	std::string mode = argc > 1 ? argv[1] : "";
-	if (mode == "placement" && argc == 3)
-		return placement(std::atoi(argv[2]));
+	if (mode == "placement" && (argc == 3 || argc == 4)) {
+		auto sizes = sizes_arg(argc == 4 ? argv[3] : nullptr);
+		if (argc == 4 && sizes.empty()) {
+			fprintf(stderr, "gpu_partitions: sizes '%s': expected SMs per slot, "
+					"such as 96,36\n", argv[3]);
+			return 2;
+		}
+		return placement(std::atoi(argv[2]), sizes);
+	}
 	if (mode == "work" && argc == 6)
 		return work_main(std::atoi(argv[2]), std::atoi(argv[3]), std::atoll(argv[4]),
 				 std::atof(argv[5]));
 	if (mode == "experiment" && argc == 4)
 		return experiment(std::atoi(argv[2]), argv[3]);
-	fprintf(stderr, "usage: gpu_partitions placement K | work SLOT K ITERS START_AT | "
+	fprintf(stderr, "usage: gpu_partitions placement K [SIZES] | work SLOT K ITERS START_AT | "
 			"experiment JOBS DIR\n");
 	return 2;
 }

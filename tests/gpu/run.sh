@@ -1,6 +1,7 @@
 #!/bin/bash
 # gpuslot's NVIDIA runs, on a machine with an NVIDIA GPU and CUDA 13:
-#   1. placement: each slot's stream of a k = 4 layout runs only on its SMs
+#   1. placement: each slot's stream of a k = 4 layout (and of an uneven
+#      k = 3 one) runs only on its SMs, and thread-block clusters run on it
 #   2. across processes under MPS: two processes on different slots run
 #      side by side (and, for contrast, two on the whole GPU do not)
 #   3. the seeds' MM1024 vs MM256 experiment, with a CDF plot
@@ -20,13 +21,16 @@ mkdir -p "$(dirname $bin)"
 nvcc -O2 -std=c++20 -arch=sm_90 -DGPUSLOT_HAVE_CUDA \
 	-I"$root/uapi" -I"$root/libclient/src" -I"$root/daemon/src" \
 	"$here/gpu_partitions.cu" "$root/libclient/src/cuda_backend.cc" \
-	"$root/libclient/src/cuda_load.cc" "$root/daemon/src/nv_plan.cc" \
+	"$root/libclient/src/cuda_load.cc" "$root/libclient/src/device_choice.cc" \
+	"$root/libclient/src/backend_none.cc" "$root/daemon/src/nv_plan.cc" \
 	"$root/daemon/src/nv_topology.cc" -ldl -lpthread -o $bin || exit 1
 
 status=0
 if [ "${GPUSLOT_GPU_STEPS:-all}" = all ]; then
 	echo "== 1. placement" | tee "$out/placement.txt"
 	$bin placement 4 2>&1 | tee -a "$out/placement.txt" || status=1
+	# Uneven sizes: groups of one split combined into one context.
+	$bin placement 3 64,40,24 2>&1 | tee -a "$out/placement.txt" || status=1
 fi
 
 # Kernel times of one process alone and of two at once. A fixed amount of

@@ -10,6 +10,7 @@
 
 #include <strings.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <string>
@@ -22,7 +23,8 @@ namespace {
 struct CudaDouble {
 	static inline std::vector<std::string> calls;
 	static inline int fail_open = 0, fail_green_at = -1, greens = 0;
-	static inline unsigned int split_groups = 4;
+	static inline unsigned int split_groups = 4, split_sms = 32, split_coscheduled = 8;
+	static inline unsigned int granted_short = 0, granted_coscheduled = 8;
 	static inline bool mps = false;
 	static inline uintptr_t next = 0x100;
 	static inline std::vector<std::string> visible;
@@ -35,6 +37,10 @@ struct CudaDouble {
 		fail_green_at = -1;
 		greens = 0;
 		split_groups = 4;
+		split_sms = 32;
+		split_coscheduled = 8;
+		granted_short = 0;
+		granted_coscheduled = 8;
 		mps = false;
 		next = 0x100;
 	}
@@ -58,13 +64,13 @@ struct CudaDouble {
 			calls.push_back("open " + std::to_string(d));
 			return fail_open;
 		};
-		a.split = [](int, unsigned int g, unsigned int *n) {
+		a.split = [](int, unsigned int g, gpuslot::CudaSplit *out) {
 			calls.push_back("split " + std::to_string(g));
-			*n = split_groups;
+			*out = {split_groups, split_sms, split_coscheduled, 8};
 			return 0;
 		};
 		a.green_stream = [](int, const unsigned int *idx, unsigned int n, void **s,
-				    void **g, unsigned int *sms) {
+				    void **g, unsigned int *sms, unsigned int *coscheduled) {
 			std::string c = "green";
 			for (unsigned int i = 0; i < n; i++)
 				c += " " + std::to_string(idx[i]);
@@ -73,7 +79,8 @@ struct CudaDouble {
 				return 2; // CUDA_ERROR_OUT_OF_MEMORY
 			*s = reinterpret_cast<void *>(next++);
 			*g = reinterpret_cast<void *>(next++);
-			*sms = 32 * n - 2; // the driver may grant fewer than asked
+			*sms = 32 * n - granted_short;
+			*coscheduled = granted_coscheduled;
 			return 0;
 		};
 		a.plain_stream = [](int, void **s) {
@@ -131,7 +138,7 @@ TEST_F(CudaBackend, OneGreenContextPerSlotFromItsGroups)
 							       "green 2", "plain", "green 3"}));
 	EXPECT_EQ(streams.size(), 4u);
 	// What the driver granted, read back.
-	EXPECT_EQ(set.units, (std::vector<unsigned int>{62, 30, 0, 30}));
+	EXPECT_EQ(set.units, (std::vector<unsigned int>{64, 32, 0, 32}));
 	EXPECT_EQ(b.set_queues(groups({{0x3}}), 0x1), 0u);
 	EXPECT_NE(b.notice().find("nvidia-cuda-mps-control -d"), std::string::npos);
 
@@ -155,8 +162,52 @@ TEST_F(CudaBackend, ALayoutForAnotherGpuIsRefused)
 	CudaDouble::split_groups = 8;
 	gpuslot::CudaBackend b(CudaDouble::api(), ordinal(0));
 	EXPECT_EQ(b.build(groups({{0x1}, {0x2}}), 0x3, &set, &error), -EIO);
-	EXPECT_EQ(error, "the driver splits this GPU into 8 groups of 32 SMs, the layout into 4: "
-			 "it was planned for another GPU");
+	EXPECT_EQ(error, "the driver splits this GPU into 8 groups of 32 SMs when asked for 32 SMs, "
+			 "the layout into 4 of 32 SMs: it was planned for another GPU or driver");
+	EXPECT_EQ(set.slots, 0u);
+
+	// Same count, other group size (a driver that rounds the request up).
+	CudaDouble::reset();
+	CudaDouble::split_sms = 40;
+	EXPECT_EQ(b.build(groups({{0x1}, {0x2}}), 0x3, &set, &error), -EIO);
+	EXPECT_NE(error.find("4 groups of 40 SMs when asked for 32"), std::string::npos) << error;
+	CudaDouble::split_sms = 0; // groups of different sizes
+	EXPECT_EQ(b.build(groups({{0x1}, {0x2}}), 0x3, &set, &error), -EIO);
+	EXPECT_NE(error.find("4 groups of unequal SMs"), std::string::npos) << error;
+	EXPECT_EQ(set.slots, 0u);
+	EXPECT_EQ(std::count_if(CudaDouble::calls.begin(), CudaDouble::calls.end(),
+				[](auto &c) { return c.starts_with("green"); }),
+		  0);
+}
+
+// Groups that are not co-scheduled lose thread-block clusters, on which
+// cuDNN and cuBLAS kernels fail (IGNORE_SM_COSCHEDULING on an H100).
+TEST_F(CudaBackend, GroupsThatLostCoSchedulingAreRefused)
+{
+	CudaDouble::split_coscheduled = 2;
+	gpuslot::CudaBackend b(CudaDouble::api(), ordinal(0));
+	EXPECT_EQ(b.build(groups({{0x1}, {0x2}}), 0x3, &set, &error), -EIO);
+	EXPECT_EQ(error, "the driver's groups of 32 SMs are co-scheduled in groups of 2 SMs, not "
+			 "the device's 8: thread-block clusters (cuDNN, cuBLAS) would fail on them");
+	EXPECT_EQ(set.slots, 0u);
+}
+
+// What a green context really has is checked against the layout; a slot
+// that differs is an error, and nothing built stays behind.
+TEST_F(CudaBackend, AContextThatIsNotTheLayoutsPartitionIsRefused)
+{
+	gpuslot::CudaBackend b(CudaDouble::api(), ordinal(0));
+	CudaDouble::granted_short = 2;
+	EXPECT_EQ(b.build(groups({{0x3}, {0x4}}), 0x3, &set, &error), -EIO);
+	EXPECT_EQ(error, "slot 0's green context has 62 SMs co-scheduled in groups of 8; its "
+			 "layout says 64 SMs in groups of 8");
+	EXPECT_EQ(CudaDouble::calls.back(), "destroy 256 green");
+	EXPECT_EQ(set.slots, 0u);
+
+	CudaDouble::reset();
+	CudaDouble::granted_coscheduled = 2;
+	EXPECT_EQ(b.build(groups({{0x1}, {0x2}}), 0x3, &set, &error), -EIO);
+	EXPECT_NE(error.find("32 SMs co-scheduled in groups of 2"), std::string::npos) << error;
 	EXPECT_EQ(set.slots, 0u);
 }
 

@@ -72,10 +72,12 @@ CUresult device_resource(CUdevice, CUdevResource *r, CUdevResourceType type)
 	memset(r, 0, sizeof(*r));
 	r->type = type;
 	r->sm.smCount = 132;
+	r->sm.smCoscheduledAlignment = 8;
 	return CUDA_SUCCESS;
 }
+// As the driver: groups lose co-scheduling with IGNORE_SM_COSCHEDULING.
 CUresult split(CUdevResource *result, unsigned int *groups, const CUdevResource *input,
-	       CUdevResource *, unsigned int, unsigned int min_count)
+	       CUdevResource *, unsigned int flags, unsigned int min_count)
 {
 	const unsigned int n = input->sm.smCount / min_count;
 	if (result)
@@ -83,6 +85,8 @@ CUresult split(CUdevResource *result, unsigned int *groups, const CUdevResource 
 			memset(&result[i], 0, sizeof(result[i]));
 			result[i].type = CU_DEV_RESOURCE_TYPE_SM;
 			result[i].sm.smCount = min_count;
+			result[i].sm.smCoscheduledAlignment =
+				flags & CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING ? 2 : 8;
 		}
 	*groups = n;
 	return CUDA_SUCCESS;
@@ -114,6 +118,7 @@ CUresult green_resource(CUgreenCtx g, CUdevResource *r, CUdevResourceType type)
 	memset(r, 0, sizeof(*r));
 	r->type = type;
 	r->sm.smCount = unsigned(reinterpret_cast<uintptr_t>(g) >> 32);
+	r->sm.smCoscheduledAlignment = 8;
 	return CUDA_SUCCESS;
 }
 CUresult green_destroy(CUgreenCtx)
@@ -162,21 +167,25 @@ TEST(CudaThreads, ManyThreadsOpenSplitAndBuildAtOnce)
 			while (!go.load())
 				;
 			// Every thread adds devices to the shared table at once.
-			unsigned int halves = 0;
+			gpuslot::CudaSplit halves;
 			if (api.open_device(2 + t) || api.open_device(2 + (t + 1) % kThreads) ||
-			    api.split(2 + t, 66, &halves) || halves != 2)
+			    api.split(2 + t, 66, &halves) || halves.groups != 2 ||
+			    halves.group_sms != 66)
 				failures++;
 			for (int i = 0; i < kRounds; i++) {
 				int n = 0, found = -1;
-				unsigned int groups = 0, sms = 0;
+				gpuslot::CudaSplit groups;
+				unsigned int sms = 0, coscheduled = 0;
 				const unsigned int idx[] = {0, 1};
 				void *s = nullptr, *g = nullptr, *plain = nullptr;
 				if (api.device_count(&n) || n != 2 ||
 				    api.device_by_pci_bus_id(&found, ordinal ? "0000:3B:00.0"
 									     : "0000:19:00.0") ||
 				    found != ordinal || api.open_device(ordinal) ||
-				    api.split(ordinal, 32, &groups) || groups != 4 ||
-				    api.green_stream(ordinal, idx, 2, &s, &g, &sms) || sms != 64 ||
+				    api.split(ordinal, 32, &groups) || groups.groups != 4 ||
+				    groups.coscheduled != 8 || groups.device_coscheduled != 8 ||
+				    api.green_stream(ordinal, idx, 2, &s, &g, &sms, &coscheduled) ||
+				    sms != 64 || coscheduled != 8 ||
 				    api.plain_stream(ordinal, &plain) ||
 				    api.stream_synchronize(s)) {
 					failures++;

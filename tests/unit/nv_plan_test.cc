@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
-// The NVIDIA planner's arithmetic, with the H100/H200's 132 SMs and the
-// splits measured on an H200 (reference nvidia.md section 1.3).
+// The NVIDIA planner, with the H100's 132 SMs and the co-scheduled splits
+// its driver made (recorded with probe runs on the H100, default flags;
+// docs/nvidia.md): groups of exactly G SMs for each G asked for.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <numeric>
 
 #include "daemon.hpp"
@@ -10,73 +12,121 @@
 
 namespace {
 
-gpuslot::NvGpu h200()
+gpuslot::NvGpu h100()
 {
-	return {0, "NVIDIA H200", 132, 8, 8, "0000:19:00.0"};
+	return {0,
+		"NVIDIA H100 80GB HBM3",
+		132,
+		8,
+		8,
+		"0000:19:00.0",
+		{{8, 15}, {16, 8}, {24, 5}, {32, 4}, {40, 3}, {48, 2}, {64, 2}}};
 }
 
-TEST(NvPlan, SplitCountsMatchTheMeasuredIgnoreSplits)
+unsigned int sum(const std::vector<unsigned int> &v)
 {
-	// groups x size + remainder, IGNORE_SM_COSCHEDULING, 132 SMs.
-	EXPECT_EQ(gpuslot::nv_split_groups(132, 1), 66u);
-	EXPECT_EQ(gpuslot::nv_split_groups(132, 2), 66u);
-	EXPECT_EQ(gpuslot::nv_split_groups(132, 8), 16u);
-	EXPECT_EQ(gpuslot::nv_split_groups(132, 12), 11u);
-	EXPECT_EQ(gpuslot::nv_split_groups(132, 16), 8u);
-	EXPECT_EQ(gpuslot::nv_split_groups(132, 24), 5u);
-	EXPECT_EQ(gpuslot::nv_split_groups(132, 33), 3u); // 3 x 34 + 30
-	EXPECT_EQ(gpuslot::nv_split_groups(132, 44), 3u);
-	EXPECT_EQ(gpuslot::nv_split_groups(132, 66), 2u);
+	return std::accumulate(v.begin(), v.end(), 0u);
 }
 
-TEST(NvPlan, EqualPartitionsForKOneToEight)
+// Every plan takes whole groups of one split the driver really makes,
+// never more than it has, one group set per slot, disjoint.
+void expect_valid(const gpuslot::NvGpu &gpu, const gpuslot::NvPlan &p, unsigned int k)
 {
-	for (unsigned int k = 1; k <= 8; k++) {
-		auto p = gpuslot::plan_nv_partitions(h200(), k, {});
-		ASSERT_EQ(p.error, "") << k;
-		ASSERT_EQ(p.slot_groups.size(), k);
-		EXPECT_EQ(p.group_sms % 2, 0u);
-		EXPECT_LE(p.group_sms * k, 132u);
-		// Equal, one group each, the groups the split really makes.
-		for (unsigned int j = 0; j < k; j++) {
-			EXPECT_EQ(p.slot_groups[j], std::vector<unsigned int>{j});
-			EXPECT_EQ(p.slot_sms[j], p.group_sms);
+	ASSERT_EQ(p.error, "");
+	ASSERT_EQ(p.slot_groups.size(), k);
+	EXPECT_NE(std::find(gpu.splits.begin(), gpu.splits.end(),
+			    gpuslot::NvSplit{p.group_sms, p.groups}),
+		  gpu.splits.end());
+	std::vector<bool> taken(p.groups);
+	for (unsigned int j = 0; j < k; j++) {
+		EXPECT_EQ(p.slot_sms[j], p.slot_groups[j].size() * p.group_sms);
+		EXPECT_EQ(p.slot_sms[j] % gpu.coscheduled_alignment, 0u);
+		for (unsigned int g : p.slot_groups[j]) {
+			ASSERT_LT(g, p.groups);
+			EXPECT_FALSE(taken[g]);
+			taken[g] = true;
 		}
-		EXPECT_GE(p.groups, k);
-		EXPECT_EQ(p.groups, gpuslot::nv_split_groups(132, p.group_sms));
 	}
-	EXPECT_EQ(gpuslot::plan_nv_partitions(h200(), 2, {}).group_sms, 66u);
-	EXPECT_EQ(gpuslot::plan_nv_partitions(h200(), 4, {}).group_sms, 32u);
+}
+
+TEST(NvPlan, EqualPartitionsTakeTheLargestGroupTheDriverMakesKOf)
+{
+	const unsigned int want[] = {0, 64, 64, 40, 32, 24, 16, 16, 16, 8, 8, 8, 8, 8, 8, 8};
+	for (unsigned int k = 1; k <= 15; k++) {
+		auto p = gpuslot::plan_nv_partitions(h100(), k, {});
+		expect_valid(h100(), p, k);
+		EXPECT_EQ(p.group_sms, want[k]) << k;
+		for (unsigned int j = 0; j < k; j++)
+			EXPECT_EQ(p.slot_groups[j], std::vector<unsigned int>{j});
+	}
+	auto p = gpuslot::plan_nv_partitions(h100(), 16, {});
+	EXPECT_NE(p.error.find("at most 15 co-scheduled groups (15 x 8, 8 x 16, 5 x 24, 4 x 32, "
+			       "3 x 40, 2 x 48, 2 x 64)"),
+		  std::string::npos)
+		<< p.error;
 }
 
 TEST(NvPlan, UnevenSizesCombineGroupsOfOneSplit)
 {
-	auto p = gpuslot::plan_nv_partitions(h200(), 2, {96, 36});
-	ASSERT_EQ(p.error, "");
-	EXPECT_EQ(p.group_sms, 12u);
-	EXPECT_EQ(p.groups, 11u);
-	EXPECT_EQ(p.slot_groups[0].size(), 8u);
-	EXPECT_EQ(p.slot_groups[1], (std::vector<unsigned int>{8, 9, 10}));
-	EXPECT_EQ(p.slot_sms, (std::vector<unsigned int>{96, 36}));
-	EXPECT_TRUE(p.notes.empty());
+	// 96 + 36: 36 rounds down to 32, and groups of 32 hold both.
+	auto p = gpuslot::plan_nv_partitions(h100(), 2, {96, 36});
+	expect_valid(h100(), p, 2);
+	EXPECT_EQ(p.group_sms, 32u);
+	EXPECT_EQ(p.slot_groups, (std::vector<std::vector<unsigned int>>{{0, 1, 2}, {3}}));
+	EXPECT_EQ(p.slot_sms, (std::vector<unsigned int>{96, 32}));
+	EXPECT_NE(p.notes.at(0).find("36 SMs rounded down to 32"), std::string::npos);
 
-	auto q = gpuslot::plan_nv_partitions(h200(), 3, {33, 33, 66});
-	ASSERT_EQ(q.error, "");
-	EXPECT_EQ(q.slot_sms, (std::vector<unsigned int>{32, 32, 66}));
-	EXPECT_EQ(q.group_sms, 2u);
-	EXPECT_FALSE(q.notes.empty()); // the rounding is reported
+	// Chapter 6's layouts (percentages of 132 SMs, rounded down).
+	struct {
+		std::vector<unsigned int> asked, planned;
+		unsigned int group;
+	} cases[] = {
+		{{66, 66}, {64, 64}, 64},		  // 50 %, 50 %
+		{{33, 33, 33, 33}, {32, 32, 32, 32}, 32}, // 4 x 25 %
+		{{44, 43, 43}, {40, 40, 40}, 40},	  // 34 %, 33 %, 33 %
+		{{66, 33, 33}, {64, 32, 32}, 32},	  // 50 %, 25 %, 25 %
+		{{43, 29, 29, 29}, {40, 24, 24, 24}, 8},  // 33 % and thirds of the rest
+		{{66, 22, 22, 22}, {64, 16, 16, 16}, 16}, // 50 % and thirds of the rest
+	};
+	for (const auto &c : cases) {
+		auto q = gpuslot::plan_nv_partitions(h100(), unsigned(c.asked.size()), c.asked);
+		expect_valid(h100(), q, unsigned(c.asked.size()));
+		EXPECT_EQ(q.slot_sms, c.planned);
+		EXPECT_EQ(q.group_sms, c.group);
+	}
+}
+
+TEST(NvPlan, SizesBeyondTheCoScheduledGroupsShrinkTheLargestLoudly)
+{
+	// 88 + 40 = 128 SMs need 16 groups of 8; the driver makes 15.
+	auto p = gpuslot::plan_nv_partitions(h100(), 2, {88, 40});
+	expect_valid(h100(), p, 2);
+	EXPECT_EQ(p.slot_sms, (std::vector<unsigned int>{80, 40}));
+	EXPECT_EQ(sum(p.slot_sms), 120u);
+	bool said = false;
+	for (const auto &n : p.notes)
+		said |= n.find("partitions of 88,40 SMs do not fit") != std::string::npos &&
+			n.find("planned 80,40") != std::string::npos;
+	EXPECT_TRUE(said);
+	EXPECT_NE(p.notes.back().find("12 of 132 SMs belong to no slot"), std::string::npos);
 }
 
 TEST(NvPlan, ImpossiblePlansSayWhy)
 {
-	EXPECT_NE(gpuslot::plan_nv_partitions(h200(), 0, {}).error, "");
-	EXPECT_NE(gpuslot::plan_nv_partitions(h200(), 2, {100, 40}).error.find("more than the 132"),
+	EXPECT_NE(gpuslot::plan_nv_partitions(h100(), 0, {}).error, "");
+	EXPECT_NE(gpuslot::plan_nv_partitions(h100(), 2, {100, 40}).error.find("more than the 132"),
 		  std::string::npos);
-	EXPECT_NE(gpuslot::plan_nv_partitions(h200(), 2, {1, 40}).error.find("less than one TPC"),
+	EXPECT_NE(gpuslot::plan_nv_partitions(h100(), 2, {7, 40})
+			  .error.find("less than one co-scheduled group (8 SMs"),
 		  std::string::npos);
-	EXPECT_NE(gpuslot::plan_nv_partitions(h200(), 2, {40}).error, "");
-	gpuslot::NvGpu tiny{0, "tiny", 6, 2, 2, ""};
-	EXPECT_NE(gpuslot::plan_nv_partitions(tiny, 4, {}).error.find("less than one TPC"),
+	EXPECT_NE(gpuslot::plan_nv_partitions(h100(), 2, {40}).error, "");
+	// Sixteen partitions of one group each: the driver makes 15.
+	std::vector<unsigned int> sixteen(16, 8);
+	EXPECT_NE(gpuslot::plan_nv_partitions(h100(), 16, sixteen).error.find("do not fit"),
+		  std::string::npos);
+	gpuslot::NvGpu unsplittable = h100();
+	unsplittable.splits.clear();
+	EXPECT_NE(gpuslot::plan_nv_partitions(unsplittable, 2, {}).error.find("no co-scheduled split"),
 		  std::string::npos);
 }
 
@@ -85,24 +135,24 @@ TEST(NvPlan, TheLayoutGpuslotdWritesForIt)
 	gpuslot::ModuleLayout l;
 	std::vector<std::string> notes;
 	std::string err;
-	ASSERT_TRUE(gpuslot::plan_nv_layout(h200(), 2, std::string("96,36"), 0, &l, &notes, &err))
+	ASSERT_TRUE(gpuslot::plan_nv_layout(h100(), 2, std::string("96,36"), 0, &l, &notes, &err))
 		<< err;
 	EXPECT_EQ(l.k, 2u);
 	EXPECT_EQ(l.unit_kind, unsigned(GPUSLOT_UNIT_NV_SM_GROUP));
-	EXPECT_EQ(l.unit_size, 12u);
-	EXPECT_EQ(l.nr_units, 11u);
+	EXPECT_EQ(l.unit_size, 32u);
+	EXPECT_EQ(l.nr_units, 4u);
 	EXPECT_EQ(l.hqd_limit, 0u);
 	ASSERT_EQ(l.partitions.size(), 2u);
-	EXPECT_EQ(gpuslot::partition_text(l.partitions[0]), "0xff");
-	EXPECT_EQ(gpuslot::partition_text(l.partitions[1]), "0x700");
+	EXPECT_EQ(gpuslot::partition_text(l.partitions[0]), "0x7");
+	EXPECT_EQ(gpuslot::partition_text(l.partitions[1]), "0x8");
 	// Percentages of the SMs, and sizes for another k fall back to equal.
-	ASSERT_TRUE(gpuslot::plan_nv_layout(h200(), 2, std::string("50%,50%"), 0, &l, &notes, &err));
-	EXPECT_EQ(l.unit_size, 66u);
+	ASSERT_TRUE(gpuslot::plan_nv_layout(h100(), 2, std::string("50%,50%"), 0, &l, &notes, &err));
+	EXPECT_EQ(l.unit_size, 64u);
 	notes.clear();
-	ASSERT_TRUE(gpuslot::plan_nv_layout(h200(), 3, std::string("96,36"), 0, &l, &notes, &err));
-	EXPECT_EQ(l.unit_size, 44u);
+	ASSERT_TRUE(gpuslot::plan_nv_layout(h100(), 3, std::string("96,36"), 0, &l, &notes, &err));
+	EXPECT_EQ(l.unit_size, 40u);
 	EXPECT_NE(notes.at(0).find("planning k equal partitions"), std::string::npos);
-	EXPECT_FALSE(gpuslot::plan_nv_layout(h200(), 2, std::string("x"), 0, &l, &notes, &err));
+	EXPECT_FALSE(gpuslot::plan_nv_layout(h100(), 2, std::string("x"), 0, &l, &notes, &err));
 }
 
 } // namespace
