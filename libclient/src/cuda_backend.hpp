@@ -20,14 +20,12 @@
 
 namespace gpuslot {
 
-// What one split made: @groups groups of @group_sms SMs each, whose
-// co-scheduled alignment is @coscheduled; @device_coscheduled is the
-// whole device's. A partition keeps thread-block clusters only while the
-// two agree.
+// What one split made: @groups groups of @group_sms SMs each; and the
+// device's co-scheduled alignment (the driver reports none for the groups
+// themselves: a green context made of them reports its own).
 struct CudaSplit {
 	unsigned int groups = 0;
 	unsigned int group_sms = 0; // 0: the groups differ in size
-	unsigned int coscheduled = 0;
 	unsigned int device_coscheduled = 0;
 };
 

@@ -10,7 +10,6 @@
 #include <dlfcn.h>
 #include <sys/stat.h>
 
-#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <map>
@@ -102,14 +101,10 @@ int split(int ordinal, unsigned int group_sms, CudaSplit *out)
 	if (CUresult r = driver()->split(d.groups.data(), &n, &all, &d.rest, 0, group_sms))
 		return r;
 	d.groups.resize(n);
-	*out = CudaSplit{n, n ? d.groups[0].sm.smCount : 0,
-			 n ? d.groups[0].sm.smCoscheduledAlignment : 0,
-			 all.sm.smCoscheduledAlignment};
-	for (const CUdevResource &g : d.groups) {
+	*out = CudaSplit{n, n ? d.groups[0].sm.smCount : 0, all.sm.smCoscheduledAlignment};
+	for (const CUdevResource &g : d.groups)
 		if (g.sm.smCount != out->group_sms)
 			out->group_sms = 0;
-		out->coscheduled = std::min(out->coscheduled, g.sm.smCoscheduledAlignment);
-	}
 	return 0;
 }
 

@@ -23,7 +23,7 @@ namespace {
 struct CudaDouble {
 	static inline std::vector<std::string> calls;
 	static inline int fail_open = 0, fail_green_at = -1, greens = 0;
-	static inline unsigned int split_groups = 4, split_sms = 32, split_coscheduled = 8;
+	static inline unsigned int split_groups = 4, split_sms = 32;
 	static inline unsigned int granted_short = 0, granted_coscheduled = 8;
 	static inline bool mps = false;
 	static inline uintptr_t next = 0x100;
@@ -38,7 +38,6 @@ struct CudaDouble {
 		greens = 0;
 		split_groups = 4;
 		split_sms = 32;
-		split_coscheduled = 8;
 		granted_short = 0;
 		granted_coscheduled = 8;
 		mps = false;
@@ -66,7 +65,7 @@ struct CudaDouble {
 		};
 		a.split = [](int, unsigned int g, gpuslot::CudaSplit *out) {
 			calls.push_back("split " + std::to_string(g));
-			*out = {split_groups, split_sms, split_coscheduled, 8};
+			*out = {split_groups, split_sms, 8};
 			return 0;
 		};
 		a.green_stream = [](int, const unsigned int *idx, unsigned int n, void **s,
@@ -180,18 +179,6 @@ TEST_F(CudaBackend, ALayoutForAnotherGpuIsRefused)
 		  0);
 }
 
-// Groups that are not co-scheduled lose thread-block clusters, on which
-// cuDNN and cuBLAS kernels fail (IGNORE_SM_COSCHEDULING on an H100).
-TEST_F(CudaBackend, GroupsThatLostCoSchedulingAreRefused)
-{
-	CudaDouble::split_coscheduled = 2;
-	gpuslot::CudaBackend b(CudaDouble::api(), ordinal(0));
-	EXPECT_EQ(b.build(groups({{0x1}, {0x2}}), 0x3, &set, &error), -EIO);
-	EXPECT_EQ(error, "the driver's groups of 32 SMs are co-scheduled in groups of 2 SMs, not "
-			 "the device's 8: thread-block clusters (cuDNN, cuBLAS) would fail on them");
-	EXPECT_EQ(set.slots, 0u);
-}
-
 // What a green context really has is checked against the layout; a slot
 // that differs is an error, and nothing built stays behind.
 TEST_F(CudaBackend, AContextThatIsNotTheLayoutsPartitionIsRefused)
@@ -204,10 +191,19 @@ TEST_F(CudaBackend, AContextThatIsNotTheLayoutsPartitionIsRefused)
 	EXPECT_EQ(CudaDouble::calls.back(), "destroy 256 green");
 	EXPECT_EQ(set.slots, 0u);
 
-	CudaDouble::reset();
+}
+
+// A context whose SMs are not co-scheduled as the device's are loses
+// thread-block clusters, on which cuDNN and cuBLAS kernels fail (contexts
+// of IGNORE_SM_COSCHEDULING groups on an H100 read back 2, not 8).
+TEST_F(CudaBackend, AContextThatLostCoSchedulingIsRefused)
+{
+	gpuslot::CudaBackend b(CudaDouble::api(), ordinal(0));
 	CudaDouble::granted_coscheduled = 2;
 	EXPECT_EQ(b.build(groups({{0x1}, {0x2}}), 0x3, &set, &error), -EIO);
-	EXPECT_NE(error.find("32 SMs co-scheduled in groups of 2"), std::string::npos) << error;
+	EXPECT_EQ(error, "slot 0's green context has 32 SMs co-scheduled in groups of 2; its "
+			 "layout says 32 SMs in groups of 8");
+	EXPECT_EQ(CudaDouble::calls.back(), "destroy 256 green");
 	EXPECT_EQ(set.slots, 0u);
 }
 

@@ -75,9 +75,9 @@ CUresult device_resource(CUdevice, CUdevResource *r, CUdevResourceType type)
 	r->sm.smCoscheduledAlignment = 8;
 	return CUDA_SUCCESS;
 }
-// As the driver: groups lose co-scheduling with IGNORE_SM_COSCHEDULING.
+// As the driver: the groups report no co-scheduled alignment of their own.
 CUresult split(CUdevResource *result, unsigned int *groups, const CUdevResource *input,
-	       CUdevResource *, unsigned int flags, unsigned int min_count)
+	       CUdevResource *, unsigned int, unsigned int min_count)
 {
 	const unsigned int n = input->sm.smCount / min_count;
 	if (result)
@@ -85,8 +85,6 @@ CUresult split(CUdevResource *result, unsigned int *groups, const CUdevResource 
 			memset(&result[i], 0, sizeof(result[i]));
 			result[i].type = CU_DEV_RESOURCE_TYPE_SM;
 			result[i].sm.smCount = min_count;
-			result[i].sm.smCoscheduledAlignment =
-				flags & CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING ? 2 : 8;
 		}
 	*groups = n;
 	return CUDA_SUCCESS;
@@ -183,7 +181,7 @@ TEST(CudaThreads, ManyThreadsOpenSplitAndBuildAtOnce)
 									     : "0000:19:00.0") ||
 				    found != ordinal || api.open_device(ordinal) ||
 				    api.split(ordinal, 32, &groups) || groups.groups != 4 ||
-				    groups.coscheduled != 8 || groups.device_coscheduled != 8 ||
+				    groups.group_sms != 32 || groups.device_coscheduled != 8 ||
 				    api.green_stream(ordinal, idx, 2, &s, &g, &sms, &coscheduled) ||
 				    sms != 64 || coscheduled != 8 ||
 				    api.plain_stream(ordinal, &plain) ||
