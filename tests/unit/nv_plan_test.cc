@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 // The NVIDIA planner, with the H100's 132 SMs and the co-scheduled splits
-// its driver made (recorded with probe runs on the H100, default flags;
-// docs/nvidia.md): groups of exactly G SMs for each G asked for.
+// its driver made (`gpuslotctl plan --nvidia` on the H100, driver 580,
+// docs/results-ch6.md): groups of exactly G SMs for each G asked for.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -20,7 +20,22 @@ gpuslot::NvGpu h100()
 		8,
 		8,
 		"0000:19:00.0",
-		{{8, 15}, {16, 8}, {24, 5}, {32, 4}, {40, 3}, {48, 2}, {64, 2}}};
+		{{8, 15},
+		 {16, 8},
+		 {24, 5},
+		 {32, 4},
+		 {40, 3},
+		 {48, 2},
+		 {56, 2},
+		 {64, 2},
+		 {72, 1},
+		 {80, 1},
+		 {88, 1},
+		 {96, 1},
+		 {104, 1},
+		 {112, 1},
+		 {120, 1},
+		 {128, 1}}};
 }
 
 unsigned int sum(const std::vector<unsigned int> &v)
@@ -51,7 +66,7 @@ void expect_valid(const gpuslot::NvGpu &gpu, const gpuslot::NvPlan &p, unsigned 
 
 TEST(NvPlan, EqualPartitionsTakeTheLargestGroupTheDriverMakesKOf)
 {
-	const unsigned int want[] = {0, 64, 64, 40, 32, 24, 16, 16, 16, 8, 8, 8, 8, 8, 8, 8};
+	const unsigned int want[] = {0, 128, 64, 40, 32, 24, 16, 16, 16, 8, 8, 8, 8, 8, 8, 8};
 	for (unsigned int k = 1; k <= 15; k++) {
 		auto p = gpuslot::plan_nv_partitions(h100(), k, {});
 		expect_valid(h100(), p, k);
@@ -61,7 +76,7 @@ TEST(NvPlan, EqualPartitionsTakeTheLargestGroupTheDriverMakesKOf)
 	}
 	auto p = gpuslot::plan_nv_partitions(h100(), 16, {});
 	EXPECT_NE(p.error.find("at most 15 co-scheduled groups (15 x 8, 8 x 16, 5 x 24, 4 x 32, "
-			       "3 x 40, 2 x 48, 2 x 64)"),
+			       "3 x 40, 2 x 48, 2 x 56, 2 x 64, 1 x 72,"),
 		  std::string::npos)
 		<< p.error;
 }

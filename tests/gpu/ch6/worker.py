@@ -10,7 +10,8 @@ sends a command, a JSON object {"task", "duration", "out", "env"}; the worker se
 commands; a gpuslot client if it locks; 5 warm-up jobs), says "ready",
 reads the common start time, runs jobs until start + duration (back to
 back, or one per period: response time from the job's release, deadline =
-period), writes every job to ``out`` and says "done N". {"quit": true} or
+period), gives the GPU memory the task's streams cached back, writes every
+job to ``out`` and says "done N". {"quit": true} or
 the end of input ends it. Each job that locks acquires a slot, runs on the
 slot's stream and releases (per-job locking).
 
@@ -67,6 +68,16 @@ class Networks:
             x = self.torch.randn(s.batch, 3, s.resolution, s.resolution, device="cuda")
             self.built[key] = (model.cuda().eval(), x)
         return self.built[key]
+
+    def release_cache(self):
+        """Give the allocator's cached blocks back to the GPU. PyTorch keeps
+        a block for reuse on the stream it was used on, and every task has
+        streams of its own (its slots', or one it makes), so without this a
+        worker kept from scenario to scenario holds the activations of every
+        task it ran: a 1280 px camera scenario late in a run once found
+        39 MiB of the H100's 80 GiB free."""
+        self.torch.cuda.synchronize()
+        self.torch.cuda.empty_cache()
 
 
 class TorchJob:
@@ -174,6 +185,9 @@ def run_task(cmd, backend, networks, clock, say, read_line):
     finally:
         if client:
             client.close()
+        del job
+        if networks is not None:
+            networks.release_cache()
     with open(cmd["out"], "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["release_s", "response_ms", "slot", "gpu_ms", "gc_ms", "cpu_ms",
