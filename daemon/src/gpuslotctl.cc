@@ -21,6 +21,7 @@
 #include "module.hpp"
 #include "nv_topology.hpp"
 #include "plan_report.hpp"
+#include "sizes.hpp"
 #include "status.hpp"
 
 namespace {
@@ -239,13 +240,10 @@ int plan_nvidia(const Options &o)
 				std::to_string(p.group_sms) + " co-scheduled SMs\n";
 			for (size_t j = 0; j < p.slot_groups.size(); j++) {
 				gpuslot_partition part{};
-				std::string list;
-				for (unsigned int g : p.slot_groups[j]) {
+				for (unsigned int g : p.slot_groups[j])
 					part.units[g / 64] |= 1ULL << (g % 64);
-					list += (list.empty() ? "" : ",") + std::to_string(g);
-				}
 				text += "  slot " + std::to_string(j) + ": " + std::to_string(p.slot_sms[j]) +
-					" SMs, groups " + list + ", units " +
+					" SMs, groups " + gpuslot::sizes_text(p.slot_groups[j]) + ", units " +
 					gpuslot::partition_text(part) + "\n";
 				slots.push_back({{"slot", j},
 						 {"sms", p.slot_sms[j]},

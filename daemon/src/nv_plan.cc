@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "sizes.hpp"
+
 namespace gpuslot {
 
 namespace {
@@ -25,14 +27,6 @@ const NvSplit *fitting_split(const std::vector<NvSplit> &splits,
 		    (!best || sp.group_sms > best->group_sms))
 			best = &sp;
 	return best;
-}
-
-std::string sizes_text(const std::vector<unsigned int> &sizes)
-{
-	std::string out;
-	for (unsigned int s : sizes)
-		out += (out.empty() ? "" : ",") + std::to_string(s);
-	return out;
 }
 
 } // namespace

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cu_mask.hpp"
+#include "sizes.hpp"
 
 namespace gpuslot {
 
@@ -33,9 +34,5 @@ struct Plan {
 // @sizes: CUs per partition; empty for @k equal partitions.
 Plan plan_partitions(const CuShape &shape, MaskAlgorithm algorithm,
 		     unsigned int k, const std::vector<unsigned int> &sizes);
-
-// "30,10,10,10" (CUs) or "50%,25%,25%" (of @total_cus) into CU counts.
-bool parse_sizes(const std::string &text, unsigned int total_cus,
-		 std::vector<unsigned int> *out, std::string *error);
 
 } // namespace gpuslot

@@ -7,7 +7,8 @@
 //                                         its SMs; slots disjoint; counts;
 //                                         clusters as large as the device's
 //                                         co-scheduled groups run on each;
-//                                         SIZES: SMs per slot (96,36)
+//                                         SIZES: SMs per slot (96,36) or
+//                                         percentages (50%,25%,25%)
 //   gpu_partitions work SLOT K ITERS AT   one process of the MPS run: at
 //                                         wall time AT, a fixed amount of
 //                                         arithmetic on slot SLOT of K (K = 0:
@@ -36,6 +37,7 @@
 #include "cuda_backend.hpp"
 #include "nv_plan.hpp"
 #include "nv_topology.hpp"
+#include "sizes.hpp"
 
 namespace {
 
@@ -159,14 +161,6 @@ std::set<unsigned int> sms_used(cudaStream_t s, unsigned int blocks)
 	return out;
 }
 
-std::string list(const std::set<unsigned int> &s)
-{
-	std::string out;
-	for (unsigned int v : s)
-		out += (out.empty() ? "" : ",") + std::to_string(v);
-	return out;
-}
-
 __global__ void in_cluster(unsigned int *out)
 {
 	if (threadIdx.x == 0)
@@ -198,22 +192,17 @@ std::string cluster_launch(cudaStream_t s, unsigned int size)
 	return e == cudaSuccess ? "ran" : cudaGetErrorString(e);
 }
 
-std::vector<unsigned int> sizes_arg(const char *text)
-{
-	std::vector<unsigned int> out;
-	for (const char *p = text; p && *p;) {
-		out.push_back(unsigned(std::strtoul(p, const_cast<char **>(&p), 10)));
-		if (*p == ',')
-			p++;
-		else if (*p)
-			return {};
-	}
-	return out;
-}
-
-int placement(unsigned int k, const std::vector<unsigned int> &sizes)
+// @sizes_arg: SMs or percentages per slot; NULL for k equal partitions.
+int placement(unsigned int k, const char *sizes_arg)
 {
 	auto g = gpu0();
+	std::vector<unsigned int> sizes;
+	std::string err;
+	if (sizes_arg && !gpuslot::parse_sizes(sizes_arg, g.sm_count, &sizes, &err)) {
+		fprintf(stderr, "gpu_partitions: sizes '%s': %s; expected SMs (96,36) or "
+				"percentages (50%%,25%%,25%%)\n", sizes_arg, err.c_str());
+		return 2;
+	}
 	printf("placement: %s, %u SMs (min partition %u, co-scheduled groups of %u), k = %u\n",
 	       g.name.c_str(), g.sm_count, g.min_partition_sms, g.coscheduled_alignment, k);
 	printf("placement: the driver's co-scheduled splits: %s\n",
@@ -242,7 +231,7 @@ int placement(unsigned int k, const std::vector<unsigned int> &sizes)
 		printf("placement: slot %u: %u blocks ran on %zu SMs (layout %u, read back %u), "
 		       "disjoint from earlier slots: %s; clusters of %u: %s; SMs %s\n",
 		       j, blocks, used.size(), want, got, disjoint ? "yes" : "NO",
-		       g.coscheduled_alignment, cluster.c_str(), list(used).c_str());
+		       g.coscheduled_alignment, cluster.c_str(), gpuslot::sizes_text({used.begin(), used.end()}).c_str());
 		ok &= disjoint && counts && cluster == "ran";
 	}
 	// A stream outside the partitions may use every SM.
@@ -434,15 +423,8 @@ int experiment(int jobs, const std::string &dir)
 int main(int argc, char **argv)
 {
 	std::string mode = argc > 1 ? argv[1] : "";
-	if (mode == "placement" && (argc == 3 || argc == 4)) {
-		auto sizes = sizes_arg(argc == 4 ? argv[3] : nullptr);
-		if (argc == 4 && sizes.empty()) {
-			fprintf(stderr, "gpu_partitions: sizes '%s': expected SMs per slot, "
-					"such as 96,36\n", argv[3]);
-			return 2;
-		}
-		return placement(std::atoi(argv[2]), sizes);
-	}
+	if (mode == "placement" && (argc == 3 || argc == 4))
+		return placement(std::atoi(argv[2]), argc == 4 ? argv[3] : nullptr);
 	if (mode == "work" && argc == 6)
 		return work_main(std::atoi(argv[2]), std::atoi(argv[3]), std::atoll(argv[4]),
 				 std::atof(argv[5]));
