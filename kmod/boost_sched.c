@@ -92,39 +92,46 @@ void gpuslot_boost_setup(void)
  * max_hold_ms runs on a delayed work item: ending a boost sleeps, so the
  * expiry needs process context anyway, and the one spelling works on every
  * kernel from 6.1 on. Its resolution (a jiffy) is far below any useful
- * bound. This starts the clock of @f's hold, which has just been boosted;
- * it counts from the grant. Called under d->lock.
+ * bound. This marks @f's hold, whose thread has just been boosted for it,
+ * and starts its clock, which counts from the grant.
  */
-static void gpuslot_hold_timer_start(struct gpuslot_domain *d,
-				     struct gpuslot_file *f)
+void gpuslot_hold_boosted_locked(struct gpuslot_domain *d,
+				 struct gpuslot_file *f)
 {
 	u64 max_ns = (u64)d->max_hold_ms * NSEC_PER_MSEC;
-	u64 held = ktime_get_ns() - f->hold_start_ns;
+	u64 held = gpuslot_since(gpuslot_clock_ns(), f->hold_start_ns);
 
 	lockdep_assert_held(&d->lock);
+	f->hold_boost = GPUSLOT_HOLD_BOOSTED;
 	if (max_ns)
 		mod_delayed_work(system_wq, &f->overrun_work,
 				 nsecs_to_jiffies(held < max_ns ? max_ns - held : 0));
+}
+
+/*
+ * Whether a hold of @p in @d may need the ledger. Not when the boost is
+ * off, or a real-time task already runs at the boost priority or above,
+ * and no thread has a boost of ours, so that @p has none to nest this hold
+ * into, and @f no older one to end. (Only @p's own holds create its
+ * record, and @p is here, not waiting elsewhere.) Then no mutex is taken.
+ */
+static bool gpuslot_boost_wanted(unsigned int prio, struct task_struct *p)
+{
+	unsigned int policy = READ_ONCE(p->policy);
+
+	return READ_ONCE(gpuslot_ledger.nr_threads) ||
+	       !(!prio || policy == SCHED_DEADLINE ||
+		 ((policy == SCHED_FIFO || policy == SCHED_RR) &&
+		  READ_ONCE(p->rt_priority) >= prio));
 }
 
 void gpuslot_file_boost(struct gpuslot_file *f, struct gpuslot_domain *d,
 			u64 seq, struct task_struct *p)
 {
 	unsigned int prio = READ_ONCE(d->boost_priority);
-	unsigned int policy = READ_ONCE(p->policy);
 	bool live, boosted;
 
-	/*
-	 * The common cases: the boost is off, or a real-time task already
-	 * runs at @prio or above; and no thread has a boost of ours, so @p
-	 * has none to nest this hold into, and @f no older one to end.
-	 * Nothing to record: no mutex. (Only @p's own holds create its
-	 * record, and @p is here, not waiting elsewhere.)
-	 */
-	if (!READ_ONCE(gpuslot_ledger.nr_threads) &&
-	    (!prio || policy == SCHED_DEADLINE ||
-	     ((policy == SCHED_FIFO || policy == SCHED_RR) &&
-	      READ_ONCE(p->rt_priority) >= prio)))
+	if (!gpuslot_boost_wanted(prio, p))
 		return;
 
 	mutex_lock(&gpuslot_boost_mutex);
@@ -141,13 +148,47 @@ void gpuslot_file_boost(struct gpuslot_file *f, struct gpuslot_domain *d,
 	if (boosted) {
 		spin_lock(&d->lock);
 		if (f->state == GPUSLOT_FILE_HOLDING && f->hold_seq == seq &&
-		    f->hold_boost == GPUSLOT_HOLD_UNBOOSTED) {
-			f->hold_boost = GPUSLOT_HOLD_BOOSTED;
-			gpuslot_hold_timer_start(d, f);
-		}
+		    f->hold_boost == GPUSLOT_HOLD_UNBOOSTED)
+			gpuslot_hold_boosted_locked(d, f);
 		spin_unlock(&d->lock);
 	}
 	mutex_unlock(&gpuslot_boost_mutex);
+}
+
+void gpuslot_waiter_boost(struct gpuslot_domain *d, struct gpuslot_waiter *w)
+	__must_hold(&d->lock)
+{
+	unsigned int prio = READ_ONCE(d->boost_priority);
+	struct gpuslot_file *f = w->file;
+	u64 seq;
+
+	lockdep_assert_held(&d->lock);
+	if (!gpuslot_boost_wanted(prio, current))
+		return;
+	/*
+	 * The file is ACQUIRING from here: no other thread of it can acquire,
+	 * so its next hold, @seq, is this thread's, and nothing can end or
+	 * release it before it is granted. A record the ledger still keeps
+	 * for an older hold of the file ends in gpuslot_boost_begin().
+	 */
+	f->state = GPUSLOT_FILE_ACQUIRING;
+	seq = f->hold_seq + 1;
+	spin_unlock(&d->lock);
+	mutex_lock(&gpuslot_boost_mutex);
+	w->boosted = gpuslot_boost_begin(&gpuslot_ledger, &f->boost, seq,
+					 true, current, prio);
+	mutex_unlock(&gpuslot_boost_mutex);
+	spin_lock(&d->lock);
+	if (w->boosted) {
+		w->boost_seq = seq;
+	} else {
+		/*
+		 * The ledger has seen @seq and would take a boost of the
+		 * hold for a late one: the grant gets the next number, and
+		 * its granter boosts as usual.
+		 */
+		f->hold_seq = seq;
+	}
 }
 
 void gpuslot_file_unboost(struct gpuslot_file *f, u64 seq)
@@ -170,7 +211,7 @@ void gpuslot_overrun_work_fn(struct work_struct *work)
 
 	if (f->state == GPUSLOT_FILE_HOLDING && max_ns &&
 	    f->hold_boost == GPUSLOT_HOLD_BOOSTED) {
-		held = ktime_get_ns() - f->hold_start_ns;
+		held = gpuslot_since(gpuslot_clock_ns(), f->hold_start_ns);
 		if (held >= max_ns) {
 			overrun = true;
 			f->hold_boost = GPUSLOT_HOLD_OVERRUN;

@@ -165,16 +165,6 @@ int gpuslot_domain_wait(struct gpuslot_domain *d, const bool *done,
 	return *done ? 0 : ret;
 }
 
-/*
- * Time since @start, never negative: a waiter's start is read before it
- * takes d->lock, so a clock read under the lock by another thread may be
- * older.
- */
-static u64 gpuslot_since(u64 now, u64 start)
-{
-	return now > start ? now - start : 0;
-}
-
 static unsigned int gpuslot_hist_bucket(u64 ns)
 {
 	unsigned int b = ns ? fls64(ns) - 1 : 0;
@@ -211,17 +201,37 @@ void gpuslot_grant(struct gpuslot_domain *d, struct gpuslot_waiter *w,
 }
 
 /*
+ * The hold just granted to @w is the one its thread boosted itself for
+ * before it slept: mark it so. The file was ACQUIRING from that boost to
+ * this grant, so no other hold can have come between; should one have,
+ * the boost is not claimed, and the granter boosts as for any waiter.
+ */
+static void gpuslot_grant_boosted_waiter(struct gpuslot_domain *d,
+					 struct gpuslot_waiter *w)
+{
+	lockdep_assert_held(&d->lock);
+	if (!w->boosted)
+		return;
+	if (WARN_ON_ONCE(w->seq != w->boost_seq)) {
+		w->boosted = false;
+		return;
+	}
+	gpuslot_hold_boosted_locked(d, w->file);
+}
+
+/*
  * Complete what the core did under d->lock: waiters it failed are woken at
  * once and leave @done; the granted ones stay on it for
- * gpuslot_finish_handoffs(), which boosts each one, without d->lock, before
- * it wakes it: the new holder is SCHED_FIFO before the scheduler sees it,
- * and does not wake to spin on d->lock while its granter still holds it.
+ * gpuslot_finish_handoffs(), which boosts each one that did not boost
+ * itself before it slept, without d->lock, and then wakes it: the new
+ * holder is SCHED_FIFO before the scheduler sees it, and does not wake to
+ * spin on d->lock while its granter still holds it.
  */
 static void gpuslot_wake_done(struct gpuslot_domain *d, struct list_head *done)
 	__must_hold(&d->lock)
 {
 	struct gpuslot_core_waiter *cw, *tmp;
-	u64 now = ktime_get_ns();
+	u64 now = gpuslot_clock_ns();
 
 	lockdep_assert_held(&d->lock);
 	list_for_each_entry_safe(cw, tmp, done, node) {
@@ -235,11 +245,15 @@ static void gpuslot_wake_done(struct gpuslot_domain *d, struct list_head *done)
 		}
 		if (cw->granted) {
 			gpuslot_grant(d, w, cw->slot, now);
+			gpuslot_grant_boosted_waiter(d, w);
 			/* Boosted and woken by gpuslot_finish_handoffs(). */
 			get_task_struct(w->task);
 			continue;
 		}
-		w->file->state = GPUSLOT_FILE_IDLE;
+		/*
+		 * The file stays ACQUIRING until its thread, which may have
+		 * to end its own boost first, makes it idle.
+		 */
 		list_del_init(&cw->node);
 		/* The waiter reads ready under d->lock or after its wakeup. */
 		w->ready = true;
@@ -247,7 +261,7 @@ static void gpuslot_wake_done(struct gpuslot_domain *d, struct list_head *done)
 	}
 }
 
-/* Boost every new holder on @done; they still sleep. */
+/* Boost every new holder on @done that is not yet; they still sleep. */
 static void gpuslot_boost_handoffs(struct gpuslot_domain *d,
 				   struct list_head *done)
 {
@@ -257,7 +271,8 @@ static void gpuslot_boost_handoffs(struct gpuslot_domain *d,
 		struct gpuslot_waiter *w =
 			container_of(cw, struct gpuslot_waiter, core);
 
-		gpuslot_file_boost(w->file, d, w->seq, w->task);
+		if (!w->boosted)
+			gpuslot_file_boost(w->file, d, w->seq, w->task);
 	}
 }
 
@@ -291,7 +306,7 @@ void gpuslot_finish_handoffs(struct gpuslot_domain *d, struct list_head *done)
 void gpuslot_release_locked(struct gpuslot_domain *d, struct gpuslot_file *f,
 			    struct list_head *done)
 {
-	u64 hold_ns = gpuslot_since(ktime_get_ns(), f->hold_start_ns);
+	u64 hold_ns = gpuslot_since(gpuslot_clock_ns(), f->hold_start_ns);
 
 	lockdep_assert_held(&d->lock);
 	d->counters.max_hold_ns = max(d->counters.max_hold_ns, hold_ns);
@@ -339,8 +354,9 @@ void gpuslot_waiter_init(struct gpuslot_waiter *w, struct gpuslot_file *f)
 	w->tgid = task_tgid(current);
 	w->tid = task_pid(current);
 	gpuslot_current_comm(w->comm);
-	w->start_ns = ktime_get_ns();
+	w->start_ns = gpuslot_clock_ns();
 	w->ready = false;
+	w->boosted = false;
 }
 
 void gpuslot_escape_name(char out[GPUSLOT_NAME_ESCAPED_LEN],
@@ -411,6 +427,7 @@ int gpuslot_file_acquire(struct gpuslot_file *f, struct gpuslot_acquire *a,
 	struct gpuslot_waiter w;
 	ktime_t expires = 0;
 	int slot, ret;
+	u64 now;
 
 	if (a->__reserved || (a->flags & ~GPUSLOT_ACQUIRE_FLAGS) ||
 	    (a->flags & GPUSLOT_ACQUIRE_TRY && timed) ||
@@ -419,18 +436,34 @@ int gpuslot_file_acquire(struct gpuslot_file *f, struct gpuslot_acquire *a,
 
 	gpuslot_waiter_init(&w, f);
 	if (timed)
-		expires = gpuslot_deadline(w.start_ns, a->timeout_ns);
+		expires = gpuslot_deadline(ktime_get_ns(), a->timeout_ns);
 
 	d = gpuslot_file_lock(f);
 	ret = gpuslot_file_may_acquire(d, f, allowed);
 	if (ret)
 		goto unlock;
 
+	now = w.start_ns;
 	slot = gpuslot_core_try_acquire(&d->core, allowed);
+	if (slot < 0 && !(a->flags & GPUSLOT_ACQUIRE_TRY)) {
+		gpuslot_waiter_boost(d, &w);
+		now = gpuslot_clock_ns();
+		/*
+		 * d->lock may have been dropped meanwhile: a slot may have
+		 * come free, or k shrunk below @allowed.
+		 */
+		if (!(allowed & gpuslot_core_valid(&d->core))) {
+			ret = -EINVAL;
+			goto fail;
+		}
+		slot = gpuslot_core_try_acquire(&d->core, allowed);
+	}
 	if (slot >= 0) {
-		gpuslot_grant(d, &w, slot, w.start_ns);
+		gpuslot_grant(d, &w, slot, now);
+		gpuslot_grant_boosted_waiter(d, &w);
 		spin_unlock(&d->lock);
-		gpuslot_file_boost(f, d, w.seq, current);
+		if (!w.boosted)
+			gpuslot_file_boost(f, d, w.seq, current);
 		goto granted;
 	}
 	if (a->flags & GPUSLOT_ACQUIRE_TRY) {
@@ -444,17 +477,15 @@ int gpuslot_file_acquire(struct gpuslot_file *f, struct gpuslot_acquire *a,
 	ret = gpuslot_domain_wait(d, &w.core.done, timed ? &expires : NULL);
 	if (ret) {
 		gpuslot_core_cancel(&d->core, &w.core);
-		f->state = GPUSLOT_FILE_IDLE;
 		if (ret == -EINTR)
 			d->counters.interrupted++;
 		else
 			d->counters.timeouts++;
-		goto unlock;
+		goto fail;
 	}
 	if (w.core.error) {
-		/* gpuslot_wake_done() made the file idle. */
 		ret = w.core.error;
-		goto unlock;
+		goto fail;
 	}
 	spin_unlock(&d->lock);
 	gpuslot_wait_ready(&w);
@@ -464,6 +495,20 @@ granted:
 	a->generation = w.generation;
 	*seq = w.seq;
 	return 0;
+fail:
+	/*
+	 * The wait failed. A boost taken for it ends, and its hold number
+	 * is used up, so that the ledger takes the boost of the file's
+	 * next hold. The file was ACQUIRING until here: no other thread of
+	 * it can have been granted that number meanwhile.
+	 */
+	f->state = GPUSLOT_FILE_IDLE;
+	if (w.boosted)
+		f->hold_seq = w.boost_seq;
+	spin_unlock(&d->lock);
+	if (w.boosted)
+		gpuslot_file_unboost(f, w.boost_seq);
+	return ret;
 unlock:
 	spin_unlock(&d->lock);
 	return ret;
@@ -690,7 +735,7 @@ ssize_t gpuslot_domain_show_holders(struct gpuslot_domain *d, char *buf)
 
 	spin_lock(&d->lock);
 	/* Read under the lock: a clock read before it can predate a grant. */
-	now = ktime_get_ns();
+	now = gpuslot_clock_ns();
 	for (slot = 0; slot < GPUSLOT_MAX_SLOTS; slot++) {
 		struct gpuslot_file *f = d->holder[slot];
 
@@ -720,7 +765,7 @@ ssize_t gpuslot_domain_show_waiters(struct gpuslot_domain *d, char *buf)
 	u64 now;
 
 	spin_lock(&d->lock);
-	now = ktime_get_ns();
+	now = gpuslot_clock_ns();
 	list_for_each_entry(cw, &d->core.waiters, node) {
 		struct gpuslot_waiter *w =
 			container_of(cw, struct gpuslot_waiter, core);

@@ -7,6 +7,7 @@
 
 #include <linux/kobject.h>
 #include <linux/sched.h>
+#include <linux/sched/clock.h>
 #include <linux/spinlock.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
@@ -99,6 +100,12 @@ struct gpuslot_waiter {
 	u64 seq;
 	/* Set by the granter once the new holder is boosted. */
 	bool ready;
+	/*
+	 * The thread boosted itself before it slept, for hold @boost_seq
+	 * (gpuslot_waiter_boost()); its granter then only marks the hold.
+	 */
+	bool boosted;
+	u64 boost_seq;
 };
 
 /* One per open file of /dev/gpuslot: the slot is owned by the file. */
@@ -197,6 +204,31 @@ int gpuslot_file_domain_info(struct gpuslot_file *f,
 			     struct gpuslot_domain_info *info);
 int gpuslot_file_stats(struct gpuslot_file *f, struct gpuslot_stats *s);
 
+/*
+ * The clock of waits and holds (statistics, the tables, max_hold_ms): the
+ * scheduler's local_clock(), not ktime_get_ns(). That one reads the
+ * clocksource, which on a host whose TSC the kernel does not trust (many
+ * virtual machines) is the HPET: a device read, measured at about 350 ns
+ * under QEMU TCG, three of them per acquire/release pair. local_clock() is
+ * cheap and stays within about a jiffy between CPUs, which
+ * gpuslot_since() tolerates. Timeouts keep CLOCK_MONOTONIC (ktime_get()),
+ * which their hrtimers run on.
+ */
+static inline u64 gpuslot_clock_ns(void)
+{
+	return local_clock();
+}
+
+/*
+ * Time since @start, never negative: a waiter's start is read before it
+ * takes d->lock, and on another CPU, so a clock read under the lock by
+ * another thread may be older.
+ */
+static inline u64 gpuslot_since(u64 now, u64 start)
+{
+	return now > start ? now - start : 0;
+}
+
 /* The absolute end of a relative timeout that starts at @start_ns. */
 ktime_t gpuslot_deadline(u64 start_ns, u64 timeout_ns);
 /*
@@ -216,6 +248,19 @@ void gpuslot_boost_setup(void);
  */
 void gpuslot_file_boost(struct gpuslot_file *f, struct gpuslot_domain *d,
 			u64 seq, struct task_struct *p);
+/*
+ * Boost the thread of @w, which is about to wait in @d and is current,
+ * for the hold that its grant will make: the granter then only wakes it,
+ * and the release path makes no sched_setattr() for it. Called under
+ * d->lock, which it may drop while it boosts (then the file is ACQUIRING
+ * on return); sets w->boosted and w->boost_seq if it boosted. A wait that
+ * fails after a boost ends it: see gpuslot_file_acquire().
+ */
+void gpuslot_waiter_boost(struct gpuslot_domain *d, struct gpuslot_waiter *w)
+	__must_hold(&d->lock);
+/* The hold of @f was boosted: say so and start its max_hold_ms clock. */
+void gpuslot_hold_boosted_locked(struct gpuslot_domain *d,
+				 struct gpuslot_file *f);
 /* End the boost of hold @seq of @f (or an older one). May sleep. */
 void gpuslot_file_unboost(struct gpuslot_file *f, u64 seq);
 void gpuslot_overrun_work_fn(struct work_struct *work);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <sched.h>
+#include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -226,6 +227,126 @@ TEST_F(Boost, AGrantedWaiterIsBoostedBeforeItIsWoken)
 		CHILD_REQUIRE(by_flag);
 		return 0;
 	}));
+}
+
+void on_signal(int)
+{
+}
+
+// The module boosts a thread that goes to sleep in ACQUIRE before it
+// sleeps, so that the release hands the slot over with a wakeup only. A
+// wait that then fails (timeout, signal, k shrinking below every slot it
+// may take) must end that boost: the thread returns at its own attributes.
+TEST_F(Boost, AWaiterWhoseWaitFailsReturnsAtItsOwnAttributes)
+{
+	SKIP_ON_SOCKET("gpuslotd boosts a holder at the grant, not while it waits");
+	enum How { kTimeout, kSignal, kShrink };
+	for (How how : {kTimeout, kSignal, kShrink}) {
+		SCOPED_TRACE(how);
+		ASSERT_EQ(write_attr(0, "k", "2"), 0);
+		Dev h0, h1;
+		ASSERT_EQ(h0.acquire(0, 0, 1).err, 0);
+		ASSERT_EQ(h1.acquire(0, 0, 2).err, 0);
+		auto *tid = shared_new<std::atomic<pid_t>>();
+		pid_t w = spawn([how, tid] {
+			struct sigaction sa = {};
+			sa.sa_handler = on_signal;
+			sigaction(SIGUSR1, &sa, nullptr);
+			CHILD_REQUIRE(set_sched(SCHED_OTHER, 0, 3) == 0);
+			Sched before = get_sched();
+			*tid = gettid();
+			Dev d;
+			Dev::Acquired r{};
+			if (how == kTimeout)
+				r = d.acquire(GPUSLOT_ACQUIRE_TIMEOUT, 500'000'000ULL, 2);
+			else
+				r = d.acquire(0, 0, 2);
+			CHILD_REQUIRE(r.err == (how == kTimeout ? ETIMEDOUT :
+						how == kSignal ? EINTR : EINVAL));
+			CHILD_REQUIRE(same_sched(get_sched(), before));
+			// The file is idle again, and its next hold is boosted
+			// and restored as usual.
+			CHILD_REQUIRE(d.acquire(GPUSLOT_ACQUIRE_TIMEOUT,
+						5'000'000'000ULL, 1).err == 0);
+			Sched held = get_sched();
+			CHILD_REQUIRE(held.policy == SCHED_FIFO && held.priority == 50);
+			CHILD_REQUIRE(d.release() == 0);
+			CHILD_REQUIRE(same_sched(get_sched(), before));
+			return 0;
+		});
+		ASSERT_TRUE(wait_waiters(1));
+		// Asleep, already at the boost.
+		Sched waiting = get_sched(*tid);
+		EXPECT_EQ(waiting.policy, uint32_t(SCHED_FIFO));
+		EXPECT_EQ(waiting.priority, 50u);
+		if (how == kSignal)
+			kill(w, SIGUSR1);
+		if (how == kShrink) {
+			ASSERT_EQ(write_attr(0, "k", "1"), 0);
+		}
+		// Slot 0 is free for the child's next acquire.
+		ASSERT_EQ(h0.release(), 0);
+		expect_child_ok(w);
+		EXPECT_EQ(domain_file("waiters"), "");
+		ASSERT_EQ(h1.release(), 0);
+	}
+}
+
+// A hold granted to a thread that boosted itself before it slept is a
+// boosted hold like any other: flagged in holders, bounded by max_hold_ms.
+TEST_F(Boost, AHoldGrantedAfterAWaitIsBoostedAndBounded)
+{
+	ASSERT_EQ(write_attr(0, "max_hold_ms", "300"), 0);
+	Dev probe;
+	uint64_t overruns = probe.stats().overruns;
+	expect_child_ok(spawn([] {
+		CHILD_REQUIRE(set_sched(SCHED_OTHER, 0, 1) == 0);
+		Sched before = get_sched();
+		Dev holder;
+		CHILD_REQUIRE(holder.acquire().err == 0);
+		std::atomic<int> phase{0};
+		std::atomic<pid_t> tid{0};
+		Sched own{}, granted{};
+		std::thread w([&] {
+			// Started by a boosted thread: SCHED_OTHER, nice 0.
+			own = get_sched();
+			tid = gettid();
+			Dev d;
+			if (d.acquire().err)
+				return;
+			granted = get_sched();
+			phase = 1;
+			while (phase != 2)
+				usleep(1000);
+			d.release();
+			phase = 3;
+		});
+		CHILD_REQUIRE(wait_waiters(1));
+		CHILD_REQUIRE(holder.release() == 0);
+		CHILD_REQUIRE(same_sched(get_sched(), before));
+		CHILD_REQUIRE(wait_until([&] { return phase == 1; }));
+		CHILD_REQUIRE(granted.policy == SCHED_FIFO && granted.priority == 50);
+		auto line = split_words(domain_file("holders"));
+		bool boosted = line.size() == 6 && line[2] == std::to_string(tid) &&
+			       line[5] == "boosted";
+		// Past max_hold_ms the boost ends, the hold stays.
+		bool over = wait_until([&] {
+			auto l = split_words(domain_file("holders"));
+			return l.size() == 6 && l[5] == "overrun";
+		}, 3000);
+		// The work that flags the hold ends the boost just after.
+		bool restored = wait_until([&] {
+			return same_sched(get_sched(tid), own);
+		}, 3000);
+		phase = 2;
+		w.join();
+		CHILD_REQUIRE(phase == 3);
+		CHILD_REQUIRE(boosted);
+		CHILD_REQUIRE(over);
+		CHILD_REQUIRE(restored);
+		return 0;
+	}));
+	EXPECT_EQ(probe.stats().overruns, overruns + 1);
 }
 
 // max_hold_ms: a hold past it loses its boost, not its slot; it is
