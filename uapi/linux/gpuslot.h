@@ -119,8 +119,9 @@ struct gpuslot_attach {
  * of them may release it, and take a new one, before this call returns.
  *
  * The boost: unless boost_priority is 0, the thread that called ACQUIRE runs
- * SCHED_FIFO at boost_priority while the file holds the slot. A waiter is
- * boosted by the thread that hands it the slot, before it is woken. A
+ * SCHED_FIFO at boost_priority while the file holds the slot. A thread that
+ * has to wait is boosted as it goes to sleep, so that it runs boosted as
+ * soon as it is woken, and gets its attributes back if the wait fails. A
  * thread already at that RT priority or above, or SCHED_DEADLINE, is left
  * as it is. A thread holding slots through several files (GPUs) has one
  * boost, at the highest priority of its holds, and gets its own attributes
