@@ -402,9 +402,10 @@ int gpuslot_file_may_acquire(struct gpuslot_domain *d, struct gpuslot_file *f,
 }
 
 /*
- * The second half of a granted wait: the granter boosts this thread before
- * it sets @ready, and wakes it after. Not interruptible: the slot is ours
- * already, and the granter is a few instructions from done.
+ * The second half of a granted wait: the granter boosts this thread, unless
+ * it boosted itself before it slept, then sets @ready and wakes it. Not
+ * interruptible: the slot is ours already, and the granter is a few
+ * instructions from done.
  */
 static void gpuslot_wait_ready(struct gpuslot_waiter *w)
 {
