@@ -99,13 +99,15 @@ void gpuslot_hold_boosted_locked(struct gpuslot_domain *d,
 				 struct gpuslot_file *f)
 {
 	u64 max_ns = (u64)d->max_hold_ms * NSEC_PER_MSEC;
-	u64 held = gpuslot_since(gpuslot_clock_ns(), f->hold_start_ns);
+	u64 held;
 
 	lockdep_assert_held(&d->lock);
 	f->hold_boost = GPUSLOT_HOLD_BOOSTED;
-	if (max_ns)
-		mod_delayed_work(system_wq, &f->overrun_work,
-				 nsecs_to_jiffies(held < max_ns ? max_ns - held : 0));
+	if (!max_ns)
+		return;
+	held = gpuslot_since(gpuslot_clock_ns(), f->hold_start_ns);
+	mod_delayed_work(system_wq, &f->overrun_work,
+			 nsecs_to_jiffies(held < max_ns ? max_ns - held : 0));
 }
 
 /*
@@ -119,10 +121,12 @@ static bool gpuslot_boost_wanted(unsigned int prio, struct task_struct *p)
 {
 	unsigned int policy = READ_ONCE(p->policy);
 
-	return READ_ONCE(gpuslot_ledger.nr_threads) ||
-	       !(!prio || policy == SCHED_DEADLINE ||
-		 ((policy == SCHED_FIFO || policy == SCHED_RR) &&
-		  READ_ONCE(p->rt_priority) >= prio));
+	if (READ_ONCE(gpuslot_ledger.nr_threads))
+		return true;
+	if (!prio || policy == SCHED_DEADLINE)
+		return false;
+	return !((policy == SCHED_FIFO || policy == SCHED_RR) &&
+		 READ_ONCE(p->rt_priority) >= prio);
 }
 
 void gpuslot_file_boost(struct gpuslot_file *f, struct gpuslot_domain *d,
@@ -155,7 +159,7 @@ void gpuslot_file_boost(struct gpuslot_file *f, struct gpuslot_domain *d,
 	mutex_unlock(&gpuslot_boost_mutex);
 }
 
-void gpuslot_waiter_boost(struct gpuslot_domain *d, struct gpuslot_waiter *w)
+bool gpuslot_waiter_boost(struct gpuslot_domain *d, struct gpuslot_waiter *w)
 	__must_hold(&d->lock)
 {
 	unsigned int prio = READ_ONCE(d->boost_priority);
@@ -164,7 +168,7 @@ void gpuslot_waiter_boost(struct gpuslot_domain *d, struct gpuslot_waiter *w)
 
 	lockdep_assert_held(&d->lock);
 	if (!gpuslot_boost_wanted(prio, current))
-		return;
+		return false;
 	/*
 	 * The file is ACQUIRING from here: no other thread of it can acquire,
 	 * so its next hold, @seq, is this thread's, and nothing can end or
@@ -189,6 +193,7 @@ void gpuslot_waiter_boost(struct gpuslot_domain *d, struct gpuslot_waiter *w)
 		 */
 		f->hold_seq = seq;
 	}
+	return true;
 }
 
 void gpuslot_file_unboost(struct gpuslot_file *f, u64 seq)

@@ -446,13 +446,13 @@ int gpuslot_file_acquire(struct gpuslot_file *f, struct gpuslot_acquire *a,
 
 	now = w.start_ns;
 	slot = gpuslot_core_try_acquire(&d->core, allowed);
-	if (slot < 0 && !(a->flags & GPUSLOT_ACQUIRE_TRY)) {
-		gpuslot_waiter_boost(d, &w);
-		now = gpuslot_clock_ns();
+	if (slot < 0 && !(a->flags & GPUSLOT_ACQUIRE_TRY) &&
+	    gpuslot_waiter_boost(d, &w)) {
 		/*
-		 * d->lock may have been dropped meanwhile: a slot may have
-		 * come free, or k shrunk below @allowed.
+		 * d->lock was dropped meanwhile: a slot may have come free,
+		 * or k shrunk below @allowed.
 		 */
+		now = gpuslot_clock_ns();
 		if (!(allowed & gpuslot_core_valid(&d->core))) {
 			ret = -EINVAL;
 			goto fail;

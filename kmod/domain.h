@@ -252,11 +252,11 @@ void gpuslot_file_boost(struct gpuslot_file *f, struct gpuslot_domain *d,
  * Boost the thread of @w, which is about to wait in @d and is current,
  * for the hold that its grant will make: the granter then only wakes it,
  * and the release path makes no sched_setattr() for it. Called under
- * d->lock, which it may drop while it boosts (then the file is ACQUIRING
- * on return); sets w->boosted and w->boost_seq if it boosted. A wait that
- * fails after a boost ends it: see gpuslot_file_acquire().
+ * d->lock; returns true if it dropped it meanwhile (then the file is
+ * ACQUIRING on return). Sets w->boosted and w->boost_seq if it boosted. A
+ * wait that fails after a boost ends it: see gpuslot_file_acquire().
  */
-void gpuslot_waiter_boost(struct gpuslot_domain *d, struct gpuslot_waiter *w)
+bool gpuslot_waiter_boost(struct gpuslot_domain *d, struct gpuslot_waiter *w)
 	__must_hold(&d->lock);
 /* The hold of @f was boosted: say so and start its max_hold_ms clock. */
 void gpuslot_hold_boosted_locked(struct gpuslot_domain *d,
