@@ -227,11 +227,11 @@ static void gpuslot_grant_boosted_waiter(struct gpuslot_domain *d,
  * holder is SCHED_FIFO before the scheduler sees it, and does not wake to
  * spin on d->lock while its granter still holds it.
  */
-static void gpuslot_wake_done(struct gpuslot_domain *d, struct list_head *done)
+static void gpuslot_wake_done(struct gpuslot_domain *d, struct list_head *done,
+			      u64 now)
 	__must_hold(&d->lock)
 {
 	struct gpuslot_core_waiter *cw, *tmp;
-	u64 now = gpuslot_clock_ns();
 
 	lockdep_assert_held(&d->lock);
 	list_for_each_entry_safe(cw, tmp, done, node) {
@@ -306,7 +306,8 @@ void gpuslot_finish_handoffs(struct gpuslot_domain *d, struct list_head *done)
 void gpuslot_release_locked(struct gpuslot_domain *d, struct gpuslot_file *f,
 			    struct list_head *done)
 {
-	u64 hold_ns = gpuslot_since(gpuslot_clock_ns(), f->hold_start_ns);
+	u64 now = gpuslot_clock_ns();
+	u64 hold_ns = gpuslot_since(now, f->hold_start_ns);
 
 	lockdep_assert_held(&d->lock);
 	d->counters.max_hold_ns = max(d->counters.max_hold_ns, hold_ns);
@@ -316,11 +317,17 @@ void gpuslot_release_locked(struct gpuslot_domain *d, struct gpuslot_file *f,
 	put_pid(f->holder_tid);
 	f->holder_tgid = NULL;
 	f->holder_tid = NULL;
-	/* Only a boosted hold has its max_hold_ms clock running. */
-	if (f->hold_boost == GPUSLOT_HOLD_BOOSTED)
+	/*
+	 * Only a boosted hold under a max_hold_ms bound has its clock
+	 * running, and it is armed only under d->lock. Cancelling turns
+	 * interrupts off and on and makes atomic updates on the handoff's
+	 * path (2 us a release under TCG): only a clock that runs is
+	 * cancelled. One that has just fired finds the file idle.
+	 */
+	if (delayed_work_pending(&f->overrun_work))
 		cancel_delayed_work(&f->overrun_work);
 	gpuslot_core_release(&d->core, f->slot, done);
-	gpuslot_wake_done(d, done);
+	gpuslot_wake_done(d, done, now);
 }
 
 void gpuslot_file_cleanup(struct gpuslot_file *f)
@@ -625,7 +632,7 @@ int gpuslot_domain_set_k(struct gpuslot_domain *d, unsigned int k,
 		gpuslot_core_new_generation(&d->core);
 		changed = true;
 	}
-	gpuslot_wake_done(d, &done);
+	gpuslot_wake_done(d, &done, gpuslot_clock_ns());
 	if (generation)
 		*generation = d->core.generation;
 	spin_unlock(&d->lock);
@@ -663,7 +670,7 @@ int gpuslot_domain_set_layout(struct gpuslot_domain *d, unsigned int k,
 		changed = true;
 	else if (changed)
 		gpuslot_core_new_generation(&d->core);
-	gpuslot_wake_done(d, &done);
+	gpuslot_wake_done(d, &done, gpuslot_clock_ns());
 	if (hqd_limit)
 		hqd_changed = gpuslot_hqd_set_limit_locked(d, hqd_limit);
 	*generation = d->core.generation;
