@@ -98,7 +98,10 @@ struct gpuslot_waiter {
 	unsigned int slot;
 	u64 generation;
 	u64 seq;
-	/* Set by the granter once the new holder is boosted. */
+	/*
+	 * Set by the waker once the wait is over: a new holder after its
+	 * boost (its own, or the granter's), a failed waiter at once.
+	 */
 	bool ready;
 	/*
 	 * The thread boosted itself before it slept, for hold @boost_seq
