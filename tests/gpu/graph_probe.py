@@ -11,7 +11,8 @@ as run_graphs.sh starts them. Each measurement prints JSON lines:
              whether every SM was one of the eager launch's.
   medium     the chapter-6 medium job (MobileNet V2, width 0.5, 32 x 224
              px) on each slot's stream: eager against a CUDA graph captured
-             on that stream, interleaved in blocks; per-job time p50 and
+             on that stream (gpuslot.SlotGraph; its replay in a hold of
+             another slot must be refused), interleaved in blocks; per-job time p50 and
              p99 (launch plus GPU, blocking wait), the CPU time per job, and
              the largest difference between the two outputs.
   lock_cost  acquire + release of a slot with no GPU work, over the socket:
@@ -100,13 +101,20 @@ def medium(client, layout, jobs=300, block=50):
                 with client.acquire(slots={s}) as held, torch.cuda.stream(held.torch_stream()):
                     net(x)
             with client.acquire(slots={s}) as held:
-                g = torch.cuda.CUDAGraph()
-                with torch.cuda.graph(g, stream=held.torch_stream()):
-                    y_graph = net(x)
-            with client.acquire(slots={s}) as held, torch.cuda.stream(held.torch_stream()):
-                y_eager = net(x)
-                g.replay()
+                g = gpuslot.SlotGraph(held, lambda: net(x))
+            y_graph = g.output
+            with client.acquire(slots={s}) as held:
+                with torch.cuda.stream(held.torch_stream()):
+                    y_eager = net(x)
+                g.replay(held)
             torch.cuda.synchronize()
+            other = (s + 1) % layout.k
+            try:
+                with client.acquire(slots={other}) as held:
+                    g.replay(held)
+                refused = other == s
+            except gpuslot.GpuslotError:
+                refused = True
             diff = float((y_eager - y_graph).abs().max())
             done = torch.cuda.Event(blocking=True)
             times = {"eager": [], "graph": []}
@@ -117,17 +125,17 @@ def medium(client, layout, jobs=300, block=50):
                     w0, c0 = time.perf_counter(), time.thread_time()
                     with client.acquire(slots={s}) as held:
                         st = held.torch_stream()
-                        with torch.cuda.stream(st):
-                            if how == "eager":
+                        if how == "eager":
+                            with torch.cuda.stream(st):
                                 net(x)
-                            else:
-                                g.replay()
-                            done.record(st)
+                        else:
+                            g.replay(held)
+                        done.record(st)
                         done.synchronize()
                     times[how].append((time.perf_counter() - w0) * 1e3)
                     cpu[how].append((time.thread_time() - c0) * 1e3)
         emit(what="medium", slot=s, sms=slot.units * layout.unit_size, stream=str(stream),
-             max_abs_diff=diff, **{f"{h}_{k}": v for h in times for k, v in (
+             max_abs_diff=diff, replay_on_another_slot_refused=refused, **{f"{h}_{k}": v for h in times for k, v in (
                  ("p50_ms", pct(times[h], 50)), ("p99_ms", pct(times[h], 99)),
                  ("cpu_ms", round(statistics.median(cpu[h]), 3)))})
 
