@@ -260,7 +260,7 @@ extern "C" void gpuslot_close(struct gpuslot_client *c)
 				"%s running in other threads (waiting in gpuslot_acquire_slot()?): "
 				"freeing it under them would be a use-after-free. End them first "
 				"(a timeout, or the pollable acquire with a wake-up descriptor of "
-				"your own: libgpuslot(3), CLOSING). Aborting.\n",
+				"your own: libgpuslot(3), Closing). Aborting.\n",
 				n, n == 1 ? "" : "s", n == 1 ? "is" : "are");
 			abort();
 		}

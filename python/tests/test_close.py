@@ -42,18 +42,23 @@ class Child:
 
     def finish(self):
         """Its exit status and everything it printed."""
+        # Not communicate(): it reads the pipe past what expect()'s
+        # readline() buffered already. What a child prints fits the pipe.
+        self.proc.stdin.close()
+        note = ""
         try:
-            out, _ = self.proc.communicate(timeout=60)
+            self.proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
             self.proc.kill()
-            out, _ = self.proc.communicate()
-            out += "\n[killed: still running after 60 s]"
-        return self.proc.returncode, "\n".join(self.lines) + "\n" + out
+            self.proc.wait()
+            note = "\n[killed: still running after 60 s]"
+        out = self.proc.stdout.read()
+        return self.proc.returncode, "\n".join(self.lines) + "\n" + out + note
 
     def kill(self):
         if self.proc.poll() is None:
             self.proc.kill()
-            self.proc.communicate()
+            self.proc.wait()
 
 
 def wait_for(predicate, timeout=20):
