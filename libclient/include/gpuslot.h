@@ -198,6 +198,15 @@ GPUSLOT_API int gpuslot_open(const struct gpuslot_options *opts,
  * streams are destroyed and the queue reservation returned. NULL is
  * allowed. In a forked child it only closes the child's descriptors: the
  * parent's slots stay held.
+ *
+ * It frees @c: no other thread may be in a call on @c, or make one later
+ * (as with close(2) or free(3)). A thread waiting in gpuslot_acquire_slot()
+ * wakes only for a grant, its timeout or a signal: to end waits when a
+ * client closes, wait with a timeout, or use the asynchronous acquire and
+ * poll its descriptor together with one of the caller's own that the
+ * closing thread makes readable (then gpuslot_acquire_cancel()). Called
+ * while calls of @c still run in other threads, it writes a message to
+ * stderr and aborts rather than free the client under them.
  */
 GPUSLOT_API void gpuslot_close(struct gpuslot_client *c);
 

@@ -7,7 +7,9 @@
 #include <linux/gpuslot.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -36,6 +38,9 @@ struct gpuslot_client {
 	pid_t owner = 0;
 	std::string notice; // storage for gpuslot_layout_info.notice
 	std::mutex notice_lock;
+	// Calls running on this client: gpuslot_close() must not free it
+	// under them.
+	std::atomic<unsigned int> calls{0};
 };
 
 namespace gpuslot {
@@ -90,6 +95,18 @@ bool in_child(const gpuslot_client *c)
 {
 	return getpid() != c->owner;
 }
+
+// Counts a call on a client for as long as it runs.
+class InCall {
+public:
+	explicit InCall(gpuslot_client *c) : c_(c) { c_->calls.fetch_add(1); }
+	~InCall() { c_->calls.fetch_sub(1); }
+	InCall(const InCall &) = delete;
+	InCall &operator=(const InCall &) = delete;
+
+private:
+	gpuslot_client *c_;
+};
 
 int child_error(const gpuslot_client *c)
 {
@@ -230,9 +247,25 @@ extern "C" void gpuslot_close(struct gpuslot_client *c)
 {
 	if (!c)
 		return;
-	// In a forked child the holds are the parent's.
-	if (!in_child(c))
+	// In a forked child the holds are the parent's, and so are the calls
+	// that were running when it forked.
+	if (!in_child(c)) {
+		// Freeing the client under a call of another thread (one waiting
+		// in gpuslot_acquire_slot(), which nothing can wake) is a
+		// use-after-free, and leaves that waiter queued: stop here, saying
+		// so, rather than corrupt memory.
+		if (const unsigned int n = c->calls.load()) {
+			fprintf(stderr,
+				"libgpuslot: gpuslot_close() while %u call%s on the same client "
+				"%s running in other threads (waiting in gpuslot_acquire_slot()?): "
+				"freeing it under them would be a use-after-free. End them first "
+				"(a timeout, or the pollable acquire with a wake-up descriptor of "
+				"your own: libgpuslot(3), Closing). Aborting.\n",
+				n, n == 1 ? "" : "s", n == 1 ? "is" : "are");
+			abort();
+		}
 		c->domain->drop_owner(c);
+	}
 	{
 		// The last client of the domain destroys it here.
 		std::lock_guard<std::mutex> hold(registry_lock);
@@ -272,6 +305,7 @@ extern "C" int gpuslot_acquire_slot(struct gpuslot_client *c, int64_t timeout_ns
 {
 	if (int err = slot_call(c, slot, "gpuslot_acquire_slot"))
 		return err;
+	const InCall in(c);
 	if (timeout_ns < GPUSLOT_WAIT_FOREVER)
 		return fail(-EINVAL, "timeout_ns " + std::to_string(timeout_ns) +
 					     ": use 0 (try), GPUSLOT_WAIT_FOREVER, or a positive timeout");
@@ -285,6 +319,7 @@ extern "C" int gpuslot_release_slot(struct gpuslot_client *c, struct gpuslot_slo
 {
 	if (int err = slot_call(c, slot, "gpuslot_release_slot"))
 		return err;
+	const InCall in(c);
 	if (flags & ~GPUSLOT_RELEASE_NO_SYNC)
 		return fail(-EINVAL, "unknown release flags " + std::to_string(flags));
 	return with_slot(slot, [&](gpuslot_slot *s, std::string *error) {
@@ -297,6 +332,7 @@ extern "C" int gpuslot_acquire_start(struct gpuslot_client *c, uint64_t allowed_
 {
 	if (int err = slot_call(c, slot, "gpuslot_acquire_start"))
 		return err;
+	const InCall in(c);
 	return with_slot(slot, [&](gpuslot_slot *s, std::string *error) {
 		return c->domain->start(allowed_mask, s, c, error);
 	});
@@ -313,6 +349,7 @@ extern "C" int gpuslot_acquire_complete(struct gpuslot_client *c, struct gpuslot
 {
 	if (int err = slot_call(c, slot, "gpuslot_acquire_complete"))
 		return err;
+	const InCall in(c);
 	return with_slot(slot, [&](gpuslot_slot *s, std::string *error) {
 		return c->domain->complete(s, error);
 	});
@@ -322,6 +359,7 @@ extern "C" int gpuslot_acquire_cancel(struct gpuslot_client *c, struct gpuslot_s
 {
 	if (int err = slot_call(c, slot, "gpuslot_acquire_cancel"))
 		return err;
+	const InCall in(c);
 	return with_slot(slot, [&](gpuslot_slot *s, std::string *error) {
 		return c->domain->cancel(s, error);
 	});
@@ -333,6 +371,7 @@ extern "C" int gpuslot_refresh(struct gpuslot_client *c)
 		return fail(-EINVAL, "gpuslot_refresh() needs a client");
 	if (in_child(c))
 		return child_error(c);
+	const InCall in(c);
 	std::string error;
 	int ret = c->domain->refresh(&error);
 	return ret < 0 ? fail(ret, error) : ret;
@@ -344,6 +383,7 @@ extern "C" int gpuslot_retire_generation(struct gpuslot_client *c, uint64_t gene
 		return fail(-EINVAL, "gpuslot_retire_generation() needs a client");
 	if (in_child(c))
 		return child_error(c);
+	const InCall in(c);
 	std::string error;
 	int ret = c->domain->retire(generation, &error);
 	return ret < 0 ? fail(ret, error) : ret;
@@ -353,6 +393,7 @@ extern "C" int gpuslot_client_layout(struct gpuslot_client *c, struct gpuslot_la
 {
 	if (!c || !out)
 		return fail(-EINVAL, "gpuslot_client_layout() needs a client and a place for the layout");
+	const InCall in(c);
 	if (int err = check_out_struct(out->size, GPUSLOT_LAYOUT_INFO_SIZE_VER0,
 				       "gpuslot_layout_info"))
 		return err;
@@ -371,6 +412,7 @@ extern "C" int gpuslot_domain_attr(struct gpuslot_client *c, const char *name, c
 		return fail(-EINVAL, "gpuslot_domain_attr() needs a client, a name and a buffer");
 	if (in_child(c))
 		return child_error(c);
+	const InCall in(c);
 	if (!*name || strchr(name, '/'))
 		return fail(-EINVAL, std::string("\"") + name +
 					     "\" is not an attribute name (k, holders, waiters, ...)");

@@ -22,12 +22,13 @@ Reference: libgpuslot(3), docs/python.md.
 from ._native import lib as _lib
 from .aio import AsyncClient, AsyncSlot
 from .client import Client, Layout, Slot
-from .errors import GpuslotError, SlotInterrupted, SlotTimeout
+from .errors import ClientClosed, GpuslotError, SlotInterrupted, SlotTimeout
 from .graphs import SlotGraph
 from .status import Holder, Status, Waiter
 
 __all__ = ["Client", "Slot", "Layout", "AsyncClient", "AsyncSlot", "Status", "Holder",
-           "Waiter", "SlotGraph", "GpuslotError", "SlotTimeout", "SlotInterrupted", "library_version",
+           "Waiter", "SlotGraph", "GpuslotError", "SlotTimeout", "SlotInterrupted", "ClientClosed",
+           "library_version",
            "hqd_explain", "__version__"]
 
 __version__ = "1.2.0"

@@ -11,13 +11,15 @@ is woken when the slot is granted. Cancelling the task, or its timeout,
 leaves the queue (or gives back a grant not yet taken). The event loop's
 thread is the holder: it runs SCHED_FIFO while any of its tasks holds a
 slot. Releasing with sync waits for the stream in the loop's executor,
-not in the loop.
+not in the loop. close() wakes the tasks still waiting with ClientClosed
+(ECANCELED), as Client.close() does its threads.
 """
 
 import asyncio
 import ctypes
 import errno
 import math
+import os
 
 from . import _native, client as _client, errors
 
@@ -29,9 +31,9 @@ class AsyncSlot(_client.Slot):
         self._end_hold()
         if sync and self.stream:
             loop = asyncio.get_running_loop()
-            await loop.run_in_executor(None, self._client._release, self._raw, True)
+            await loop.run_in_executor(None, self._client._release, self, True)
         else:
-            self._client._release(self._raw, sync)
+            self._client._release(self, sync)
 
     async def __aenter__(self):
         return self
@@ -66,21 +68,35 @@ class AsyncClient:
     async def acquire(self, timeout=None, slots=None):
         """Queue for a slot and wait for it on the event loop: an AsyncSlot
         (``async with``). ``timeout`` in seconds (None waits; 0 tries once),
-        ``slots`` a set of slot indices; raises as Client.acquire() does."""
-        _client.timeout_ns(timeout)
+        ``slots`` a set of slot indices; raises as Client.acquire() does,
+        ClientClosed (ECANCELED) if the client is closed meanwhile."""
+        ns = _client.timeout_ns(timeout)
+        mask = _client.slot_mask(slots)
         c = self._sync
-        if timeout == 0:
-            return AsyncSlot(c, c.acquire(0, slots)._raw)
+        if ns == 0:
+            return c._acquire(0, mask, AsyncSlot)
         if timeout == math.inf:
             timeout = None
+        loop = asyncio.get_running_loop()
         raw = _native.SlotStruct(size=ctypes.sizeof(_native.SlotStruct))
-        errors.check(c._lib.gpuslot_acquire_start(c._h(), _client.slot_mask(slots),
-                                                  ctypes.byref(raw)), "gpuslot_acquire_start")
+        wait = _Wait(loop)
+        handle = c._begin_call()
+        try:
+            errors.check(c._lib.gpuslot_acquire_start(handle, mask, ctypes.byref(raw)),
+                         "gpuslot_acquire_start")
+            # The loop watches a descriptor of its own: the library's
+            # closes with the client, whatever the loop still has.
+            fd = os.dup(raw.poll_fd)
+            with c._lock:
+                c._on_close.add(wait.close)
+        finally:
+            c._end_call()
         done = False
+        loop.add_reader(fd, wait.wake)
         try:
             try:
                 async with asyncio.timeout(timeout):
-                    slot = await self._granted(raw)
+                    slot = await self._granted(raw, wait)
             except TimeoutError:
                 raise errors.SlotTimeout(
                     errno.ETIMEDOUT, f"gpuslot: no slot of domain {c.domain} within "
@@ -88,22 +104,66 @@ class AsyncClient:
             done = True
             return slot
         finally:
+            loop.remove_reader(fd)
+            os.close(fd)
+            with c._lock:
+                c._on_close.discard(wait.close)
             if not done:
-                c._lib.gpuslot_acquire_cancel(c._h(), ctypes.byref(raw))
+                # Leave the queue, or give back a grant not taken; a
+                # closed client's close did that already.
+                try:
+                    c._call(c._lib.gpuslot_acquire_cancel, ctypes.byref(raw))
+                except errors.ClientClosed:
+                    pass
 
-    async def _granted(self, raw):
+    async def _granted(self, raw, wait):
         c = self._sync
-        loop = asyncio.get_running_loop()
-        fd = raw.poll_fd
         while True:
-            ready = loop.create_future()
-            loop.add_reader(fd, lambda: ready.done() or ready.set_result(None))
+            await wait.next()
+            if wait.closed or c._closing:
+                raise _closed_while_waiting(c)
             try:
-                await ready
+                handle = c._begin_call()
+            except errors.ClientClosed:
+                raise _closed_while_waiting(c) from None
+            try:
+                result = c._lib.gpuslot_acquire_complete(handle, ctypes.byref(raw))
+                # EAGAIN: still queued (a new layout queued it again).
+                if result != -errno.EAGAIN:
+                    errors.check(result, "gpuslot_acquire_complete")
+                    return c._hand_out(AsyncSlot(c, raw))
             finally:
-                loop.remove_reader(fd)
-            result = c._lib.gpuslot_acquire_complete(c._h(), ctypes.byref(raw))
-            # EAGAIN: still queued (a new layout queued it again).
-            if result != -errno.EAGAIN:
-                errors.check(result, "gpuslot_acquire_complete")
-                return AsyncSlot(c, raw)
+                c._end_call()
+
+
+def _closed_while_waiting(c):
+    return errors.ClientClosed(
+        errno.ECANCELED, f"gpuslot: the client of domain {c.domain} was closed while this "
+                         "task waited for a slot; it left the queue and holds nothing")
+
+
+class _Wait:
+    """What one waiting acquire is woken by: its descriptor's readiness
+    (on the loop), or close() (from any thread)."""
+
+    def __init__(self, loop):
+        self._loop = loop
+        self._ready = loop.create_future()
+        self.closed = False
+
+    def wake(self):
+        if not self._ready.done():
+            self._ready.set_result(None)
+
+    async def next(self):
+        await self._ready
+        self._ready = self._loop.create_future()
+
+    def close(self):
+        def wake_closed():
+            self.closed = True
+            self.wake()
+        try:
+            self._loop.call_soon_threadsafe(wake_closed)
+        except RuntimeError:
+            pass  # the loop is closed: nobody waits any more

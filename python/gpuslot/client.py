@@ -11,13 +11,21 @@ acquire slots from it; each thread's hold is its own. Leaving the ``with``
 of a slot waits for the work queued on its stream, then hands the slot to
 the next waiter (the release rule: two holders' GPU work never overlaps on
 one slot).
+
+close() from any thread is safe while others use the client: it wakes the
+acquires waiting on it (they leave the queue and raise ClientClosed), waits
+for the client's other calls in progress, then ends the holds that remain.
 """
 
 import ctypes
 import dataclasses
 import errno
 import math
+import os
+import select
 import threading
+import time
+import weakref
 
 from . import _native, errors, status, streams
 
@@ -82,6 +90,7 @@ class Slot:
         self._client = client
         self._raw = raw
         self._held = True
+        self._closed_with_client = False
 
     index = property(lambda self: self._raw.index)
     units = property(lambda self: self._raw.units)
@@ -95,13 +104,22 @@ class Slot:
         The slot is released even when the wait reports the job's error,
         which is raised afterwards."""
         self._end_hold()
-        self._client._release(self._raw, sync)
+        self._client._release(self, sync)
 
     def _end_hold(self):
         """Mark the slot released; an error if it was already."""
         if not self._held:
+            if self._closed_with_client:
+                raise errors.ClientClosed(
+                    errno.EBADF, f"gpuslot: slot {self.index} was released when its client "
+                                 "was closed (without waiting for its stream's work)")
             raise errors.GpuslotError(errno.EINVAL,
                                       f"gpuslot: slot {self.index} was released already")
+        self._held = False
+
+    def _client_closed(self):
+        """The client's close ended this hold."""
+        self._closed_with_client = True
         self._held = False
 
     def torch_stream(self):
@@ -165,23 +183,103 @@ class Client:
         errors.check(lib.gpuslot_open(ctypes.byref(o), ctypes.byref(handle)), "gpuslot_open")
         self._lib = lib
         self._handle = handle
-        self._lock = threading.Lock()
+        # Reentrant: close() may run in a signal handler of a thread that
+        # holds it.
+        self._lock = threading.RLock()
         self._streams = {}  # (framework, stream pointer) -> wrapper
         self.domain = domain
+        # What close() needs to end the client only under no call
+        # (issue 28): the native calls in progress (all threads, and this
+        # thread's own), the held Slots, and the waits to wake.
+        self._calls_done = threading.Condition(self._lock)
+        self._calls = 0
+        self._mine = threading.local()
+        self._closing = False
+        self._close_deferred = False
+        self._slots = weakref.WeakSet()
+        self._on_close = set()  # callables: an AsyncClient's waits
+        # Readable from close() on: every waiting acquire polls it too.
+        self._wake = os.eventfd(0, os.EFD_CLOEXEC | os.EFD_NONBLOCK)
 
-    def _h(self):
-        if self._handle is None:
-            raise errors.GpuslotError(9, "gpuslot: the client is closed")
-        return self._handle
+    def _closed_error(self):
+        return errors.ClientClosed(errno.EBADF, f"gpuslot: the client of domain {self.domain} "
+                                                "is closed")
+
+    def _begin_call(self):
+        """Count a native call in progress and return the handle; raises
+        ClientClosed once close() began.
+
+        This thread's own count goes up first and down last, so that a
+        close() from a signal handler run anywhere in between never waits
+        for its own thread's call, nor frees the handle under it."""
+        self._mine.calls = getattr(self._mine, "calls", 0) + 1
+        with self._lock:
+            if self._closing:
+                self._mine.calls -= 1
+                raise self._closed_error()
+            self._calls += 1
+            handle = self._handle
+        if handle is None:
+            self._end_call()
+            raise self._closed_error()
+        return handle
+
+    def _end_call(self):
+        with self._lock:
+            self._calls -= 1
+            if not self._calls:
+                self._calls_done.notify_all()
+                # close() was called by a thread inside a call of its own
+                # (a signal handler): the last call to end finishes it.
+                if self._close_deferred:
+                    self._close_deferred = False
+                    self._close_now()
+        self._mine.calls -= 1
+
+    def _call(self, fn, *args):
+        """libgpuslot's @fn on this client: its result (-errno on failure)."""
+        handle = self._begin_call()
+        try:
+            return fn(handle, *args)
+        finally:
+            self._end_call()
 
     def close(self):
-        """Release what is still held (without waiting for its work) and
-        give back the streams and queues. Idempotent."""
+        """Wake the acquires waiting on this client (they raise
+        ClientClosed, errno ECANCELED, and leave the queue), wait for its
+        other calls in progress in other threads, then release what is
+        still held (without waiting for its work; its Slots read
+        ``held == False``) and give back the streams and queues.
+        Idempotent; safe from any thread."""
         with self._lock:
-            handle, self._handle = self._handle, None
-            self._streams.clear()
-        if handle is not None:
-            self._lib.gpuslot_close(handle)
+            if not self._closing:
+                self._closing = True
+                os.eventfd_write(self._wake, 1)
+            # Calls of this very thread (close() from a signal handler
+            # that interrupted one) cannot end while it waits here: the
+            # last of them finishes the close.
+            while self._calls > getattr(self._mine, "calls", 0):
+                self._calls_done.wait()
+            if self._calls:
+                self._close_deferred = True
+                return
+            self._close_now()
+
+    def _close_now(self):
+        """Under _lock, with no call in progress. A second close() waits
+        on the lock until the first is done."""
+        handle, self._handle = self._handle, None
+        if handle is None:
+            return
+        # Ends the holds and the acquires still pending (an AsyncClient's).
+        self._lib.gpuslot_close(handle)
+        for slot in list(self._slots):
+            slot._client_closed()
+        self._slots.clear()
+        self._streams.clear()
+        for wake in list(self._on_close):
+            wake()
+        os.close(self._wake)
 
     def __enter__(self):
         return self
@@ -201,22 +299,82 @@ class Client:
         that long (SlotTimeout). ``slots``: the set of slot indices
         accepted (None: any with a stream). While it holds the slot the
         calling thread runs SCHED_FIFO, and gets its old policy back at
-        release. Returns a Slot, which is also a context manager."""
-        raw = _native.SlotStruct(size=ctypes.sizeof(_native.SlotStruct))
-        errors.check(self._lib.gpuslot_acquire_slot(self._h(), timeout_ns(timeout),
-                                                    slot_mask(slots), ctypes.byref(raw)),
-                     "gpuslot_acquire_slot")
-        return Slot(self, raw)
+        release. Returns a Slot, which is also a context manager.
+        close() from another thread ends the wait with ClientClosed
+        (ECANCELED); the waiter leaves the queue."""
+        return self._acquire(timeout_ns(timeout), slot_mask(slots), Slot)
 
-    def _release(self, raw, sync):
+    def _acquire(self, timeout, mask, make_slot):
+        raw = _native.SlotStruct(size=ctypes.sizeof(_native.SlotStruct))
+        handle = self._begin_call()
+        try:
+            if timeout == 0:
+                errors.check(self._lib.gpuslot_acquire_slot(handle, 0, mask, ctypes.byref(raw)),
+                             "gpuslot_acquire_slot")
+            else:
+                self._wait_for_grant(handle, timeout, mask, raw)
+            return self._hand_out(make_slot(self, raw))
+        finally:
+            self._end_call()
+
+    def _wait_for_grant(self, handle, timeout, mask, raw):
+        """Queue (libgpuslot's pollable acquire) and wait for the grant, or
+        for close(), which the library's sleeping acquire could not see."""
+        lib = self._lib
+        errors.check(lib.gpuslot_acquire_start(handle, mask, ctypes.byref(raw)),
+                     "gpuslot_acquire_start")
+        deadline = None if timeout == _native.WAIT_FOREVER else time.monotonic() + timeout / 1e9
+        poller = select.poll()
+        poller.register(raw.poll_fd, select.POLLIN)
+        poller.register(self._wake, select.POLLIN)
+        granted = False
+        try:
+            while True:
+                left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                # A signal's handler runs in poll() (PEP 475); one that
+                # raises ends the wait through the finally below.
+                events = poller.poll(None if left is None else math.ceil(left * 1000))
+                if any(fd == self._wake for fd, _ in events):
+                    raise errors.ClientClosed(
+                        errno.ECANCELED, f"gpuslot: the client of domain {self.domain} was "
+                                         "closed while this thread waited for a slot; it left "
+                                         "the queue and holds nothing")
+                if not events and left:
+                    continue
+                # Granted, or the deadline: a grant that raced with it wins.
+                result = lib.gpuslot_acquire_complete(handle, ctypes.byref(raw))
+                if result != -errno.EAGAIN:
+                    errors.check(result, "gpuslot_acquire_complete")
+                    granted = True
+                    return
+                # EAGAIN: still queued (a new layout queued it again).
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise errors.SlotTimeout(
+                        errno.ETIMEDOUT, f"gpuslot: no slot of domain {self.domain} within "
+                                         f"{timeout / 1e9} s")
+        finally:
+            if not granted:
+                # Leave the queue, or give back a grant not taken; nothing
+                # to cancel after a failed complete.
+                lib.gpuslot_acquire_cancel(handle, ctypes.byref(raw))
+
+    def _hand_out(self, slot):
+        """@slot was granted inside a call: close() ends it from now on."""
+        with self._lock:
+            self._slots.add(slot)
+        return slot
+
+    def _release(self, slot, sync):
         flags = 0 if sync else _native.RELEASE_NO_SYNC
-        errors.check(self._lib.gpuslot_release_slot(self._h(), ctypes.byref(raw), flags),
+        with self._lock:
+            self._slots.discard(slot)
+        errors.check(self._call(self._lib.gpuslot_release_slot, ctypes.byref(slot._raw), flags),
                      "gpuslot_release_slot")
 
     def layout(self):
         """The Layout the current streams are built for."""
         info = _native.LayoutInfo(size=ctypes.sizeof(_native.LayoutInfo))
-        errors.check(self._lib.gpuslot_client_layout(self._h(), ctypes.byref(info)),
+        errors.check(self._call(self._lib.gpuslot_client_layout, ctypes.byref(info)),
                      "gpuslot_client_layout")
         return Layout(k=info.k, unit_kind=UNIT_KINDS.get(info.unit_kind, str(info.unit_kind)),
                       nr_units=info.nr_units, unit_size=info.unit_size or 1,
@@ -234,8 +392,8 @@ class Client:
         size = 4096
         while True:
             buf = ctypes.create_string_buffer(size)
-            n = errors.check(self._lib.gpuslot_domain_attr(self._h(), name.encode(), buf,
-                                                           size), f"reading {name}")
+            n = errors.check(self._call(self._lib.gpuslot_domain_attr, name.encode(), buf, size),
+                             f"reading {name}")
             if n < size:
                 return buf.value.decode(errors="replace")
             size = n + 1
@@ -247,12 +405,12 @@ class Client:
     def refresh(self):
         """Build streams for a newer layout now, outside any hold: True if it
         built new ones."""
-        return errors.check(self._lib.gpuslot_refresh(self._h()), "gpuslot_refresh") == 1
+        return errors.check(self._call(self._lib.gpuslot_refresh), "gpuslot_refresh") == 1
 
     def retire_generation(self, generation):
         """Done with the streams of layout generations up to ``generation``
         (and with whatever was built on them): they are destroyed."""
-        errors.check(self._lib.gpuslot_retire_generation(self._h(), generation),
+        errors.check(self._call(self._lib.gpuslot_retire_generation, generation),
                      "gpuslot_retire_generation")
         with self._lock:
             self._streams = {key: s for key, s in self._streams.items()

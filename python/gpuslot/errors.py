@@ -21,6 +21,12 @@ class SlotInterrupted(GpuslotError, InterruptedError):
     """A signal ended the wait (EINTR); nothing is held."""
 
 
+class ClientClosed(GpuslotError):
+    """The client was closed: a call after close() (EBADF), or an acquire
+    whose wait close() ended (ECANCELED: it left the queue, nothing is
+    held)."""
+
+
 _BY_ERRNO = {
     _errno.ETIMEDOUT: SlotTimeout,
     _errno.EAGAIN: SlotTimeout,

@@ -8,6 +8,7 @@
 
 #include <poll.h>
 #include <sched.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -15,6 +16,7 @@
 #include <atomic>
 #include <bit>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -574,6 +576,51 @@ TEST_F(Client, AForkedChildGetsEchildAndTheParentKeepsItsSlot)
 	EXPECT_EQ(split_words(holders[0])[0], "0");
 	EXPECT_EQ(gpuslot_release_slot(c, &s, 0), 0);
 	gpuslot_close(c);
+}
+
+// gpuslot_close() while another thread waits in gpuslot_acquire_slot() on
+// the same client would free the client under it (a use-after-free once
+// the waiter is granted) and leave the waiter queued (issue 28): it stops
+// the process with a message instead.
+TEST_F(Client, CloseUnderAWaitingAcquireAbortsWithAMessage)
+{
+	gpuslot_options o = none_options();
+	gpuslot_client *holder;
+	ASSERT_EQ(gpuslot_open(&o, &holder), 0) << last_error();
+	gpuslot_slot held = new_slot();
+	ASSERT_EQ(gpuslot_acquire_slot(holder, 0, 0, &held), 0) << last_error();
+	const int log = memfd_create("child-stderr", MFD_CLOEXEC);
+	ASSERT_GE(log, 0);
+	pid_t pid = spawn([&] {
+		CHILD_REQUIRE(dup2(log, STDERR_FILENO) == STDERR_FILENO);
+		gpuslot_options mine = none_options();
+		gpuslot_client *c;
+		CHILD_REQUIRE(gpuslot_open(&mine, &c) == 0);
+		std::thread waiter([c] {
+			gpuslot_slot s = new_slot();
+			gpuslot_acquire_slot(c, GPUSLOT_WAIT_FOREVER, 0, &s);
+		});
+		CHILD_REQUIRE(wait_waiters(1));
+		gpuslot_close(c);
+		// Not reached with the check: the client is gone under the waiter.
+		waiter.detach();
+		return 0;
+	});
+	const int status = wait_child(pid);
+	std::string message(4096, '\0');
+	const ssize_t n = pread(log, message.data(), message.size(), 0);
+	::close(log);
+	message.resize(n > 0 ? size_t(n) : 0);
+	EXPECT_EQ(status, 128 + SIGABRT) << "child line " << *child_failed_line() << "; stderr: "
+					 << message;
+	EXPECT_NE(message.find("gpuslot_close() while 1 call on the same client is running in "
+			       "other threads"),
+		  std::string::npos)
+		<< message;
+	// The waiter's file closed with the process: it left the queue.
+	EXPECT_TRUE(wait_waiters(0));
+	EXPECT_EQ(gpuslot_release_slot(holder, &held, 0), 0) << last_error();
+	gpuslot_close(holder);
 }
 
 TEST_F(Client, ErrorsSayWhatToDo)
