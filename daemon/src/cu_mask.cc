@@ -52,6 +52,49 @@ bool parse_algorithm(const std::string &text, MaskAlgorithm *out)
 // (../shared/reference/amd-kfd.md 1.5: v6.19).
 constexpr unsigned int kNewestKnownMajor = 6, kNewestKnownMinor = 19;
 
+namespace {
+
+struct Release {
+	unsigned int major = 0, minor = 0;
+	auto operator<=>(const Release &) const = default;
+	std::string text() const
+	{
+		return std::to_string(major) + "." + std::to_string(minor);
+	}
+};
+
+// The first Linux release whose in-tree amdkfd drives a GPU family, for
+// the families newer than the walk table's oldest kernels; @exact false
+// where only a lower bound is known (the family is not in-tree before
+// it). Families not listed are driven by every kernel gpuslot plans for.
+struct InTree {
+	Release first;
+	bool exact;
+	const char *source;
+};
+
+std::optional<InTree> first_in_tree(const GfxVersion &gfx)
+{
+	// GC 9.4.3 (gfx940-942, MI300): kfd_device.c knows it from 6.5.
+	if (gfx.major == 9 && gfx.minor == 4 && gfx.step <= 2)
+		return InTree{{6, 5}, true, "6.5"};
+	// GC 9.4.4 / 9.5.0 (MI300 successors, MI350): well after 6.5.
+	if (gfx.major == 9 && (gfx.minor > 4 || (gfx.minor == 4 && gfx.step > 2)))
+		return InTree{{6, 6}, false, "after 6.5"};
+	// gfx1100 (GC 11.0.0): kfd_device.c's first gfx11 entry, 5.19.
+	if (gfx == GfxVersion{11, 0, 0})
+		return InTree{{5, 19}, true, "5.19"};
+	// The other gfx11 parts came after 11.0.0 (GC 11.0.2 was posted to
+	// amd-gfx in May 2022, for 6.0); gfx12 and later long after.
+	if (gfx.major == 11)
+		return InTree{{6, 0}, false, "6.0 or later"};
+	if (gfx.major >= 12)
+		return InTree{{6, 6}, false, "after 6.5"};
+	return std::nullopt;
+}
+
+} // namespace
+
 AlgorithmChoice choose_algorithm(const GfxVersion &gfx,
 				 const std::string &release,
 				 const std::string &amdgpu_version,
@@ -61,21 +104,39 @@ AlgorithmChoice choose_algorithm(const GfxVersion &gfx,
 	// GC 9.4.3, the MI300 family, is gfx940 to gfx942 (and later).
 	const bool xcc_walk_only = gfx >= GfxVersion{9, 4, 0} && gfx.major == 9;
 	MaskAlgorithm by_release = MaskAlgorithm::D;
-	unsigned int major = 0, minor = 0;
+	Release rel;
 	const bool readable = algorithm_for_kernel(release, &by_release) &&
-			      std::sscanf(release.c_str(), "%u.%u", &major, &minor) == 2;
+			      std::sscanf(release.c_str(), "%u.%u", &rel.major,
+					  &rel.minor) == 2;
+	const auto in_tree = first_in_tree(gfx);
+	// The running kernel's own amdkfd cannot drive this GPU: a KFD node
+	// of it means an out-of-tree amdgpu, amdgpu-dkms (or a vendor kernel
+	// carrying a newer amdkfd), whose walk is the newest.
+	const bool dkms_by_family = readable && in_tree && rel < in_tree->first;
 	if (forced) {
 		c.algorithm = *forced;
 		c.why = std::string("mask_algorithm ") + algorithm_name(*forced) +
 			", as configured";
-	} else if (xcc_walk_only) {
-		c.algorithm = MaskAlgorithm::D;
-		c.why = "D: " + gfx.name() + " has only ever been masked with the "
-			"XCC walk";
 	} else if (!amdgpu_version.empty()) {
 		c.algorithm = MaskAlgorithm::D;
 		c.why = "D: amdgpu " + amdgpu_version + " is an out-of-tree "
 			"driver (amdgpu-dkms), newer than Linux " + release;
+	} else if (dkms_by_family) {
+		c.algorithm = MaskAlgorithm::D;
+		c.why = "D: Linux " + release + "'s own amdkfd cannot drive " +
+			gfx.name() + " (in-tree from Linux " + in_tree->source +
+			"), so amdgpu-dkms drives it, with the newest walk";
+		c.notes.push_back(gfx.name() + " is not driven by Linux " + release +
+				  "'s in-tree amdgpu (gfx_target_version " +
+				  std::to_string(gfx.target()) + " is in-tree from Linux " +
+				  in_tree->source + "): this GPU runs under amdgpu-dkms, "
+				  "and its masks follow amdgpu-dkms's walk (D), not "
+				  "Linux " + release + "'s (" + algorithm_name(by_release) +
+				  ")");
+	} else if (xcc_walk_only) {
+		c.algorithm = MaskAlgorithm::D;
+		c.why = "D: " + gfx.name() + " has only ever been masked with the "
+			"XCC walk";
 	} else if (!readable) {
 		c.algorithm = MaskAlgorithm::D;
 		c.why = "D, the newest walk";
@@ -86,21 +147,33 @@ AlgorithmChoice choose_algorithm(const GfxVersion &gfx,
 		c.algorithm = by_release;
 		c.why = std::string(algorithm_name(by_release)) + ", by Linux " +
 			release;
-		if (major > kNewestKnownMajor ||
-		    (major == kNewestKnownMajor && minor > kNewestKnownMinor))
+		if (rel > Release{kNewestKnownMajor, kNewestKnownMinor})
 			c.notes.push_back("Linux " + release + " is newer than the "
 					  "kernels gpuslot's CU-mask table was checked "
 					  "against (up to 6.19); assuming their walk (D)");
 	}
-	// The 9.4.3 masking fix came with the XCC walk (about 6.6): an older
-	// amdkfd masks XCC 0 only and runs the other XCCs unmasked.
-	if (xcc_walk_only && amdgpu_version.empty() && readable &&
-	    by_release != MaskAlgorithm::D && !forced)
-		c.notes.push_back("warning: Linux " + release + " predates amdkfd's "
-				  "GFX 9.4.3 CU-masking fix (about 6.6): with its "
-				  "own amdgpu, XCCs 1-7 of " + gfx.name() +
-				  " run unmasked. Use amdgpu-dkms or a kernel of "
-				  "6.6 or later");
+	// MI300 under the kernel's own amdgpu (6.5 and later: before 6.5 it
+	// is amdgpu-dkms, above). 6.5 masks GC 9.4.3 with the walk of one
+	// XCC and writes that same mask to every XCC; 6.6 brought the XCC
+	// walk but programmed XCC 0 only, until "Fix CU Masking for GFX
+	// 9.4.3" (85cf43c554e4, 6.11; in 6.6.y and 6.10.y since July 2024).
+	if (xcc_walk_only && amdgpu_version.empty() && readable && !forced &&
+	    !dkms_by_family) {
+		if (rel < Release{6, 6})
+			c.notes.push_back("warning: Linux " + release + "'s amdkfd "
+					  "reads a " + gfx.name() + " CU mask as one XCC's "
+					  "(walk C) and writes the same mask to every XCC: "
+					  "these masks, planned for the XCC walk (D), would "
+					  "enable other CUs than they claim. Use amdgpu-dkms "
+					  "or Linux 6.11 or later");
+		else if (rel < Release{6, 11})
+			c.notes.push_back("warning: Linux 6.6 to 6.10 mask only XCC 0 "
+					  "of " + gfx.name() + " and run XCCs 1-7 unmasked, "
+					  "until \"Fix CU Masking for GFX 9.4.3\" "
+					  "(85cf43c554e4, Linux 6.11, backported to 6.6.y and "
+					  "6.10.y in July 2024): check that Linux " + release +
+					  " has it, or use amdgpu-dkms");
+	}
 	return c;
 }
 

@@ -32,18 +32,24 @@ const char *algorithm_name(MaskAlgorithm a);
 // "A".."D" -> the algorithm; false for anything else.
 bool parse_algorithm(const std::string &text, MaskAlgorithm *out);
 
-// Which walk amdkfd uses for @gpu. The kernel release alone cannot say:
-// ROCm's amdgpu-dkms and vendor kernels (RHEL 9, Ubuntu HWE) carry a newer
-// amdkfd than their version number. In order:
+// Which walk amdkfd uses for @gpu: the walk of the amdkfd that actually
+// drives it. The kernel release alone cannot say: ROCm's amdgpu-dkms and
+// vendor kernels (RHEL 9, Ubuntu HWE) carry a newer amdkfd than their
+// version number. In order:
 //  - @forced (gpuslotd.conf mask_algorithm, gpuslotctl --mask-algorithm);
-//  - GC 9.4.3 and later (MI300: gfx940-942, gfx950) only ever had the XCC
-//    walk (D);
 //  - an out-of-tree amdgpu (amdgpu-dkms: /sys/module/amdgpu/version
 //    exists, @amdgpu_version) carries the newest walk (D);
+//  - a GPU family the release's in-tree amdkfd does not know (by
+//    gfx_target_version: gfx1100 is in-tree from 5.19, GC 9.4.3/MI300
+//    from 6.5, the other gfx11 parts later) can only be driven by
+//    amdgpu-dkms: the newest walk (D), with a note saying so;
+//  - GC 9.4.3 and later (MI300: gfx940-942, gfx950) only ever had the XCC
+//    walk (D);
 //  - the release's table entry; a release past the table's newest kernel,
 //    or one that cannot be read, gets the newest walk, with a note.
 // @notes gets every assumption and warning; known-broken combinations
-// (MI300 on a kernel before the 9.4.3 masking fix: XCCs 1-7 run unmasked)
+// (MI300 under 6.5, which writes one XCC's mask to every XCC, and under
+// 6.6-6.10 without the 9.4.3 masking fix, which leave XCCs 1-7 unmasked)
 // are warnings there too.
 struct AlgorithmChoice {
 	MaskAlgorithm algorithm = MaskAlgorithm::D;

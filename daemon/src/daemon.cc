@@ -346,15 +346,40 @@ bool Daemon::start(std::string *error)
 			 "with this gpuslotd";
 		return false;
 	}
-	for (size_t i = v.nr_domains; i < gpus; i++)
-		log_(LOG_WARNING, "GPU " + std::to_string(i) +
-					  " has no gpuslot domain: load the module "
-					  "with domains=" + std::to_string(gpus));
+	// Which domain each GPU gets. NVIDIA: CUDA's order. AMD: by PCI
+	// address (the domain that already names the GPU), else by place
+	// among the KFD GPU nodes; a node that cannot be read is logged and
+	// skipped, and keeps its place, so no other GPU's layout moves.
+	std::vector<int> domain_of(gpus, -1);
+	if (!nv.gpus.empty()) {
+		for (size_t i = 0; i < gpus && i < v.nr_domains; i++)
+			domain_of[i] = int(i);
+	} else {
+		for (const UnreadableNode &u : topo.unreadable)
+			log_(LOG_ERR, "KFD node " + std::to_string(u.node_id) +
+					      (u.pci_bus_id.empty() ? "" : " (" + u.pci_bus_id + ")") +
+					      " cannot be read: " + u.error +
+					      "; skipping that GPU, the others are managed");
+		std::vector<std::string> recorded(v.nr_domains);
+		for (unsigned int d = 0; d < v.nr_domains; d++) {
+			std::ifstream in(domain_dir(options_.sysfs, d) / "pci_bus_id");
+			std::getline(in, recorded[d]);
+			recorded[d] = recorded[d].substr(0, recorded[d].find_first_of(" \t"));
+		}
+		domain_of = gpu_domains(topo, recorded);
+	}
+	for (size_t i = 0; i < gpus; i++)
+		if (domain_of[i] < 0)
+			log_(LOG_WARNING, "GPU " + std::to_string(i) +
+						  " has no gpuslot domain: load the module "
+						  "with domains=" +
+						  std::to_string(gpus + topo.unreadable.size()));
 
-	const size_t n = std::min<size_t>(v.nr_domains, gpus);
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < gpus; i++) {
+		if (domain_of[i] < 0)
+			continue;
 		auto m = std::make_unique<Managed>();
-		m->domain = unsigned(i);
+		m->domain = unsigned(domain_of[i]);
 		const std::string name = name_of(m->domain);
 		if (!nv.gpus.empty()) {
 			m->nvidia = true;
@@ -411,6 +436,8 @@ bool Daemon::start(std::string *error)
 		rearm(m->generation_fd);
 		gpus_.push_back(std::move(m));
 	}
+	std::sort(gpus_.begin(), gpus_.end(),
+		  [](const auto &a, const auto &b) { return a->domain < b->domain; });
 	if (gpus_.empty()) {
 		*error = "no GPU to manage";
 		unavailable_ = true;

@@ -285,7 +285,11 @@ int plan(const Options &o)
 	if (!topo.error.empty())
 		return fail(topo.error);
 	std::vector<gpuslot::GpuPlan> plans;
-	bool failed = false;
+	// A node that cannot be read is skipped, as gpuslotd skips it.
+	bool failed = !topo.unreadable.empty();
+	for (const auto &u : topo.unreadable)
+		std::fprintf(stderr, "gpuslotctl: KFD node %u cannot be read, skipped: %s\n",
+			     u.node_id, u.error.c_str());
 	for (const auto &gpu : topo.gpus) {
 		auto walk = walk_for(o, gpu);
 		gpuslot::GpuPlan p{gpu, gpuslot::uniform_shape(gpu), walk.algorithm, {}};

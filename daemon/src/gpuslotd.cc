@@ -93,13 +93,17 @@ int check_config(const gpuslot::DaemonOptions &o)
 		log_line(LOG_ERR, topo.error);
 		return 1;
 	}
+	// gpuslotd skips a GPU it cannot read; a check says so.
+	for (const auto &u : topo.unreadable)
+		log_line(LOG_ERR, "KFD node " + std::to_string(u.node_id) +
+					  " cannot be read (gpuslotd skips it): " + u.error);
 	gpuslot::MaskAlgorithm unused;
 	const std::string kernel =
 		o.kernel.empty() ? gpuslot::running_kernel_release() : o.kernel;
 	if (!o.kernel.empty() && !gpuslot::algorithm_for_kernel(o.kernel, &unused))
 		return usage_error("--kernel '" + o.kernel + "' is not a release");
 	std::vector<gpuslot::GpuPlan> plans;
-	int status = 0;
+	int status = topo.unreadable.empty() ? 0 : 1;
 	for (size_t i = 0; i < topo.gpus.size(); i++) {
 		const auto &gpu = topo.gpus[i];
 		gpuslot::GpuSettings s = config.for_gpu(unsigned(i));

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 namespace gpuslot {
 
@@ -88,23 +89,54 @@ void lint_one(const CuShape &shape, MaskAlgorithm algorithm,
 		return;
 	}
 
-	const bool pairs = shape.wgp && algorithm != MaskAlgorithm::A &&
-			   algorithm != MaskAlgorithm::B;
-	if (pairs) {
+	// gfx10+: ROCr (ROCm 5.3 and later) checks user bits 2w and 2w+1
+	// whatever the kernel's walk; amdkfd does too from Linux 6.0 (walks
+	// C and D). Under walks A and B the kernel maps single CUs.
+	const bool kernel_pairs = algorithm != MaskAlgorithm::A &&
+				  algorithm != MaskAlgorithm::B;
+	if (shape.wgp) {
 		std::vector<size_t> halves;
 		for (size_t i = 0; i + 1 < cus; i += 2)
 			if (bit(mask, i) != bit(mask, i + 1))
 				halves.push_back(bit(mask, i) ? i : i + 1);
-		// The kernel refuses the mask: its SE balance does not matter.
+		// Refused: its SE balance does not matter.
 		if (!halves.empty()) {
 			add(LintFinding::kError,
 			    "half a WGP: " + bits(halves) +
-				    " without its pair (bits 2n and 2n+1 are "
-				    "one WGP on gfx10+)",
-			    "amdkfd (Linux 6.0 and later) refuses the mask with "
-			    "EINVAL (\"CUs must be adjacent pairwise enabled\"): "
-			    "the stream cannot be created");
+				    " without its pair (user bits 2n and 2n+1 "
+				    "go together on gfx10+)",
+			    std::string("ROCr (ROCm 5.3 and later, whatever the "
+					"kernel) refuses the mask with "
+					"HSA_STATUS_ERROR_INVALID_ARGUMENT") +
+				    (kernel_pairs ?
+					     ", and amdkfd (Linux 6.0 and later) with "
+					     "EINVAL (\"CUs must be adjacent pairwise "
+					     "enabled\"): the stream cannot be created" :
+					     ": the stream cannot be created; an older "
+					     "ROCr leaves WGPs half enabled, which "
+					     "soft-hangs (ROCm issue 2082)"));
 			return;
+		}
+	}
+	// Under the single-CU walks the kernel writes what the bits say: a
+	// WGP (register CUs 2j and 2j+1 of an SH) with one CU enabled.
+	if (shape.wgp && !kernel_pairs) {
+		std::map<std::tuple<unsigned, unsigned, unsigned, unsigned>, unsigned> wgp;
+		for (size_t i : set)
+			if (i < slots.size())
+				wgp[{slots[i].xcc, slots[i].se, slots[i].sh,
+				     slots[i].cu / 2}]++;
+		for (auto &[w, n] : wgp) {
+			auto [x, se, sh, j] = w;
+			if (n == 1 && 2 * j + 1 < shape.at(x, se, sh)) {
+				add(LintFinding::kError,
+				    "SE " + std::to_string(x * shape.se_per_xcc + se) +
+					    " SH " + std::to_string(sh) + ": WGP " +
+					    std::to_string(j) + " gets one CU of its two",
+				    "a WGP needs both CUs enabled to run anything: "
+				    "work sent there soft-hangs (ROCm issue 2082)");
+				return;
+			}
 		}
 	}
 
@@ -143,7 +175,7 @@ void lint_one(const CuShape &shape, MaskAlgorithm algorithm,
 		if (n > hi)
 			hi = n, hi_se = se;
 	}
-	const unsigned int unit = pairs ? 2 : 1;
+	const unsigned int unit = shape.wgp ? 2 : 1;
 	if (lo == 1 && hi > 1) {
 		add(LintFinding::kError,
 		    "SE " + std::to_string(lo_se) + " has a single CU while SE " +

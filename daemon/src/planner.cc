@@ -249,17 +249,6 @@ unsigned int cus_per_bit(const CuShape &shape, MaskAlgorithm a)
 
 using CuKey = std::tuple<unsigned, unsigned, unsigned, unsigned>; // xcc se sh cu
 
-// Every CU that some mask bit reaches, per (xcc, se, sh): the CU columns.
-std::map<std::tuple<unsigned, unsigned, unsigned>, std::set<unsigned>>
-reachable(const CuShape &shape, MaskAlgorithm a, const std::vector<CuSlot> &slots)
-{
-	std::map<std::tuple<unsigned, unsigned, unsigned>, std::set<unsigned>> r;
-	for (const CuSlot &s : slots)
-		for (unsigned int c = 0; c < cus_per_bit(shape, a); c++)
-			r[{s.xcc, s.se, s.sh}].insert(s.cu + c);
-	return r;
-}
-
 // Why amdkfd cannot mask @shape with walk @a as a partition needs, or "".
 std::string walk_problem(const CuShape &shape, MaskAlgorithm a,
 			 const std::vector<CuSlot> &slots)
@@ -286,7 +275,8 @@ std::string walk_problem(const CuShape &shape, MaskAlgorithm a,
 // XCC in every partition of a multi-XCC GPU. A lie is a planner bug, and
 // an error rather than a layout.
 std::string verify(const CuShape &shape, MaskAlgorithm a,
-		   const std::vector<CuSlot> &slots, const Plan &plan)
+		   const std::vector<CuSlot> &slots, const Plan &plan,
+		   bool rocr_pairs = true)
 {
 	std::set<CuKey> used;
 	const unsigned int per_bit = cus_per_bit(shape, a);
@@ -318,6 +308,18 @@ std::string verify(const CuShape &shape, MaskAlgorithm a,
 			       std::to_string(cus.size());
 		if (per_se != p.cus_per_se)
 			return name + ": its CUs per SE are not what the kernel's walk gives";
+		// ROCr (ROCm 5.3 and later) refuses half a user-bit pair on
+		// gfx10+, whatever the kernel's walk.
+		for (size_t i = 0; rocr_pairs && shape.wgp && i < p.mask.size() * 32; i += 2)
+			if ((p.mask[i / 32] >> (i % 32) & 1) !=
+			    (p.mask[i / 32] >> (i % 32 + 1) & 1))
+				return name + ": user bits " + std::to_string(i) + " and " +
+				       std::to_string(i + 1) + " differ: ROCr refuses the "
+				       "mask (half a WGP pair)";
+		const unsigned int most = *std::max_element(per_se.begin(), per_se.end());
+		if (most > 1 && std::find(per_se.begin(), per_se.end(), 1u) != per_se.end())
+			return name + ": a lone CU on an SE next to " + std::to_string(most) +
+			       " on another";
 		for (unsigned int x = 0; x < shape.xccs && shape.xccs > 1; x++)
 			if (!per_xcc[x])
 				return name + ": XCC " + std::to_string(x) +
@@ -330,10 +332,173 @@ std::string verify(const CuShape &shape, MaskAlgorithm a,
 	return "";
 }
 
-} // namespace
+// Disjoint sets over 0 .. n-1.
+struct DisjointSets {
+	std::vector<unsigned int> up;
+	explicit DisjointSets(size_t n) : up(n) { std::iota(up.begin(), up.end(), 0u); }
+	unsigned int find(unsigned int i)
+	{
+		while (up[i] != i)
+			i = up[i] = up[up[i]];
+		return i;
+	}
+	void join(unsigned int a, unsigned int b) { up[find(a)] = find(b); }
+};
 
-Plan plan_partitions(const CuShape &shape, MaskAlgorithm algorithm,
-		     unsigned int k, const std::vector<unsigned int> &sizes)
+// The smallest set of user bits a plan may set: bits that must be set
+// together. On gfx10+ a WGP's two CUs run together or not at all, and
+// ROCr (since ROCm 5.3, whatever the kernel) refuses a mask whose user
+// bits 2w and 2w+1 differ; under walk B those two bits land on two SEs,
+// so an atom there is one WGP on each of two SEs.
+struct Atom {
+	std::vector<unsigned int> bits;
+	std::set<CuKey> cus;
+	unsigned int xcc = 0;
+	std::map<unsigned int, unsigned int> per_se; // SE of its XCC -> CUs
+	std::pair<unsigned int, unsigned int> order; // (first CU column, SH)
+};
+
+std::vector<Atom> find_atoms(const CuShape &shape, MaskAlgorithm a,
+			     const std::vector<CuSlot> &slots, bool rocr_pairs)
+{
+	const unsigned int n = unsigned(slots.size());
+	DisjointSets sets(n);
+	std::map<CuKey, unsigned int> first_bit;
+	auto cus_of = [&](unsigned int i) {
+		std::vector<CuKey> out;
+		const CuSlot &s = slots[i];
+		for (unsigned int c = 0; c < cus_per_bit(shape, a); c++)
+			out.push_back({s.xcc, s.se, s.sh, s.cu + c});
+		return out;
+	};
+	// Bits that enable the same CU (a WGP walk's pairs).
+	for (unsigned int i = 0; i < n; i++)
+		for (const CuKey &c : cus_of(i)) {
+			auto [it, fresh] = first_bit.insert({c, i});
+			if (!fresh)
+				sets.join(i, it->second);
+		}
+	if (shape.wgp) {
+		// The two CUs of a WGP, in the SE's register (cu 2j, 2j+1).
+		for (auto &[c, i] : first_bit) {
+			auto [x, se, sh, cu] = c;
+			auto partner = first_bit.find({x, se, sh, cu ^ 1u});
+			if (partner != first_bit.end())
+				sets.join(i, partner->second);
+		}
+		// ROCr's rule on the user bits.
+		for (unsigned int i = 0; rocr_pairs && i + 1 < n; i += 2)
+			sets.join(i, i + 1);
+	}
+	std::map<unsigned int, Atom> by_root;
+	for (unsigned int i = 0; i < n; i++) {
+		Atom &at = by_root[sets.find(i)];
+		at.bits.push_back(i);
+		for (const CuKey &c : cus_of(i))
+			at.cus.insert(c);
+	}
+	std::vector<Atom> out;
+	for (auto &[root, at] : by_root) {
+		std::set<unsigned int> xccs;
+		at.order = {~0u, ~0u};
+		for (auto &[x, se, sh, cu] : at.cus) {
+			xccs.insert(x);
+			at.per_se[se]++;
+			at.order = std::min(at.order, std::make_pair(cu, sh));
+		}
+		if (xccs.size() != 1)
+			continue; // no shape gpuslot knows ties XCCs together
+		at.xcc = *xccs.begin();
+		out.push_back(std::move(at));
+	}
+	return out;
+}
+
+// SEs an atom ties together, per XCC, as SE sets ("planning columns"): the
+// planner's unit of placement. One SE each, except where ROCr's pair rule
+// ties SEs together under walk B.
+struct Columns {
+	std::vector<std::vector<unsigned int>> ses;	     // [column] -> SEs
+	std::vector<std::vector<std::vector<const Atom *>>> atoms; // [xcc][column]
+	unsigned int atom_cus = 0;			     // CUs per atom
+	unsigned int dropped_cus = 0;			     // in no usable atom
+	std::string error;
+};
+
+Columns plan_columns(const CuShape &shape, const std::vector<Atom> &atoms)
+{
+	Columns c;
+	// Atoms of one size only: the most common one.
+	std::map<unsigned int, unsigned int> sizes;
+	for (const Atom &at : atoms)
+		sizes[unsigned(at.cus.size())]++;
+	unsigned int best = 0;
+	for (auto [size, count] : sizes)
+		if (!best || count > sizes[best])
+			best = size;
+	c.atom_cus = best;
+	DisjointSets ses(shape.se_per_xcc);
+	std::vector<const Atom *> usable;
+	for (const Atom &at : atoms) {
+		// Even over its SEs, so the partition stays balanced.
+		bool even = at.cus.size() == best;
+		for (auto [se, cus] : at.per_se)
+			even = even && cus == at.per_se.begin()->second;
+		if (!even) {
+			c.dropped_cus += unsigned(at.cus.size());
+			continue;
+		}
+		usable.push_back(&at);
+		for (auto [se, cus] : at.per_se)
+			ses.join(se, at.per_se.begin()->first);
+	}
+	std::map<unsigned int, unsigned int> column_of_root;
+	std::vector<unsigned int> column_of(shape.se_per_xcc);
+	for (unsigned int se = 0; se < shape.se_per_xcc; se++) {
+		auto [it, fresh] = column_of_root.insert(
+			{ses.find(se), unsigned(column_of_root.size())});
+		if (fresh)
+			c.ses.push_back({});
+		c.ses[it->second].push_back(se);
+		column_of[se] = it->second;
+	}
+	c.atoms.assign(shape.xccs,
+		       std::vector<std::vector<const Atom *>>(c.ses.size()));
+	for (const Atom *at : usable) {
+		const unsigned int col = column_of[at->per_se.begin()->first];
+		if (at->per_se.size() != c.ses[col].size()) {
+			// SEs chained by atoms that do not each cover all of
+			// them: a partition could not hold them evenly.
+			c.error = "CU masks that keep WGP pairs whole (ROCr's rule: "
+				  "user bits 2w and 2w+1 both set or both clear) tie "
+				  "this GPU's SEs together unevenly under this walk; "
+				  "no balanced plan exists. Use walk C or D (Linux "
+				  "6.0 or later, or amdgpu-dkms)";
+			return c;
+		}
+		c.atoms[at->xcc][col].push_back(at);
+	}
+	for (auto &per_xcc : c.atoms)
+		for (auto &list : per_xcc)
+			std::stable_sort(list.begin(), list.end(),
+					 [](const Atom *x, const Atom *y) {
+						 return x->order < y->order;
+					 });
+	return c;
+}
+
+std::string se_list(const std::vector<unsigned int> &ses)
+{
+	std::string out;
+	for (size_t i = 0; i < ses.size(); i++)
+		out += (i ? (i + 1 == ses.size() ? " and " : ", ") : "") +
+		       std::to_string(ses[i]);
+	return out;
+}
+
+Plan plan_impl(const CuShape &shape, MaskAlgorithm algorithm, unsigned int k,
+	       const std::vector<unsigned int> &sizes, bool rocr_pairs,
+	       Columns *columns_out)
 {
 	Plan plan;
 	const unsigned int total = shape.total();
@@ -360,46 +525,44 @@ Plan plan_partitions(const CuShape &shape, MaskAlgorithm algorithm,
 		plan.notes.push_back("assuming uniform harvesting: active CUs "
 				     "spread evenly over the shader arrays");
 
-	// The units of each SE of each XCC that the walk reaches, in column
-	// order, alternating shader arrays.
-	const unsigned int usize = shape.wgp ? 2 : 1;
-	const auto reach = reachable(shape, algorithm, slots);
-	std::vector<std::vector<std::pair<unsigned, unsigned>>> se_units(
-		shape.xccs * shape.se_per_xcc); // [global SE] -> (sh, first cu)
-	for (unsigned int x = 0; x < shape.xccs; x++)
-		for (unsigned int se = 0; se < shape.se_per_xcc; se++)
-			for (unsigned int cu = 0; cu < 32; cu += usize)
-				for (unsigned int sh = 0; sh < shape.sh_per_se; sh++) {
-					auto it = reach.find({x, se, sh});
-					bool all = it != reach.end();
-					for (unsigned int c = 0; all && c < usize; c++)
-						all = it->second.count(cu + c);
-					if (all)
-						se_units[x * shape.se_per_xcc + se].push_back({sh, cu});
-				}
-	unsigned int reached = 0;
-	for (auto &v : se_units)
-		reached += unsigned(v.size()) * usize;
-	if (reached < total)
-		plan.notes.push_back(std::to_string(total - reached) +
+	// What a plan may hand out: atoms of bits that go together, in
+	// columns of SEs that atoms tie together.
+	const auto atoms = find_atoms(shape, algorithm, slots, rocr_pairs);
+	Columns cols = plan_columns(shape, atoms);
+	if (!cols.error.empty()) {
+		plan.error = cols.error;
+		return plan;
+	}
+	const unsigned int usize = cols.atom_cus;
+	std::set<CuKey> covered;
+	for (const Atom &at : atoms)
+		covered.insert(at.cus.begin(), at.cus.end());
+	unsigned int reached = unsigned(covered.size()) - cols.dropped_cus;
+	if (covered.size() < total)
+		plan.notes.push_back(std::to_string(total - covered.size()) +
 				     " CUs lie beyond what a CU mask can reach "
 				     "(16 per shader array) and are in no partition");
+	if (cols.dropped_cus)
+		plan.notes.push_back(std::to_string(cols.dropped_cus) +
+				     " CUs cannot be masked in whole WGPs spread "
+				     "evenly over their SEs and are in no partition");
 
 	// Plan one XCC; every XCC gets the same split, since a dispatch on
 	// a multi-XCC GPU runs on all of them in turn and its smallest XCC
 	// share sets its speed. An XCC with fewer units limits them all.
 	const unsigned int nx = shape.xccs, nse = shape.se_per_xcc;
+	const unsigned int ncol = unsigned(cols.ses.size());
 	Units u;
 	u.size = usize;
-	u.cap_per_se.assign(nse, ~0u);
+	u.cap_per_se.assign(ncol, ~0u);
 	for (unsigned int x = 0; x < nx; x++)
-		for (unsigned int se = 0; se < nse; se++)
-			u.cap_per_se[se] = std::min<unsigned>(
-				u.cap_per_se[se], unsigned(se_units[x * nse + se].size()));
+		for (unsigned int col = 0; col < ncol; col++)
+			u.cap_per_se[col] = std::min<unsigned>(
+				u.cap_per_se[col], unsigned(cols.atoms[x][col].size()));
 	u.free_per_se = u.cap_per_se;
 	u.xcc_ses.assign(1, {});
-	for (unsigned int se = 0; se < nse; se++)
-		u.xcc_ses[0].push_back(se);
+	for (unsigned int col = 0; col < ncol; col++)
+		u.xcc_ses[0].push_back(col);
 	const unsigned int xcc_units =
 		std::accumulate(u.cap_per_se.begin(), u.cap_per_se.end(), 0u);
 	if (nx * xcc_units * usize < reached)
@@ -411,7 +574,7 @@ Plan plan_partitions(const CuShape &shape, MaskAlgorithm algorithm,
 	if (k > xcc_units) {
 		plan.error = "k = " + std::to_string(k) + " is more than the " +
 			     std::to_string(xcc_units * usize * nx) + " CUs a mask can reach" +
-			     (usize > 1 ? " in whole WGPs" : "") +
+			     (shape.wgp ? " in whole WGPs" : "") +
 			     (nx > 1 ? ", with the same share of every XCC" : "") +
 			     ": every slot needs at least " + std::to_string(usize * nx) +
 			     " CUs; use k <= " + std::to_string(xcc_units);
@@ -431,7 +594,7 @@ Plan plan_partitions(const CuShape &shape, MaskAlgorithm algorithm,
 			 [&](unsigned a, unsigned b) { return want[a] > want[b]; });
 
 	plan.partitions.resize(k);
-	std::vector<std::vector<unsigned int>> take(k, Split(nse, 0));
+	std::vector<std::vector<unsigned int>> take(k, Split(ncol, 0));
 	// Every partition at its size if some placement allows it; else the
 	// smallest gives up a unit at a time. The greedy placement below is
 	// the fallback when the search runs out of steps.
@@ -468,8 +631,8 @@ Plan plan_partitions(const CuShape &shape, MaskAlgorithm algorithm,
 					     std::to_string(j);
 				return plan;
 			}
-			for (unsigned int se = 0; se < nse; se++)
-				greedy.free_per_se[se] -= take[j][se];
+			for (unsigned int col = 0; col < ncol; col++)
+				greedy.free_per_se[col] -= take[j][col];
 			got[j] = n;
 		}
 	}
@@ -483,8 +646,8 @@ Plan plan_partitions(const CuShape &shape, MaskAlgorithm algorithm,
 		}
 		// Packed: whole SEs only.
 		p.se_packed = true;
-		for (unsigned int se = 0; se < nse; se++)
-			if (take[j][se] && take[j][se] != u.cap_per_se[se])
+		for (unsigned int col = 0; col < ncol; col++)
+			if (take[j][col] && take[j][col] != u.cap_per_se[col])
 				p.se_packed = false;
 		p.cus = got[j] * usize * nx;
 		if (!sizes.empty() && p.cus != p.requested_cus)
@@ -502,36 +665,72 @@ Plan plan_partitions(const CuShape &shape, MaskAlgorithm algorithm,
 					     ": no safe placement has room for more");
 	}
 
-	// Concrete CUs: in each SE of each XCC, the partitions' units take
-	// the reachable units in turn; every mask bit whose CU a partition
-	// owns is set in its mask.
-	std::map<CuKey, unsigned> owner;
-	for (unsigned int x = 0; x < nx; x++)
-		for (unsigned int se = 0; se < nse; se++) {
-			const auto &units = se_units[x * nse + se];
-			size_t next = 0;
-			for (unsigned int j = 0; j < k; j++)
-				for (unsigned int i = 0; i < take[j][se]; i++, next++)
-					for (unsigned int c = 0; c < usize; c++)
-						owner[{x, se, units[next].first,
-						       units[next].second + c}] = j;
-		}
+	// Concrete bits: in each column of each XCC, the partitions take the
+	// atoms in turn (column order, alternating shader arrays); every bit
+	// of an atom a partition owns is set in its mask.
 	for (auto &p : plan.partitions) {
 		p.mask.assign((total + 31) / 32, 0);
 		p.cus_per_se.assign(nx * nse, 0);
 	}
-	for (size_t i = 0; i < slots.size(); i++) {
-		const CuSlot &s = slots[i];
-		auto it = owner.find({s.xcc, s.se, s.sh, s.cu});
-		if (it == owner.end())
-			continue;
-		plan.partitions[it->second].mask[i / 32] |= 1u << (i % 32);
-	}
-	// What each partition holds, counted from the ownership of its units.
-	for (auto &[cu, j] : owner)
-		plan.partitions[j].cus_per_se[std::get<0>(cu) * nse + std::get<1>(cu)]++;
+	for (unsigned int x = 0; x < nx; x++)
+		for (unsigned int col = 0; col < ncol; col++) {
+			const auto &list = cols.atoms[x][col];
+			size_t next = 0;
+			for (unsigned int j = 0; j < k; j++)
+				for (unsigned int i = 0; i < take[j][col]; i++, next++) {
+					PlannedPartition &p = plan.partitions[j];
+					for (unsigned int b : list[next]->bits)
+						p.mask[b / 32] |= 1u << (b % 32);
+					for (auto [se, cus] : list[next]->per_se)
+						p.cus_per_se[x * nse + se] += cus;
+				}
+		}
+	if (columns_out)
+		*columns_out = std::move(cols);
+	plan.error = verify(shape, algorithm, slots, plan, rocr_pairs);
+	return plan;
+}
 
-	plan.error = verify(shape, algorithm, slots, plan);
+} // namespace
+
+Plan plan_partitions(const CuShape &shape, MaskAlgorithm algorithm,
+		     unsigned int k, const std::vector<unsigned int> &sizes)
+{
+	Columns cols;
+	Plan plan = plan_impl(shape, algorithm, k, sizes, true, &cols);
+	bool tied = false;
+	std::string groups;
+	for (const auto &ses : cols.ses)
+		if (ses.size() > 1) {
+			tied = true;
+			groups += (groups.empty() ? "SEs " : ", SEs ") + se_list(ses);
+		}
+	if (!plan.error.empty() || !tied)
+		return plan;
+	// Walk B deals user bits 2w and 2w+1 to different SEs: what keeping
+	// them whole cost, against a plan that keeps only the WGPs whole.
+	plan.notes.push_back(
+		std::string("walk ") + algorithm_name(algorithm) + " deals user bits "
+		"2w and 2w+1 to different SEs, and ROCr (ROCm 5.3 and later, "
+		"whatever the kernel) refuses a gfx10+ mask that sets one without "
+		"the other: a partition holds " + groups + " together, a WGP on "
+		"each at a time (" + std::to_string(cols.atom_cus) + " CUs)");
+	Plan alone = plan_impl(shape, algorithm, k, sizes, false, nullptr);
+	for (size_t j = 0; alone.error.empty() && j < plan.partitions.size(); j++) {
+		const auto &p = plan.partitions[j];
+		const auto &q = alone.partitions[j];
+		if (q.se_packed && !p.se_packed)
+			plan.notes.push_back(
+				"partition " + std::to_string(j) + ": SE-distributed, "
+				"not SE-packed: the whole SEs it could fill alone are "
+				"tied to others by ROCr's pair rule; given up for a "
+				"mask ROCr accepts");
+		if (q.cus > p.cus)
+			plan.notes.push_back("partition " + std::to_string(j) + ": " +
+					     std::to_string(p.cus) + " CUs, not " +
+					     std::to_string(q.cus) +
+					     ": given up to keep user-bit pairs whole");
+	}
 	return plan;
 }
 

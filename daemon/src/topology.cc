@@ -99,6 +99,28 @@ private:
 	std::map<std::string, std::pair<std::string, unsigned int>> values_;
 };
 
+// "DDDD:BB:DD.F" from a node's location_id (bus << 8 | devfn) and domain.
+std::string pci_text(uint64_t pci_domain, uint64_t loc)
+{
+	char buf[16];
+	snprintf(buf, sizeof(buf), "%04x:%02x:%02x.%x", unsigned(pci_domain),
+		 unsigned(loc >> 8), unsigned(loc >> 3 & 0x1f), unsigned(loc & 7));
+	return buf;
+}
+
+// The PCI address of a node that could not be read otherwise, or "".
+std::string pci_of(const fs::path &dir)
+{
+	PropertiesFile props(dir / "properties");
+	std::string error;
+	if (!props.load().empty() || !props.has("location_id"))
+		return "";
+	auto loc = props.number("location_id", 0, 0xffff, &error);
+	auto dom = props.has("domain") ? props.number("domain", 0, 0xffff, &error) :
+					 std::optional<uint64_t>(0);
+	return loc && dom ? pci_text(*dom, *loc) : "";
+}
+
 // Parses a node; returns false for a CPU node, sets *error for a bad one.
 bool parse_node(const fs::path &dir, unsigned int node_id, GpuNode *out,
 		std::string *error)
@@ -179,10 +201,7 @@ bool parse_node(const fs::path &dir, unsigned int node_id, GpuNode *out,
 				return false;
 			pci_domain = *d;
 		}
-		char buf[16];
-		snprintf(buf, sizeof(buf), "%04x:%02x:%02x.%x", unsigned(pci_domain),
-			 unsigned(*loc >> 8), unsigned(*loc >> 3 & 0x1f), unsigned(*loc & 7));
-		n.pci_bus_id = buf;
+		n.pci_bus_id = pci_text(pci_domain, *loc);
 	}
 
 	auto bad = [&](const std::string &what) {
@@ -259,14 +278,64 @@ TopologyResult read_topology(const fs::path &path)
 	std::sort(dirs.begin(), dirs.end());
 	for (auto &[id, dir] : dirs) {
 		GpuNode n;
-		if (parse_node(dir, id, &n, &r.error))
+		std::string error;
+		if (parse_node(dir, id, &n, &error))
 			r.gpus.push_back(n);
-		else if (!r.error.empty())
-			return r;
+		else if (!error.empty())
+			r.unreadable.push_back({id, error, pci_of(dir)});
 	}
 	if (r.gpus.empty())
-		r.error = nodes.string() + ": no GPU node";
+		r.error = r.unreadable.empty() ? nodes.string() + ": no GPU node" :
+						 r.unreadable.front().error;
 	return r;
+}
+
+std::vector<int> gpu_domains(const TopologyResult &topo,
+			     const std::vector<std::string> &recorded)
+{
+	const size_t nr = recorded.size();
+	std::vector<int> out(topo.gpus.size(), -1);
+	std::vector<bool> taken(nr, false);
+	for (size_t g = 0; g < topo.gpus.size(); g++) {
+		const std::string &pci = topo.gpus[g].pci_bus_id;
+		for (size_t d = 0; !pci.empty() && d < nr; d++)
+			if (!taken[d] && recorded[d] == pci) {
+				out[g] = int(d);
+				taken[d] = true;
+				break;
+			}
+	}
+	// A domain that names a GPU of this host stays that GPU's, even
+	// while it cannot be read.
+	for (const UnreadableNode &u : topo.unreadable)
+		for (size_t d = 0; !u.pci_bus_id.empty() && d < nr; d++)
+			if (recorded[d] == u.pci_bus_id)
+				taken[d] = true;
+	// Places among the GPU nodes, unreadable ones counted.
+	std::vector<unsigned int> ids;
+	for (const GpuNode &n : topo.gpus)
+		ids.push_back(n.node_id);
+	for (const UnreadableNode &u : topo.unreadable)
+		ids.push_back(u.node_id);
+	std::sort(ids.begin(), ids.end());
+	for (size_t g = 0; g < topo.gpus.size(); g++) {
+		if (out[g] >= 0)
+			continue;
+		size_t place = size_t(std::lower_bound(ids.begin(), ids.end(),
+						       topo.gpus[g].node_id) - ids.begin());
+		if (place < nr && !taken[place] &&
+		    (recorded[place].empty() || recorded[place] == topo.gpus[g].pci_bus_id)) {
+			out[g] = int(place);
+			taken[place] = true;
+		}
+	}
+	for (size_t g = 0; g < topo.gpus.size(); g++)
+		for (size_t d = 0; out[g] < 0 && d < nr; d++)
+			if (!taken[d]) {
+				out[g] = int(d);
+				taken[d] = true;
+			}
+	return out;
 }
 
 } // namespace gpuslot

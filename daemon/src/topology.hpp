@@ -51,14 +51,34 @@ struct GpuNode {
 	bool wgp_mode() const { return gfx.major >= 10; }
 };
 
+// A KFD node that is not a readable CPU node and could not be read.
+struct UnreadableNode {
+	unsigned int node_id = 0;
+	std::string error;	// names the file, the key and what was expected
+	std::string pci_bus_id; // where location_id could still be read, else ""
+};
+
 struct TopologyResult {
-	std::vector<GpuNode> gpus; // CPU nodes are skipped
-	std::string error;	   // empty on success
+	std::vector<GpuNode> gpus;		 // CPU nodes are skipped
+	std::vector<UnreadableNode> unreadable; // skipped, each with its reason
+	std::string error; // empty when some GPU could be read
 };
 
 // @path: a topology root holding nodes/<N>/properties, or one node
-// directory holding properties. A malformed node is an error naming the
-// file, the key and what was expected.
+// directory holding properties. A malformed node names the file, the key
+// and what was expected: in a root it is skipped into @unreadable and the
+// other GPUs are still read; it is the error when no GPU is left (or
+// @path is that one node).
 TopologyResult read_topology(const std::filesystem::path &path);
+
+// The gpuslot domain of each GPU in @topo.gpus (-1: none left), out of
+// @recorded.size() domains, where @recorded holds each domain's
+// pci_bus_id ("" where none). In order: the domain that already names
+// the GPU's PCI address (the module keeps it while gpuslotd restarts);
+// else the GPU's place among the KFD GPU nodes, unreadable ones counted,
+// so that a GPU that cannot be read moves no other GPU; else the first
+// domain left.
+std::vector<int> gpu_domains(const TopologyResult &topo,
+			     const std::vector<std::string> &recorded);
 
 } // namespace gpuslot

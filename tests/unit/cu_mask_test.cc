@@ -39,6 +39,66 @@ TEST(CuMask, KernelReleasesPickTheAlgorithm)
 	EXPECT_FALSE(gpuslot::algorithm_for_kernel("linux", &a));
 }
 
+bool has_note(const gpuslot::AlgorithmChoice &c, const std::string &text)
+{
+	for (const auto &n : c.notes)
+		if (n.find(text) != std::string::npos)
+			return true;
+	return false;
+}
+
+// The walk is the one of the amdkfd that drives the GPU: a family the
+// release's in-tree amdkfd does not know means amdgpu-dkms (issue 31).
+TEST(CuMask, TheWalkIsTheOneOfWhatDrivesTheGpu)
+{
+	using gpuslot::GfxVersion;
+	const GfxVersion gfx1030{10, 3, 0}, gfx1100{11, 0, 0}, gfx1101{11, 0, 1},
+		gfx942{9, 4, 2};
+	// 5.15 drives gfx1030 itself: its walk B.
+	auto c = gpuslot::choose_algorithm(gfx1030, "5.15.0-91-generic", "", std::nullopt);
+	EXPECT_EQ(c.algorithm, MaskAlgorithm::B);
+	EXPECT_FALSE(has_note(c, "amdgpu-dkms"));
+	// 5.15 has no gfx11 (in-tree from 5.19): amdgpu-dkms, walk D.
+	c = gpuslot::choose_algorithm(gfx1100, "5.15.0-91-generic", "", std::nullopt);
+	EXPECT_EQ(c.algorithm, MaskAlgorithm::D);
+	EXPECT_NE(c.why.find("amdgpu-dkms"), std::string::npos) << c.why;
+	EXPECT_TRUE(has_note(c, "gfx1100 is not driven by Linux 5.15.0-91-generic's in-tree "
+				"amdgpu (gfx_target_version 110000 is in-tree from Linux 5.19)"));
+	c = gpuslot::choose_algorithm(gfx1100, "5.19.17", "", std::nullopt);
+	EXPECT_EQ(c.algorithm, MaskAlgorithm::B);
+	EXPECT_EQ(gpuslot::choose_algorithm(gfx1101, "5.19.17", "", std::nullopt).algorithm,
+		  MaskAlgorithm::D);
+	EXPECT_EQ(gpuslot::choose_algorithm(gfx1100, "6.1.0-56-amd64", "", std::nullopt).algorithm,
+		  MaskAlgorithm::C);
+	// What is configured wins.
+	EXPECT_EQ(gpuslot::choose_algorithm(gfx1100, "5.15.0-91-generic", "", MaskAlgorithm::B)
+			  .algorithm,
+		  MaskAlgorithm::B);
+
+	// MI300X: kernels before 6.5 cannot drive gfx942 at all.
+	c = gpuslot::choose_algorithm(gfx942, "6.1.0-56-amd64", "", std::nullopt);
+	EXPECT_EQ(c.algorithm, MaskAlgorithm::D);
+	EXPECT_TRUE(has_note(c, "in-tree from Linux 6.5): this GPU runs under amdgpu-dkms"));
+	EXPECT_FALSE(has_note(c, "unmasked"));
+	// 6.5 writes one XCC's mask to every XCC.
+	c = gpuslot::choose_algorithm(gfx942, "6.5.13", "", std::nullopt);
+	EXPECT_TRUE(has_note(c, "writes the same mask to every XCC"));
+	EXPECT_FALSE(has_note(c, "unmasked"));
+	// 6.6 to 6.10 leave XCCs 1-7 unmasked until the fix of 6.11.
+	for (const char *r : {"6.6.30", "6.10.3"}) {
+		c = gpuslot::choose_algorithm(gfx942, r, "", std::nullopt);
+		EXPECT_TRUE(has_note(c, "run XCCs 1-7 unmasked")) << r;
+		EXPECT_TRUE(has_note(c, "85cf43c554e4, Linux 6.11, backported to 6.6.y and "
+					"6.10.y")) << r;
+	}
+	c = gpuslot::choose_algorithm(gfx942, "6.12.57", "", std::nullopt);
+	EXPECT_EQ(c.algorithm, MaskAlgorithm::D);
+	EXPECT_TRUE(c.notes.empty());
+	// amdgpu-dkms loaded: its walk, no warning about the in-tree driver.
+	c = gpuslot::choose_algorithm(gfx942, "6.6.30", "6.16.13", std::nullopt);
+	EXPECT_TRUE(c.notes.empty());
+}
+
 TEST(CuMask, RadeonViiIsSeRoundRobinUnderEveryAlgorithm)
 {
 	auto s = shape_of("radeon-vii-gfx906");

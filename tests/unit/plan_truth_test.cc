@@ -7,10 +7,12 @@
 // do, or fails with a reason.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <filesystem>
 #include <numeric>
 
+#include "cu_mask.hpp"
 #include "planner.hpp"
 
 namespace {
@@ -90,6 +92,33 @@ uint32_t valid_bits(const CuShape &s, unsigned int x, unsigned int se)
 	return v;
 }
 
+// gfx10+: a WGP (register CUs 2j and 2j+1 of a shader array) runs with
+// both CUs or none.
+void expect_whole_wgps(const CuShape &s, const std::vector<std::vector<uint32_t>> &reg,
+		       const std::string &what)
+{
+	if (!s.wgp)
+		return;
+	for (unsigned int x = 0; x < s.xccs; x++)
+		for (unsigned int se = 0; se < s.se_per_xcc; se++)
+			for (unsigned int sh = 0; sh < s.sh_per_se; sh++)
+				for (unsigned int j = 0; 2 * j + 1 < s.at(x, se, sh) &&
+							 2 * j + 1 < 16; j++) {
+					const uint32_t two = reg[x][se] >> (16 * sh + 2 * j) & 3;
+					EXPECT_TRUE(two == 0 || two == 3)
+						<< what << ": half a WGP on SE " << se << " SH " << sh;
+				}
+}
+
+// ROCr's rule on the user bits: 2w and 2w+1 both set or both clear.
+void expect_whole_pairs(const std::vector<uint32_t> &mask, const std::string &what)
+{
+	for (unsigned int i = 0; i < mask.size() * 32; i += 2)
+		EXPECT_EQ(bit(mask, i), bit(mask, i + 1))
+			<< what << ": user bit " << (bit(mask, i) ? i : i + 1)
+			<< " without its pair; ROCr refuses the mask";
+}
+
 struct Case {
 	const char *fixture;
 	MaskAlgorithm walk;
@@ -117,8 +146,13 @@ TEST_P(PlanTruth, ClaimsMatchTheKernelsWalk)
 	// masks more than XCC 0: such plans must fail, not lie.
 	const bool impossible = (a == MaskAlgorithm::A && s.sh_per_se > 1) ||
 				(s.xccs > 1 && a != MaskAlgorithm::D);
-	const bool pairs = s.wgp && a != MaskAlgorithm::A && a != MaskAlgorithm::B;
-	const unsigned int unit = (s.wgp ? 2 : 1) * s.xccs;
+	// ROCr (ROCm 5.3 and later) refuses a gfx10+ mask with half a
+	// user-bit pair whatever the kernel: every walk keeps pairs whole.
+	const bool pairs = s.wgp;
+	// Under walk B those two bits land on two SEs: the smallest share a
+	// partition can get is then a WGP on each of two SEs.
+	const bool tied = s.wgp && a == MaskAlgorithm::B && s.se_per_xcc > 1;
+	const unsigned int unit = (s.wgp ? 2 : 1) * (tied ? 2 : 1) * s.xccs;
 
 	for (unsigned int k = 1; k <= 8; k++) {
 		SCOPED_TRACE("k = " + std::to_string(k));
@@ -150,6 +184,10 @@ TEST_P(PlanTruth, ClaimsMatchTheKernelsWalk)
 			}
 			EXPECT_EQ(cus, p.cus) << p.mask_hex();
 			EXPECT_EQ(per_se, p.cus_per_se) << p.mask_hex();
+			expect_whole_wgps(s, reg, p.mask_hex());
+			const unsigned int most = *std::max_element(per_se.begin(), per_se.end());
+			EXPECT_FALSE(most > 1 && std::count(per_se.begin(), per_se.end(), 1u))
+				<< "a lone CU on an SE: " << p.mask_hex();
 			for (unsigned int i = 0; pairs && i < p.mask.size() * 32; i += 2) {
 				EXPECT_EQ(bit(p.mask, i), bit(p.mask, i + 1))
 					<< "half a WGP at bit " << i;
@@ -226,6 +264,97 @@ TEST(PlanTruth, UnequalShaderEnginesPackWhole)
 			EXPECT_EQ(plan.partitions[j].cus, sizes[j]);
 		}
 	}
+}
+
+// Issue 31: the most common RDNA host, a 5.15 kernel (Ubuntu 22.04) with a
+// current ROCm. Each GPU is planned with the walk gpuslot chooses for it,
+// and checked against the walk of what really drives it: 5.15's own
+// amdkfd (walk B) for gfx1030; for gfx1100, which 5.15 cannot drive
+// (in-tree from 5.19), amdgpu-dkms and its newest walk (D).
+struct OnOldKernel {
+	const char *fixture;
+	MaskAlgorithm truth;
+	std::vector<unsigned int> ks;
+};
+
+class PlanOn515 : public testing::TestWithParam<OnOldKernel> {};
+
+TEST_P(PlanOn515, MasksRocrAcceptsThatSayWhatTheDriversWalkDoes)
+{
+	auto topo = gpuslot::read_topology(std::filesystem::path(GPUSLOT_FIXTURES) / "kfd" /
+					   GetParam().fixture);
+	ASSERT_EQ(topo.error, "");
+	const auto &gpu = topo.gpus.at(0);
+	const CuShape s = gpuslot::uniform_shape(gpu);
+	auto walk = gpuslot::choose_algorithm(gpu.gfx, "5.15.0-91-generic", "", std::nullopt);
+	for (unsigned int k : GetParam().ks) {
+		SCOPED_TRACE("k = " + std::to_string(k) + ", walk " +
+			     gpuslot::algorithm_name(walk.algorithm));
+		auto plan = gpuslot::plan_partitions(s, walk.algorithm, k, {});
+		ASSERT_EQ(plan.error, "");
+		ASSERT_EQ(plan.partitions.size(), k);
+		std::vector<uint32_t> taken(s.se_per_xcc, 0);
+		for (size_t j = 0; j < k; j++) {
+			const auto &p = plan.partitions[j];
+			const std::string what = "slot " + std::to_string(j) + " " + p.mask_hex();
+			expect_whole_pairs(p.mask, what);
+			auto reg = kernel_registers(s, GetParam().truth, p.mask);
+			expect_whole_wgps(s, reg, what);
+			std::vector<unsigned int> per_se;
+			for (unsigned int se = 0; se < s.se_per_xcc; se++) {
+				uint32_t r = reg[0][se] & valid_bits(s, 0, se);
+				EXPECT_EQ(r & taken[se], 0u) << what << " shares a CU";
+				taken[se] |= r;
+				per_se.push_back(unsigned(std::popcount(r)));
+			}
+			EXPECT_EQ(per_se, p.cus_per_se) << what;
+			const unsigned int most = *std::max_element(per_se.begin(), per_se.end());
+			EXPECT_FALSE(most > 1 && std::count(per_se.begin(), per_se.end(), 1u))
+				<< what << ": a lone CU on an SE";
+		}
+	}
+}
+
+INSTANTIATE_TEST_SUITE_P(
+	Issue31, PlanOn515,
+	testing::Values(OnOldKernel{"rx6900xt-gfx1030", MaskAlgorithm::B, {3, 4, 6, 7, 8}},
+			OnOldKernel{"rx7900xtx-gfx1100", MaskAlgorithm::D, {2, 3, 5, 6, 7, 8}}),
+	[](const testing::TestParamInfo<OnOldKernel> &info) {
+		std::string f = info.param.fixture;
+		return f.substr(0, f.find('-'));
+	});
+
+// The issue's own example: k = 4 on an RX 6900 XT under 5.15 gave slot 0
+// 0x11111111111111111111 (user bit 0 without bit 1). No SE can be held
+// alone with pairs whole (bits 2w and 2w+1 are SEs 0 and 1, or 2 and 3):
+// each slot gets a WGP column on two SEs, and the plan says what it gave
+// up.
+TEST(PlanOn515, Rx6900xtFourSlotsGiveUpSePackingAndSaySo)
+{
+	auto topo = gpuslot::read_topology(std::filesystem::path(GPUSLOT_FIXTURES) / "kfd" /
+					   "rx6900xt-gfx1030");
+	ASSERT_EQ(topo.error, "");
+	const CuShape s = gpuslot::uniform_shape(topo.gpus.at(0));
+	auto plan = gpuslot::plan_partitions(s, MaskAlgorithm::B, 4, {});
+	ASSERT_EQ(plan.error, "");
+	EXPECT_NE(plan.partitions[0].mask_hex(), "0x11111111111111111111");
+	for (const auto &p : plan.partitions) {
+		EXPECT_EQ(p.cus, 20u);
+		EXPECT_FALSE(p.se_packed);
+		expect_whole_pairs(p.mask, p.mask_hex());
+	}
+	bool tied = false, given_up = false;
+	for (const auto &n : plan.notes) {
+		tied |= n.find("holds SEs 0 and 1, SEs 2 and 3 together") != std::string::npos;
+		given_up |= n.find("not SE-packed") != std::string::npos;
+	}
+	EXPECT_TRUE(tied);
+	EXPECT_TRUE(given_up);
+	// Two slots still fill whole SEs: SEs 0 and 1, and SEs 2 and 3.
+	plan = gpuslot::plan_partitions(s, MaskAlgorithm::B, 2, {});
+	ASSERT_EQ(plan.error, "");
+	EXPECT_TRUE(plan.partitions[0].se_packed);
+	EXPECT_TRUE(plan.partitions[1].se_packed);
 }
 
 } // namespace

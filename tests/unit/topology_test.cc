@@ -168,4 +168,60 @@ TEST_F(BrokenTopology, OldKernelsWithoutGfxVersionUseTheDeviceId)
 		  std::string::npos);
 }
 
+// Two fixture GPUs, one of them broken (issue 31): the other is still read,
+// the broken one is named with its reason and its PCI address, and it
+// keeps its place so that no other GPU changes domain.
+TEST_F(BrokenTopology, OneUnreadableGpuDoesNotTakeTheOthersDown)
+{
+	auto copy = [&](unsigned int id, const char *from, const std::string &key,
+			const std::string &value) {
+		std::ifstream in(fixture(from) / "properties");
+		std::string text((std::istreambuf_iterator<char>(in)), {});
+		if (!key.empty()) {
+			size_t at = text.find(key + " ");
+			EXPECT_NE(at, std::string::npos);
+			text.replace(at, text.find('\n', at) - at, key + " " + value);
+		}
+		fs::create_directories(root_ / "nodes" / std::to_string(id));
+		std::ofstream(root_ / "nodes" / std::to_string(id) / "properties") << text;
+	};
+	copy(0, "radeon-vii-gfx906", "simd_count", "0"); // the CPU
+	copy(1, "rx6900xt-gfx1030", "simd_per_cu", "zero");
+	copy(2, "rx7900xtx-gfx1100", "", "");
+	auto r = gpuslot::read_topology(root_);
+	ASSERT_EQ(r.error, "");
+	ASSERT_EQ(r.gpus.size(), 1u);
+	EXPECT_EQ(r.gpus[0].node_id, 2u);
+	EXPECT_EQ(r.gpus[0].gfx.name(), "gfx1100");
+	ASSERT_EQ(r.unreadable.size(), 1u);
+	EXPECT_EQ(r.unreadable[0].node_id, 1u);
+	EXPECT_NE(r.unreadable[0].error.find("nodes/1/properties:"), std::string::npos);
+	EXPECT_NE(r.unreadable[0].error.find("'simd_per_cu' is 'zero'"), std::string::npos);
+	EXPECT_EQ(r.unreadable[0].pci_bus_id, "0000:0b:00.0");
+
+	// Domains: the RX 7900 XTX keeps domain 1, the one it had with both
+	// GPUs readable, on a fresh module and on one that recorded it.
+	EXPECT_EQ(gpuslot::gpu_domains(r, {"", ""}), std::vector<int>{1});
+	EXPECT_EQ(gpuslot::gpu_domains(r, {"0000:0b:00.0", "0000:86:00.0"}),
+		  std::vector<int>{1});
+	// Recorded elsewhere: the PCI address wins over the place.
+	EXPECT_EQ(gpuslot::gpu_domains(r, {"0000:86:00.0", "0000:0b:00.0"}),
+		  std::vector<int>{0});
+	// One domain: the readable GPU gets it, unless the module records it
+	// as the broken GPU's.
+	EXPECT_EQ(gpuslot::gpu_domains(r, {""}), std::vector<int>{0});
+	EXPECT_EQ(gpuslot::gpu_domains(r, {"0000:0b:00.0"}), std::vector<int>{-1});
+
+	// With both readable: node order, as before.
+	copy(1, "rx6900xt-gfx1030", "", "");
+	r = gpuslot::read_topology(root_);
+	ASSERT_EQ(r.gpus.size(), 2u);
+	EXPECT_EQ(gpuslot::gpu_domains(r, {"", ""}), (std::vector<int>{0, 1}));
+	// Nothing readable: the first node's reason is the error.
+	copy(2, "rx7900xtx-gfx1100", "simd_count", "7");
+	copy(1, "rx6900xt-gfx1030", "array_count", "x");
+	r = gpuslot::read_topology(root_);
+	EXPECT_NE(r.error.find("nodes/1/properties"), std::string::npos) << r.error;
+}
+
 } // namespace

@@ -114,7 +114,7 @@ protected:
 	}
 
 	// Start gpuslotd as systemd would: NOTIFY_SOCKET set, in the foreground.
-	void start()
+	void start(const char *topology = kTopology)
 	{
 		pid_ = fork();
 		if (pid_ == 0) {
@@ -123,7 +123,7 @@ protected:
 			dup2(fd, 2);
 			setenv("NOTIFY_SOCKET", kNotify, 1);
 			execl("/bin/gpuslotd", "gpuslotd", "--config", kConfig,
-			      "--topology", kTopology, "--dri", "", "--state-dir",
+			      "--topology", topology, "--dri", "", "--state-dir",
 			      kStateDir, "--kfd-proc", kKfdProc, nullptr);
 			_exit(127);
 		}
@@ -176,6 +176,32 @@ TEST_F(Daemon, AppliesThePlanAndTellsSystemdItIsReady)
 		masks.insert(split_words(l)[1]);
 	EXPECT_EQ(masks, (std::set<std::string>{"0x111111111111111", "0x222222222222222",
 						"0x444444444444444", "0x888888888888888"}));
+}
+
+// Two GPUs, one of them unreadable (issue 31): gpuslotd names it and
+// manages the other, in the domain it had with both readable (1); the
+// broken GPU's domain 0 is left as it was.
+TEST_F(Daemon, AnUnreadableGpuIsSkippedAndMovesNoOther)
+{
+	ASSERT_EQ(unload_module(), 0);
+	ASSERT_EQ(load_module("domains=2"), 0);
+	write_config("[default]\nk = 2\n");
+	start("/fixtures/kfd-roots/one-gpu-unreadable");
+	std::string ready = wait_notify("READY=1");
+	EXPECT_NE(ready.find("STATUS=gpu1 k 2"), std::string::npos) << ready << log();
+	EXPECT_NE(log().find("KFD node 1 (0000:0b:00.0) cannot be read: "), std::string::npos)
+		<< log();
+	EXPECT_NE(log().find("'simd_per_cu' is 'zero'"), std::string::npos) << log();
+	EXPECT_EQ(read_attr(1, "units"), "amd-cu 96 1\n");
+	EXPECT_EQ(read_attr(1, "k"), "2\n");
+	EXPECT_EQ(read_attr(1, "pci_bus_id"), "0000:86:00.0\n");
+	EXPECT_EQ(read_attr(0, "k"), "1\n");
+	EXPECT_EQ(read_attr(0, "pci_bus_id"), "\n");
+	kill(pid_, SIGTERM);
+	EXPECT_EQ(wait_child(pid_), 0) << log();
+	pid_ = -1;
+	ASSERT_EQ(unload_module(), 0);
+	ASSERT_EQ(load_module(""), 0);
 }
 
 TEST_F(Daemon, RePlansWhenAnAdminWritesKAndStatusShowsIt)
