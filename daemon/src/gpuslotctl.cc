@@ -313,6 +313,35 @@ int plan(const Options &o)
 	return failed ? 1 : 0;
 }
 
+// For each domain up to the highest there (at least @at_least), the index
+// in @topo.gpus of its GPU, -1 for none: mapped as gpuslotd maps them
+// (gpu_domains(): the PCI address each domain records, else the GPU's place
+// among the KFD GPU nodes, unreadable ones counted), so that a GPU that
+// cannot be read never makes another GPU's masks be shown or checked
+// against the wrong shape.
+std::vector<int> gpus_of_domains(const gpuslot::DomainAttrs &attrs,
+				 const gpuslot::TopologyResult &topo, unsigned int at_least)
+{
+	const auto domains = attrs.domains();
+	unsigned int nr = at_least;
+	for (unsigned int d : domains)
+		nr = std::max(nr, d + 1);
+	std::vector<std::string> recorded(nr);
+	for (unsigned int d : domains) {
+		std::string text;
+		if (!attrs.read(d, "pci_bus_id", &text))
+			recorded[d] = text.substr(0, text.find_first_of(" \t\n"));
+	}
+	std::vector<int> gpu_of(nr, -1);
+	const std::vector<int> domain_of = gpuslot::gpu_domains(topo, recorded);
+	for (size_t g = 0; g < domain_of.size(); g++)
+		if (domain_of[g] >= 0)
+			gpu_of[size_t(domain_of[g])] = int(g);
+	return gpu_of;
+}
+
+gpuslot::DomainAttrs domain_attrs(const Options &o);
+
 // The KFD GPU of domain @domain, if the topology is there.
 bool gpu_of_domain(const Options &o, unsigned int domain, gpuslot::GpuNode *gpu,
 		   std::string *error)
@@ -322,12 +351,14 @@ bool gpu_of_domain(const Options &o, unsigned int domain, gpuslot::GpuNode *gpu,
 		*error = topo.error;
 		return false;
 	}
-	if (domain >= topo.gpus.size()) {
-		*error = o.topology + ": no GPU for domain " + std::to_string(domain) +
-			 " (the topology has " + std::to_string(topo.gpus.size()) + ")";
+	const int g = gpus_of_domains(domain_attrs(o), topo, domain + 1)[domain];
+	if (g < 0) {
+		*error = o.topology + ": no readable GPU for domain " + std::to_string(domain) +
+			 " (" + std::to_string(topo.gpus.size()) + " readable, " +
+			 std::to_string(topo.unreadable.size()) + " unreadable)";
 		return false;
 	}
-	*gpu = topo.gpus[domain];
+	*gpu = topo.gpus[size_t(g)];
 	return true;
 }
 
@@ -373,6 +404,9 @@ int status(const Options &o)
 		text << in.rdbuf();
 		audited = gpuslot::parse_audit_json(text.str(), &over);
 	}
+	std::vector<int> gpu_of;
+	if (topo.error.empty())
+		gpu_of = gpus_of_domains(attrs, topo, 0);
 	std::vector<gpuslot::StatusGpu> gpus;
 	for (unsigned int d : domains) {
 		if (o.domain >= 0 && d != unsigned(o.domain))
@@ -381,9 +415,9 @@ int status(const Options &o)
 		std::string err;
 		if (!gpuslot::read_domain_state(attrs, d, &g.state, &err))
 			return fail(err);
-		if (topo.error.empty() && d < topo.gpus.size()) {
+		if (d < gpu_of.size() && gpu_of[d] >= 0) {
 			g.has_gpu = true;
-			g.gpu = topo.gpus[d];
+			g.gpu = topo.gpus[size_t(gpu_of[d])];
 			std::string note;
 			g.shape = gpuslot::gpu_shape(g.gpu, o.dri, &note);
 			g.algorithm = walk_for(o, g.gpu).algorithm;

@@ -104,9 +104,14 @@ int check_config(const gpuslot::DaemonOptions &o)
 		return usage_error("--kernel '" + o.kernel + "' is not a release");
 	std::vector<gpuslot::GpuPlan> plans;
 	int status = topo.unreadable.empty() ? 0 : 1;
-	for (size_t i = 0; i < topo.gpus.size(); i++) {
-		const auto &gpu = topo.gpus[i];
-		gpuslot::GpuSettings s = config.for_gpu(unsigned(i));
+	// The domains gpuslotd would give the GPUs with no module loaded yet:
+	// their places among the GPU nodes, unreadable ones counted.
+	const std::vector<int> domain_of = gpuslot::gpu_domains(
+		topo, std::vector<std::string>(topo.gpus.size() + topo.unreadable.size()));
+	for (size_t g = 0; g < topo.gpus.size(); g++) {
+		const auto &gpu = topo.gpus[g];
+		const unsigned int i = unsigned(domain_of[g] >= 0 ? domain_of[g] : int(g));
+		gpuslot::GpuSettings s = config.for_gpu(i);
 		std::string note;
 		auto walk = gpuslot::choose_algorithm(
 			gpu.gfx, kernel,

@@ -197,6 +197,17 @@ TEST_F(Daemon, AnUnreadableGpuIsSkippedAndMovesNoOther)
 	EXPECT_EQ(read_attr(1, "pci_bus_id"), "0000:86:00.0\n");
 	EXPECT_EQ(read_attr(0, "k"), "1\n");
 	EXPECT_EQ(read_attr(0, "pci_bus_id"), "\n");
+	// gpuslotctl maps domains to GPUs as gpuslotd does: domain 0 (the
+	// unreadable GPU's) is shown and checked against no GPU, never against
+	// the gfx1100 of domain 1.
+	const std::string ctl = "/bin/gpuslotctl status --topology "
+				"/fixtures/kfd-roots/one-gpu-unreadable --dri '' --domain ";
+	auto zero = run(ctl + "0");
+	EXPECT_EQ(zero.status, 0) << zero.text;
+	EXPECT_EQ(zero.text.find("gfx1100"), std::string::npos) << zero.text;
+	auto one = run(ctl + "1");
+	EXPECT_EQ(one.status, 0) << one.text;
+	EXPECT_NE(one.text.find("gpu1: gfx1100"), std::string::npos) << one.text;
 	kill(pid_, SIGTERM);
 	EXPECT_EQ(wait_child(pid_), 0) << log();
 	pid_ = -1;
