@@ -54,7 +54,6 @@ int gpuslot_domains_create(unsigned int nr, struct kobject *parent)
 		INIT_LIST_HEAD(&d->hqd_files);
 		d->boost_priority = GPUSLOT_DEFAULT_BOOST_PRIORITY;
 		d->max_hold_ms = GPUSLOT_DEFAULT_MAX_HOLD_MS;
-		d->pci_bus_id = GPUSLOT_PCI_BUS_ID_UNKNOWN;
 		ret = kobject_init_and_add(&d->kobj, &gpuslot_domain_ktype,
 					   parent, "gpu%u", i);
 		if (ret) {

@@ -58,11 +58,14 @@ struct gpuslot_domain {
 	unsigned int max_hold_ms;	/* 0: a boost lasts the whole hold */
 	struct gpuslot_counters counters;
 	struct gpuslot_partitions parts;	/* see layout.c */
-	/* The GPU's PCI address, domain << 16 | bus << 8 | devfn; sysfs.c */
+	/*
+	 * The GPU's PCI address, domain << 16 | bus << 8 | devfn, if
+	 * @pci_bus_id_known; sysfs.c. Every u32 is an address, ffff:ff:1f.7
+	 * too: "unknown" needs a flag of its own.
+	 */
 	u32 pci_bus_id;
+	bool pci_bus_id_known;
 };
-
-#define GPUSLOT_PCI_BUS_ID_UNKNOWN	U32_MAX
 
 enum gpuslot_file_state {
 	GPUSLOT_FILE_IDLE,

@@ -74,9 +74,11 @@ int gpuslot_file_get_layout(struct gpuslot_file *f, struct gpuslot_layout *l)
 	unsigned int n;
 	int ret = 0;
 
-	if (l->flags || l->__reserved || l->expected_generation)
+	/* GET ignores @expected_generation, as the header says. */
+	if (l->flags || l->__reserved)
 		return -EINVAL;
-	parts = kmalloc(sizeof(*parts), GFP_KERNEL);
+	/* Any member calls GET: its allocation is the caller's to pay. */
+	parts = kmalloc(sizeof(*parts), GFP_KERNEL_ACCOUNT);
 	if (!parts)
 		return -ENOMEM;
 	spin_lock(&d->lock);

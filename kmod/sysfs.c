@@ -188,12 +188,14 @@ static ssize_t pci_bus_id_show(struct kobject *kobj,
 			       struct kobj_attribute *attr, char *buf)
 {
 	struct gpuslot_domain *d = to_domain(kobj);
+	bool known;
 	u32 id;
 
 	spin_lock(&d->lock);
 	id = d->pci_bus_id;
+	known = d->pci_bus_id_known;
 	spin_unlock(&d->lock);
-	if (id == GPUSLOT_PCI_BUS_ID_UNKNOWN)
+	if (!known)
 		return sysfs_emit(buf, "\n");
 	return sysfs_emit(buf, "%04x:%02x:%02x.%x\n", id >> 16, (id >> 8) & 0xff,
 			  (id >> 3) & 0x1f, id & 7);
@@ -205,8 +207,8 @@ static ssize_t pci_bus_id_store(struct kobject *kobj,
 {
 	struct gpuslot_domain *d = to_domain(kobj);
 	unsigned int dom, bus, dev, fn;
-	u32 id = GPUSLOT_PCI_BUS_ID_UNKNOWN;
 	char str[16];
+	u32 id = 0;
 
 	if (!capable(CAP_SYS_ADMIN))
 		return -EPERM;
@@ -225,6 +227,7 @@ static ssize_t pci_bus_id_store(struct kobject *kobj,
 	}
 	spin_lock(&d->lock);
 	d->pci_bus_id = id;
+	d->pci_bus_id_known = str[0] != '\0';
 	spin_unlock(&d->lock);
 	return count;
 }

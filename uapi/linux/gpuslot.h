@@ -349,7 +349,7 @@ struct gpuslot_partition {
  * @max_hold_ms:   SET in with GPUSLOT_LAYOUT_MAX_HOLD, 0 ..
  *                 GPUSLOT_MAX_MAX_HOLD_MS; GET out (since size 56).
  * @expected_generation: SET in with GPUSLOT_LAYOUT_EXPECT_GENERATION, else
- *                 0; GET ignores it (since size 64).
+ *                 0; GET ignores it, whatever it holds (since size 64).
  *
  * SET fails with EINVAL, changing nothing, when a field is out of range, a
  * partition uses a unit at or past @nr_units, a partition is given with
