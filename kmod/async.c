@@ -50,6 +50,7 @@ int gpuslot_file_acquire_async(struct gpuslot_file *f,
 {
 	u64 allowed = a->allowed_mask ? a->allowed_mask : ~0ULL;
 	struct gpuslot_waiter *w = &f->async;
+	char comm[TASK_COMM_LEN];
 	struct gpuslot_domain *d;
 	int slot, ret;
 
@@ -57,16 +58,22 @@ int gpuslot_file_acquire_async(struct gpuslot_file *f,
 	if (a->flags || a->timeout_ns || a->__reserved)
 		return -EINVAL;
 
+	get_task_comm(comm, current);
 	d = gpuslot_file_lock(f);
 	ret = gpuslot_file_may_acquire(d, f, allowed);
 	if (ret)
 		goto unlock;
+	slot = gpuslot_core_try_acquire(&d->core, allowed);
+	if (slot < 0 && gpuslot_lock_queue_full(d)) {
+		ret = -ENOSPC;
+		goto unlock;
+	}
 	gpuslot_waiter_init(w, f);
+	memcpy(w->comm, comm, sizeof(w->comm));
 	w->task = NULL;
 	w->tgid = get_pid(w->tgid);
 	w->tid = get_pid(w->tid);
 
-	slot = gpuslot_core_try_acquire(&d->core, allowed);
 	if (slot >= 0) {
 		w->core.granted = true;
 		w->core.slot = slot;

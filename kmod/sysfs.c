@@ -5,8 +5,12 @@
  * layout's units and partitions, and the hardware-queue budget: hqd_limit,
  * hqd_used, hqd_waiters and queues; pci_bus_id names the domain's GPU.
  *
- * Writes need CAP_SYS_ADMIN on top of the 0644 file mode, and a bad value
- * fails with EINVAL before anything changes.
+ * Who may write: the VFS checks each file's 0644 mode, owned by root of
+ * the initial user namespace, when it is opened for writing, so no member
+ * opens one, not even as root of a user namespace of its own (its files
+ * are not that root's). Each store also checks capable(CAP_SYS_ADMIN) at
+ * the write: a file root opened and handed on is no admin's in other
+ * hands. A bad value fails with EINVAL before anything changes.
  */
 #include <linux/capability.h>
 #include <linux/ctype.h>
