@@ -372,7 +372,7 @@ bool gpuslot_lock_queue_full(struct gpuslot_domain *d)
 	if (likely(d->core.nr_waiters < GPUSLOT_MAX_WAITERS))
 		return false;
 	pr_warn_ratelimited("gpuslot: gpu%u: %u waiters queued, the most a domain takes: ENOSPC for pid %d\n",
-			    d->id, d->core.nr_waiters, task_tgid_vnr(current));
+			    d->id, d->core.nr_waiters, task_tgid_nr(current));
 	return true;
 }
 

@@ -127,7 +127,7 @@ int gpuslot_file_reserve_queues(struct gpuslot_file *f,
 	if (d->budget.nr_waiters >= GPUSLOT_MAX_WAITERS) {
 		pr_warn_ratelimited("gpuslot: gpu%u: %u queue reservations waiting, the most a domain takes: ENOSPC for pid %d\n",
 				    d->id, d->budget.nr_waiters,
-				    task_tgid_vnr(current));
+				    task_tgid_nr(current));
 		ret = -ENOSPC;
 		goto unlock;
 	}

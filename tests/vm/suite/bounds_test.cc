@@ -8,6 +8,7 @@
 #include <linux/capability.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/klog.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -43,6 +44,16 @@ int raise_nofile(rlim_t n)
 {
 	rlimit r{n, n};
 	return setrlimit(RLIMIT_NOFILE, &r) ? errno : 0;
+}
+
+// Whether the kernel log has a line that contains @text.
+bool kernel_log_has(const std::string &text)
+{
+	int len = klogctl(10 /* SYSLOG_ACTION_SIZE_BUFFER */, nullptr, 0);
+	std::string buf(len > 0 ? len : 1 << 20, '\0');
+	len = klogctl(3 /* SYSLOG_ACTION_READ_ALL */, buf.data(), buf.size());
+	buf.resize(len > 0 ? len : 0);
+	return buf.find(text) != std::string::npos;
 }
 
 class Bounds : public DomainTest {};
@@ -105,6 +116,9 @@ TEST_F(Bounds, LockWaitersOfADomainAreBounded)
 	// The bound is the domain's: root's waiter is refused too.
 	EXPECT_EQ(root_file.acquire_async(), ENOSPC);
 	EXPECT_EQ(root_file.acquire(GPUSLOT_ACQUIRE_TIMEOUT, 1000000).err, ENOSPC);
+	// The log says why, and whose call it was.
+	EXPECT_TRUE(kernel_log_has("gpuslot: gpu0: 1024 waiters queued, the most a domain takes: "
+				   "ENOSPC for pid " + std::to_string(member) + "\n"));
 	auto waiters = split_lines(read_attr(0, "waiters"));
 	ASSERT_FALSE(waiters.empty());
 	EXPECT_EQ(waiters.back(), "... " + std::to_string(kMaxWaiters - waiters.size() + 1) + " more");
@@ -177,6 +191,8 @@ TEST_F(Bounds, QueueWaitersOfADomainAreBounded)
 	// A waiting request past the bound would sleep: give it 10 s.
 	const int refused = queued == 0 ? full.get(10000) : -1;
 	if (refused == 1) {
+		EXPECT_TRUE(kernel_log_has("gpuslot: gpu0: 1024 queue reservations waiting, the most a "
+					   "domain takes: ENOSPC for pid " + std::to_string(member) + "\n"));
 		EXPECT_EQ(root_file.reserve(1, GPUSLOT_RESERVE_TIMEOUT, 1000000).err, ENOSPC);
 		EXPECT_EQ(waiting(), std::to_string(kMaxWaiters) + "\n");
 	}
