@@ -50,6 +50,7 @@ int gpuslot_file_acquire_async(struct gpuslot_file *f,
 {
 	u64 allowed = a->allowed_mask ? a->allowed_mask : ~0ULL;
 	struct gpuslot_waiter *w = &f->async;
+	char comm[TASK_COMM_LEN];
 	struct gpuslot_domain *d;
 	int slot, ret;
 
@@ -57,16 +58,22 @@ int gpuslot_file_acquire_async(struct gpuslot_file *f,
 	if (a->flags || a->timeout_ns || a->__reserved)
 		return -EINVAL;
 
+	get_task_comm(comm, current);
 	d = gpuslot_file_lock(f);
 	ret = gpuslot_file_may_acquire(d, f, allowed);
 	if (ret)
 		goto unlock;
+	slot = gpuslot_core_try_acquire(&d->core, allowed);
+	if (slot < 0 && gpuslot_lock_queue_full(d)) {
+		ret = -ENOSPC;
+		goto unlock;
+	}
 	gpuslot_waiter_init(w, f);
+	memcpy(w->comm, comm, sizeof(w->comm));
 	w->task = NULL;
 	w->tgid = get_pid(w->tgid);
 	w->tid = get_pid(w->tid);
 
-	slot = gpuslot_core_try_acquire(&d->core, allowed);
 	if (slot >= 0) {
 		w->core.granted = true;
 		w->core.slot = slot;
@@ -84,13 +91,15 @@ unlock:
 int gpuslot_file_acquire_complete(struct gpuslot_file *f,
 				  struct gpuslot_acquire *a, u64 *seq)
 {
+	struct pid *old_tgid, *old_tid;
+	char comm[TASK_COMM_LEN];
 	struct gpuslot_domain *d;
-	struct pid *old_tid;
 	int ret;
 
 	if (a->flags || a->timeout_ns || a->allowed_mask || a->__reserved)
 		return -EINVAL;
 
+	get_task_comm(comm, current);
 	d = gpuslot_file_lock(f);
 	switch (f->state) {
 	case GPUSLOT_FILE_QUEUED:
@@ -104,16 +113,23 @@ int gpuslot_file_acquire_complete(struct gpuslot_file *f,
 		f->async_error = 0;
 		goto unlock;
 	}
-	/* The completing thread is the holder now, in the tables too. */
+	/*
+	 * The completing thread is the holder now, in the tables too, and
+	 * its process with it: a forked child that shares the file, or a
+	 * process it was passed to, completes as itself.
+	 */
 	f->state = GPUSLOT_FILE_HOLDING;
 	f->hold_boost = GPUSLOT_HOLD_UNBOOSTED;
+	old_tgid = f->holder_tgid;
 	old_tid = f->holder_tid;
+	f->holder_tgid = get_pid(task_tgid(current));
 	f->holder_tid = get_pid(task_pid(current));
-	gpuslot_current_comm(f->holder_comm);
+	memcpy(f->holder_comm, comm, sizeof(f->holder_comm));
 	a->slot = f->slot;
 	a->generation = f->async.generation;
 	*seq = f->hold_seq;
 	spin_unlock(&d->lock);
+	put_pid(old_tgid);
 	put_pid(old_tid);
 	gpuslot_file_boost(f, d, *seq, current);
 	return 0;

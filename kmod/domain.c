@@ -7,6 +7,7 @@
 #include <linux/bitops.h>
 #include <linux/hrtimer.h>
 #include <linux/ktime.h>
+#include <linux/nospec.h>
 #include <linux/pid_namespace.h>
 #include <linux/sched/signal.h>
 #include <linux/sched/task.h>
@@ -25,9 +26,14 @@ unsigned int gpuslot_nr_domains(void)
 	return gpuslot_domain_count;
 }
 
+/* @id comes from userspace (ATTACH): no speculative read past the table. */
 struct gpuslot_domain *gpuslot_domain_get(unsigned int id)
 {
-	return id < gpuslot_domain_count ? gpuslot_domains[id] : NULL;
+	unsigned int nr = gpuslot_domain_count;
+
+	if (id >= nr)
+		return NULL;
+	return gpuslot_domains[array_index_nospec(id, nr)];
 }
 
 void gpuslot_domain_free(struct kobject *kobj)
@@ -54,7 +60,6 @@ int gpuslot_domains_create(unsigned int nr, struct kobject *parent)
 		INIT_LIST_HEAD(&d->hqd_files);
 		d->boost_priority = GPUSLOT_DEFAULT_BOOST_PRIORITY;
 		d->max_hold_ms = GPUSLOT_DEFAULT_MAX_HOLD_MS;
-		d->pci_bus_id = GPUSLOT_PCI_BUS_ID_UNKNOWN;
 		ret = kobject_init_and_add(&d->kobj, &gpuslot_domain_ktype,
 					   parent, "gpu%u", i);
 		if (ret) {
@@ -349,21 +354,26 @@ void gpuslot_file_cleanup(struct gpuslot_file *f)
 	gpuslot_file_unboost(f, U64_MAX);
 }
 
-void gpuslot_current_comm(char comm[TASK_COMM_LEN])
-{
-	memcpy(comm, current->comm, TASK_COMM_LEN);
-}
-
 void gpuslot_waiter_init(struct gpuslot_waiter *w, struct gpuslot_file *f)
 {
 	w->file = f;
 	w->task = current;
 	w->tgid = task_tgid(current);
 	w->tid = task_pid(current);
-	gpuslot_current_comm(w->comm);
 	w->start_ns = gpuslot_clock_ns();
 	w->ready = false;
 	w->boosted = false;
+}
+
+bool gpuslot_lock_queue_full(struct gpuslot_domain *d)
+	__must_hold(&d->lock)
+{
+	lockdep_assert_held(&d->lock);
+	if (likely(d->core.nr_waiters < GPUSLOT_MAX_WAITERS))
+		return false;
+	pr_warn_ratelimited("gpuslot: gpu%u: %u waiters queued, the most a domain takes: ENOSPC for pid %d\n",
+			    d->id, d->core.nr_waiters, task_tgid_nr(current));
+	return true;
 }
 
 void gpuslot_escape_name(char out[GPUSLOT_NAME_ESCAPED_LEN],
@@ -443,6 +453,7 @@ int gpuslot_file_acquire(struct gpuslot_file *f, struct gpuslot_acquire *a,
 		return -EINVAL;
 
 	gpuslot_waiter_init(&w, f);
+	get_task_comm(w.comm, current);
 	if (timed)
 		expires = gpuslot_deadline(ktime_get_ns(), a->timeout_ns);
 
@@ -453,6 +464,12 @@ int gpuslot_file_acquire(struct gpuslot_file *f, struct gpuslot_acquire *a,
 
 	now = w.start_ns;
 	slot = gpuslot_core_try_acquire(&d->core, allowed);
+	/* No boost for a waiter that cannot queue. */
+	if (slot < 0 && !(a->flags & GPUSLOT_ACQUIRE_TRY) &&
+	    gpuslot_lock_queue_full(d)) {
+		ret = -ENOSPC;
+		goto unlock;
+	}
 	if (slot < 0 && !(a->flags & GPUSLOT_ACQUIRE_TRY) &&
 	    gpuslot_waiter_boost(d, &w)) {
 		/*
@@ -479,6 +496,11 @@ int gpuslot_file_acquire(struct gpuslot_file *f, struct gpuslot_acquire *a,
 		goto unlock;
 	}
 
+	/* Others may have queued while the boost dropped d->lock. */
+	if (gpuslot_lock_queue_full(d)) {
+		ret = -ENOSPC;
+		goto fail;
+	}
 	gpuslot_core_enqueue(&d->core, &w.core, allowed);
 	f->state = GPUSLOT_FILE_ACQUIRING;
 	d->counters.contended++;

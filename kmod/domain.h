@@ -58,11 +58,26 @@ struct gpuslot_domain {
 	unsigned int max_hold_ms;	/* 0: a boost lasts the whole hold */
 	struct gpuslot_counters counters;
 	struct gpuslot_partitions parts;	/* see layout.c */
-	/* The GPU's PCI address, domain << 16 | bus << 8 | devfn; sysfs.c */
+	/*
+	 * The GPU's PCI address, domain << 16 | bus << 8 | devfn, if
+	 * @pci_bus_id_known; sysfs.c. Every u32 is an address, ffff:ff:1f.7
+	 * too: "unknown" needs a flag of its own.
+	 */
 	u32 pci_bus_id;
+	bool pci_bus_id_known;
 };
 
-#define GPUSLOT_PCI_BUS_ID_UNKNOWN	U32_MAX
+/*
+ * Waiters one domain queues, of each kind: in the lock's queue, threads
+ * asleep in ACQUIRE and files queued by ACQUIRE_ASYNC; in the queue
+ * budget's, threads asleep in RESERVE_QUEUES. A call that would queue one
+ * more fails with ENOSPC. Dispatch and a shrinking k walk a queue under
+ * d->lock, with preemption off outside PREEMPT_RT, and a queued file pins
+ * its memory: a member must not be able to make either grow without end.
+ * A host runs a few dozen GPU jobs; 1024 waiters on one GPU is a leak or
+ * an attack.
+ */
+#define GPUSLOT_MAX_WAITERS	1024
 
 enum gpuslot_file_state {
 	GPUSLOT_FILE_IDLE,
@@ -183,7 +198,14 @@ int gpuslot_file_release_hold(struct gpuslot_file *f, u64 seq);
 void gpuslot_release_locked(struct gpuslot_domain *d, struct gpuslot_file *f,
 			    struct list_head *done);
 void gpuslot_finish_handoffs(struct gpuslot_domain *d, struct list_head *done);
+/* Everything but @w->comm, which the caller reads before taking d->lock. */
 void gpuslot_waiter_init(struct gpuslot_waiter *w, struct gpuslot_file *f);
+/*
+ * Whether d->lock's lock queue holds GPUSLOT_MAX_WAITERS already; says so
+ * in the kernel log (rate-limited) when it does.
+ */
+bool gpuslot_lock_queue_full(struct gpuslot_domain *d)
+	__must_hold(&d->lock);
 /* Make @w's file the holder of @slot, under d->lock. */
 void gpuslot_grant(struct gpuslot_domain *d, struct gpuslot_waiter *w,
 		   unsigned int slot, u64 now);
@@ -310,13 +332,6 @@ unsigned int gpuslot_domain_boost_priority(struct gpuslot_domain *d);
 
 /* The kobject release of a domain. */
 void gpuslot_domain_free(struct kobject *kobj);
-
-/*
- * The current task's name, for sysfs only, copied without task_lock():
- * set_task_comm() keeps the last byte NUL, so a racing rename can at worst
- * mix two names.
- */
-void gpuslot_current_comm(char comm[TASK_COMM_LEN]);
 
 /*
  * A thread name as one word of a sysfs table: every byte outside '!'..'~',

@@ -106,7 +106,7 @@ int gpuslot_file_reserve_queues(struct gpuslot_file *f,
 	    (!timed && r->timeout_ns) ||
 	    r->count < 1 || r->count > GPUSLOT_MAX_HQD)
 		return -EINVAL;
-	gpuslot_current_comm(w.comm);
+	get_task_comm(w.comm, current);
 	if (timed)
 		expires = gpuslot_deadline(ktime_get_ns(), r->timeout_ns);
 
@@ -121,6 +121,13 @@ int gpuslot_file_reserve_queues(struct gpuslot_file *f,
 		goto done;
 	}
 	if (!(r->flags & GPUSLOT_RESERVE_FLAGS)) {
+		ret = -ENOSPC;
+		goto unlock;
+	}
+	if (d->budget.nr_waiters >= GPUSLOT_MAX_WAITERS) {
+		pr_warn_ratelimited("gpuslot: gpu%u: %u queue reservations waiting, the most a domain takes: ENOSPC for pid %d\n",
+				    d->id, d->budget.nr_waiters,
+				    task_tgid_nr(current));
 		ret = -ENOSPC;
 		goto unlock;
 	}

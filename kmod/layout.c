@@ -10,6 +10,7 @@
  */
 #include <linux/capability.h>
 #include <linux/kernel.h>
+#include <linux/nospec.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/sysfs.h>
@@ -47,7 +48,10 @@ int gpuslot_file_set_layout(struct gpuslot_file *f, struct gpuslot_layout *l)
 	parts->unit_size = l->unit_size;
 	parts->nr_units = l->nr_units;
 	BUILD_BUG_ON(sizeof(struct gpuslot_partition) != sizeof(parts->units[0]));
-	bytes = (size_t)l->nr_partitions * sizeof(struct gpuslot_partition);
+	/* The copy's length is the caller's: bound it under speculation too. */
+	bytes = (size_t)array_index_nospec(l->nr_partitions,
+					   GPUSLOT_MAX_SLOTS + 1) *
+		sizeof(struct gpuslot_partition);
 	if (copy_from_user(parts->units, u64_to_user_ptr(l->partitions),
 			   bytes)) {
 		ret = -EFAULT;
@@ -74,9 +78,11 @@ int gpuslot_file_get_layout(struct gpuslot_file *f, struct gpuslot_layout *l)
 	unsigned int n;
 	int ret = 0;
 
-	if (l->flags || l->__reserved || l->expected_generation)
+	/* GET ignores @expected_generation, as the header says. */
+	if (l->flags || l->__reserved)
 		return -EINVAL;
-	parts = kmalloc(sizeof(*parts), GFP_KERNEL);
+	/* Any member calls GET: its allocation is the caller's to pay. */
+	parts = kmalloc(sizeof(*parts), GFP_KERNEL_ACCOUNT);
 	if (!parts)
 		return -ENOMEM;
 	spin_lock(&d->lock);
@@ -212,6 +218,7 @@ static int gpuslot_parse_partitions(struct gpuslot_domain *d, char *text,
 					    d->id, lineno, k - 1);
 			return -EINVAL;
 		}
+		slot = array_index_nospec(slot, k);
 		if (gpuslot_parse_partition(mask, parts->nr_units,
 					    parts->units[slot])) {
 			pr_warn_ratelimited("gpuslot: gpu%u/partitions line %u: mask must be \"all\" or a non-zero hex bitmap of at most %u units\n",

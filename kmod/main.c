@@ -9,6 +9,7 @@
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
+#include <linux/nospec.h>
 #include <linux/poll.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -270,10 +271,13 @@ static long gpuslot_ioctl(struct file *file, unsigned int cmd,
 	int ret;
 
 	if (cmd != _IO(GPUSLOT_IOC_MAGIC, nr) ||
-	    nr >= ARRAY_SIZE(gpuslot_ioctl_ops) ||
-	    !gpuslot_ioctl_ops[nr].execute)
+	    nr >= ARRAY_SIZE(gpuslot_ioctl_ops))
 		return -ENOTTY;
-	op = &gpuslot_ioctl_ops[nr];
+	/* @nr is the caller's: no speculative read past the table. */
+	op = &gpuslot_ioctl_ops[array_index_nospec(nr,
+						   ARRAY_SIZE(gpuslot_ioctl_ops))];
+	if (!op->execute)
+		return -ENOTTY;
 
 	if (get_user(usize, (u32 __user *)uarg))
 		return -EFAULT;
@@ -306,9 +310,14 @@ static long gpuslot_ioctl(struct file *file, unsigned int cmd,
 	return 0;
 }
 
+/*
+ * Every open costs the kernel a struct gpuslot_file, whose memory stays
+ * until the last close: charged to the opener's memory cgroup, as the
+ * struct file is, so that a member's opens count against its own limits.
+ */
 static int gpuslot_open(struct inode *inode, struct file *file)
 {
-	struct gpuslot_file *f = kzalloc(sizeof(*f), GFP_KERNEL);
+	struct gpuslot_file *f = kzalloc(sizeof(*f), GFP_KERNEL_ACCOUNT);
 
 	if (!f)
 		return -ENOMEM;

@@ -5,8 +5,12 @@
  * layout's units and partitions, and the hardware-queue budget: hqd_limit,
  * hqd_used, hqd_waiters and queues; pci_bus_id names the domain's GPU.
  *
- * Writes need CAP_SYS_ADMIN on top of the 0644 file mode, and a bad value
- * fails with EINVAL before anything changes.
+ * Who may write: the VFS checks each file's 0644 mode, owned by root of
+ * the initial user namespace, when it is opened for writing, so no member
+ * opens one, not even as root of a user namespace of its own (its files
+ * are not that root's). Each store also checks capable(CAP_SYS_ADMIN) at
+ * the write: a file root opened and handed on is no admin's in other
+ * hands. A bad value fails with EINVAL before anything changes.
  */
 #include <linux/capability.h>
 #include <linux/ctype.h>
@@ -188,12 +192,14 @@ static ssize_t pci_bus_id_show(struct kobject *kobj,
 			       struct kobj_attribute *attr, char *buf)
 {
 	struct gpuslot_domain *d = to_domain(kobj);
+	bool known;
 	u32 id;
 
 	spin_lock(&d->lock);
 	id = d->pci_bus_id;
+	known = d->pci_bus_id_known;
 	spin_unlock(&d->lock);
-	if (id == GPUSLOT_PCI_BUS_ID_UNKNOWN)
+	if (!known)
 		return sysfs_emit(buf, "\n");
 	return sysfs_emit(buf, "%04x:%02x:%02x.%x\n", id >> 16, (id >> 8) & 0xff,
 			  (id >> 3) & 0x1f, id & 7);
@@ -205,8 +211,8 @@ static ssize_t pci_bus_id_store(struct kobject *kobj,
 {
 	struct gpuslot_domain *d = to_domain(kobj);
 	unsigned int dom, bus, dev, fn;
-	u32 id = GPUSLOT_PCI_BUS_ID_UNKNOWN;
 	char str[16];
+	u32 id = 0;
 
 	if (!capable(CAP_SYS_ADMIN))
 		return -EPERM;
@@ -225,6 +231,7 @@ static ssize_t pci_bus_id_store(struct kobject *kobj,
 	}
 	spin_lock(&d->lock);
 	d->pci_bus_id = id;
+	d->pci_bus_id_known = str[0] != '\0';
 	spin_unlock(&d->lock);
 	return count;
 }

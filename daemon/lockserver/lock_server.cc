@@ -1115,7 +1115,8 @@ void LockServer::on_message(Conn &c)
 			break;
 		const size_t tail = h.size - std::min<uint32_t>(usize, h.size);
 		if (cmd == _IOC_NR(GPUSLOT_IOC_GET_LAYOUT)) {
-			if (l.flags || l.__reserved || l.expected_generation) {
+			// GET ignores expected_generation, as the module does.
+			if (l.flags || l.__reserved) {
 				err = EINVAL;
 				break;
 			}

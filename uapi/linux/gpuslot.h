@@ -112,7 +112,9 @@ struct gpuslot_attach {
  * left the queue; if the grant and the signal race, the grant wins and the
  * call succeeds); EINVAL also when k shrinks, while the call waits, below
  * every slot of @allowed_mask: the waiter leaves the queue at once, as a
- * new call with that mask would be refused.
+ * new call with that mask would be refused; ENOSPC the call would wait and
+ * the domain's lock queue holds 1024 waiters (sleeping and asynchronous)
+ * already: the kernel bounds what one user can queue.
  *
  * @slot and @generation describe the grant this call received. Threads
  * sharing the open file (threads, fork, SCM_RIGHTS) share its slot: another
@@ -154,14 +156,17 @@ struct gpuslot_acquire {
  * reports EPOLLIN when the slot is granted (or the wait failed). From the
  * grant the slot is the file's: held, shown as "pending" in the holders
  * table, not yet boosted. Errors: EDEADLK the file holds a slot; EBUSY it
- * is acquiring already (either way); EINVAL as for ACQUIRE.
+ * is acquiring already (either way); EINVAL as for ACQUIRE; ENOSPC no slot
+ * is free and the lock queue is full, as for ACQUIRE (nothing queued).
  *
  * GPUSLOT_IOC_ACQUIRE_COMPLETE (struct gpuslot_acquire) - take the grant.
  * @flags, @timeout_ns and @allowed_mask must be 0. @slot, @generation: out,
  * as for ACQUIRE. The calling thread becomes the holder and gets the boost
- * now. Errors: EAGAIN still queued (poll again); EINVAL the wait failed
- * because k shrank below every allowed slot (reported once; the file is
- * idle again); EPERM no asynchronous acquire was started.
+ * now; the holders table names it and its own process (a forked child that
+ * completes is the holder, not the process that queued). Errors: EAGAIN
+ * still queued (poll again); EINVAL the wait failed because k shrank below
+ * every allowed slot (reported once; the file is idle again); EPERM no
+ * asynchronous acquire was started.
  *
  * GPUSLOT_IOC_ACQUIRE_CANCEL (struct gpuslot_release) - leave the queue, or
  * give back a slot granted but not completed (it goes to the next waiter).
@@ -266,7 +271,8 @@ struct gpuslot_stats {
  *
  * Errors: ENOSPC the budget cannot hold @count now (the library turns it
  * into a message naming who holds the budget), or a waiting request no
- * longer fits under a lowered limit; ETIMEDOUT; EINTR.
+ * longer fits under a lowered limit, or (WAIT, TIMEOUT) 1024 requests wait
+ * in the domain already; ETIMEDOUT; EINTR.
  * Everything a file reserved returns when its last descriptor closes.
  */
 #define GPUSLOT_RESERVE_WAIT	_BITUL(0)
@@ -349,7 +355,7 @@ struct gpuslot_partition {
  * @max_hold_ms:   SET in with GPUSLOT_LAYOUT_MAX_HOLD, 0 ..
  *                 GPUSLOT_MAX_MAX_HOLD_MS; GET out (since size 56).
  * @expected_generation: SET in with GPUSLOT_LAYOUT_EXPECT_GENERATION, else
- *                 0; GET ignores it (since size 64).
+ *                 0; GET ignores it, whatever it holds (since size 64).
  *
  * SET fails with EINVAL, changing nothing, when a field is out of range, a
  * partition uses a unit at or past @nr_units, a partition is given with

@@ -305,5 +305,35 @@ TEST_F(Async, BadUseIsRefusedAndAShrinkFailsTheWaitOnce)
 	EXPECT_EQ(h1.release(), 0);
 }
 
+// Issue 28 item 13: a forked child that completes a grant its parent
+// queued is the holder, the process and the thread of it: the holders
+// table names the child as pid and tid, never the parent's pid with the
+// child's tid, which no process has.
+TEST_F(Async, AForkedChildThatCompletesIsTheHolderProcessAndThread)
+{
+	Dev d;
+	ASSERT_EQ(d.acquire_async(), 0);
+	auto pending = only_holder();
+	ASSERT_EQ(pending.size(), 6u) << domain_file("holders");
+	EXPECT_EQ(pending[1], std::to_string(getpid()));
+	EXPECT_EQ(pending[5], "pending");
+
+	Pipe completed, go;
+	pid_t child = spawn([&] {
+		CHILD_REQUIRE(d.complete().err == 0);
+		completed.put(1);
+		CHILD_REQUIRE(go.get() == 1);
+		CHILD_REQUIRE(d.release() == 0);
+		return 0;
+	});
+	ASSERT_EQ(completed.get(), 1);
+	auto held = only_holder();
+	ASSERT_EQ(held.size(), 6u) << domain_file("holders");
+	EXPECT_EQ(held[1], std::to_string(child)) << domain_file("holders");
+	EXPECT_EQ(held[2], std::to_string(child)) << domain_file("holders");
+	go.put(1);
+	expect_child_ok(child);
+}
+
 } // namespace
 } // namespace gpuslot::test

@@ -319,13 +319,31 @@ TEST_F(Layouts, AnExpectedGenerationRefusesToOverwriteANewerLayout)
 	a.expected_generation = d.info().generation;
 	EXPECT_EQ(d.call(GPUSLOT_IOC_SET_LAYOUT, &a), 0);
 	EXPECT_EQ(read_attr(0, "k"), "2\n");
-	// Without the flag the field must be 0; GET takes neither.
+	// Without the flag SET wants the field 0; GET takes no flag.
 	a.flags = 0;
 	EXPECT_EQ(d.call(GPUSLOT_IOC_SET_LAYOUT, &a), EINVAL);
 	gpuslot_layout g{};
 	g.size = sizeof(g);
-	g.expected_generation = 1;
+	g.flags = GPUSLOT_LAYOUT_EXPECT_GENERATION;
 	EXPECT_EQ(d.call(GPUSLOT_IOC_GET_LAYOUT, &g), EINVAL);
+}
+
+// Issue 28 item 13: the header says GET ignores expected_generation, so a
+// caller that fills one struct for both (read, then compare-and-set) reads
+// the layout whatever the field holds.
+TEST_F(Layouts, GetLayoutIgnoresTheExpectedGeneration)
+{
+	Dev d;
+	ASSERT_EQ(write_attr(0, "k", "3"), 0);
+	const uint64_t gen = d.info().generation;
+	for (uint64_t expected : {uint64_t(1), gen, gen + 1, ~uint64_t(0)}) {
+		gpuslot_layout g{};
+		g.size = sizeof(g);
+		g.expected_generation = expected;
+		EXPECT_EQ(d.call(GPUSLOT_IOC_GET_LAYOUT, &g), 0) << expected;
+		EXPECT_EQ(g.k, 3u) << expected;
+		EXPECT_EQ(g.generation, gen) << expected;
+	}
 }
 
 } // namespace

@@ -149,5 +149,19 @@ TEST_F(Tables, PciBusIdTakesOnePciAddressOrNothing)
 	EXPECT_EQ(read_file(path), "\n");
 }
 
+// Issue 28 item 13: ffff:ff:1f.7 is a PCI address like any other (Hyper-V
+// gives passed-through GPUs arbitrary 16-bit domains); it reads back as
+// written, not as the empty "unknown".
+TEST_F(Tables, PciBusIdOfTheHighestAddressReadsBack)
+{
+	const std::string path = sysfs_path(0, "pci_bus_id");
+	for (const char *id : {"ffff:ff:1f.7", "ffff:ff:1f.6", "0000:00:00.0", "ffff:ff:1f.7"}) {
+		EXPECT_EQ(write_file(path, std::string(id) + "\n"), 0) << id;
+		EXPECT_EQ(read_file(path), std::string(id) + "\n") << id;
+	}
+	EXPECT_EQ(write_file(path, "\n"), 0);
+	EXPECT_EQ(read_file(path), "\n");
+}
+
 } // namespace
 } // namespace gpuslot::test
