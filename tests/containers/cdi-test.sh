@@ -38,7 +38,7 @@ bad() { echo "cdi-test: FAILED: $*"; failed=$((failed + 1)); }
 check() { # check WHAT COMMAND...: passes when the command succeeds
 	local what=$1
 	shift
-	if "$@"; then ok "$what"; else bad "$what"; fi
+	if "$@"; then ok "$what"; else bad "$what"; return 1; fi
 }
 finish() {
 	echo "$passed passed, $failed failed"

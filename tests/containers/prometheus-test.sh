@@ -29,7 +29,7 @@ bad() { echo "prometheus-test: FAILED: $*"; failed=$((failed + 1)); }
 check() {
 	local what=$1
 	shift
-	if "$@"; then ok "$what"; else bad "$what"; fi
+	if "$@"; then ok "$what"; else bad "$what"; return 1; fi
 }
 finish() {
 	echo "$passed passed, $failed failed"
@@ -135,7 +135,8 @@ check "the clients waited for each other (contended acquisitions counted)" \
 
 wait "${pids[@]:2}" 2>/dev/null
 check "every client finished its 1000 rounds" \
-	bash -c 'for i in 1 2 3; do grep -qx "done 1000" "$1/client$i.out" || exit 1; done' _ "$w"
+	bash -c 'for i in 1 2 3; do grep -qx "done 1000" "$1/client$i.out" || exit 1; done' _ "$w" ||
+	head -5 "$w"/client*.out
 # Nothing changes now: wait for a scrape of the final counts.
 final=$(status_field "g['stats']['acquisitions']")
 for _ in $(seq 100); do
