@@ -55,13 +55,25 @@ cp -L "$release/libclient/libgpuslot.so.1" "$w/lib/"
 cc -O2 -Wall -Werror -I"$root/libclient/include" -I"$root/uapi" -o "$w/slot_client" "$here/slot_client.c" \
 	"$w/lib/libgpuslot.so.1" -Wl,-rpath,"$w/lib" || { bad "slot_client does not build"; finish; }
 
-# Two free local ports: gpuslotd's metrics and Prometheus's API.
-read -r mport pport < <(python3 -c '
-import socket
-s = [socket.socket() for _ in range(2)]
-for x in s: x.bind(("127.0.0.1", 0))
-print(*[x.getsockname()[1] for x in s])')
-cat >"$w/gpuslotd.conf" <<EOF
+# Free local ports below the ephemeral range (where outgoing connections
+# of anything on the host could take a port between our check and our
+# bind): gpuslotd's metrics and Prometheus's API. Up to three tries.
+free_port() {
+	python3 -c '
+import random, socket
+while True:
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", random.randrange(20000, 32000)))
+        print(s.getsockname()[1])
+        break
+    except OSError:
+        pass'
+}
+export GPUSLOT_SOCKET_DIR=$w/sock # for the clients
+for try in 1 2 3; do
+	mport=$(free_port)
+	cat >"$w/gpuslotd.conf" <<EOF
 [daemon]
 metrics_listen = $mport
 metrics_textfile = $w/textfile/gpuslot.prom
@@ -69,10 +81,17 @@ metrics_textfile_interval_ms = 1000
 [default]
 k = 1
 EOF
-export GPUSLOT_SOCKET_DIR=$w/sock # for the clients
-"$release/daemon/gpuslotd" --transport socket --socket-dir "$w/sock" --state-dir "$w/state" \
-	--topology "$fixture" --dri "" --config "$w/gpuslotd.conf" >"$w/gpuslotd.log" 2>&1 &
-pids+=($!)
+	"$release/daemon/gpuslotd" --transport socket --socket-dir "$w/sock" --state-dir "$w/state" \
+		--topology "$fixture" --dri "" --config "$w/gpuslotd.conf" >"$w/gpuslotd.log" 2>&1 &
+	gpid=$!
+	for _ in $(seq 100); do
+		{ [ -S "$w/sock/gpu0.sock" ] || ! kill -0 "$gpid" 2>/dev/null; } && break
+		sleep 0.1
+	done
+	kill -0 "$gpid" 2>/dev/null && break
+	grep -q "cannot listen" "$w/gpuslotd.log" || break
+done
+pids+=($gpid)
 for _ in $(seq 100); do [ -S "$w/sock/gpu0.sock" ] && break; sleep 0.1; done
 [ -S "$w/sock/gpu0.sock" ] || { bad "gpuslotd did not start: $(cat "$w/gpuslotd.log")"; finish; }
 
@@ -93,6 +112,7 @@ scrape_configs:
     static_configs:
       - targets: ['127.0.0.1:$mport']
 EOF
+pport=$(free_port)
 prometheus --config.file="$w/prometheus.yml" --storage.tsdb.path="$w/tsdb" \
 	--web.listen-address="127.0.0.1:$pport" --log.level=warn >"$w/prometheus.log" 2>&1 &
 pids+=($!)
