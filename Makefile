@@ -7,6 +7,9 @@
 #   make test-python          the Python package's tests (pytest) on this host,
 #                             against a gpuslotd serving the socket transport
 #   make test-python-vm       the same against the module, in the VM
+#   make test-cdi-metrics     containers from the CDI spec (podman, runc) and
+#                             a Prometheus server scraping gpuslotd, on this
+#                             host's socket transport
 #   make fuzz                 libFuzzer on the lock core for FUZZ_SECONDS (60)
 #   make bench                lock benchmarks in the VM, against the alternatives
 #   make bench-host           the same on this host's running kernel (root)
@@ -53,7 +56,7 @@ KIMAGE ?= /boot/vmlinuz-$(KVER)
 endif
 
 .PHONY: all deps modules debug-kernel userspace test test-unit test-vm test-socket \
-	test-python test-python-vm fuzz \
+	test-python test-python-vm test-cdi-metrics fuzz \
 	bench bench-host check-kernel-style demo clean release install uninstall \
 	deb test-system
 
@@ -121,6 +124,22 @@ test-python-vm: modules release
 		GPUSLOT_VM_BINARIES="$(RELEASE)/daemon/gpuslotctl" \
 		bash tests/vm/run-vm.sh $(KIMAGE) kmod/gpuslot.ko tests/vm/python-suite.sh \
 		$(BUILD)/vm-python-$(KERNEL) $(PYTEST_ARGS)
+
+# The containers-and-metrics tests (tests/containers/) on the product
+# build: podman (rootful, runc) runs containers from `gpuslotctl cdi
+# generate`'s spec against gpuslotd's socket transport; Debian's prometheus
+# scrapes gpuslotd while clients run. As root (sudo when not): podman is
+# rootful, and the clients drop to an unprivileged member of gpuslot.
+CDI_FIXTURE = tests/fixtures/kfd/radeon-vii-gfx906
+test-cdi-metrics: release
+	@out=$$(mktemp); \
+	for t in cdi-test prometheus-test; do \
+		bash tests/containers/$$t.sh $(RELEASE) $(CDI_FIXTURE) 2>&1 | tee -a $$out; \
+	done; \
+	sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$$/\1 \2/p' $$out | \
+		awk '{p += $$1; f += $$2; n++} END {if (n != 2) f++; \
+		print p " passed, " f " failed"; exit f > 0}'; \
+	rc=$$?; rm -f $$out; exit $$rc
 
 # BENCH_ARGS passes Google Benchmark flags, e.g. --benchmark_filter=handoff.
 # The repetitions of all benchmarks run in a random order, interleaved, so

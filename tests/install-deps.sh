@@ -17,6 +17,10 @@ packages=(
 	libelf-dev libssl-dev bc flex bison xz-utils
 	python3 python3-pytest python3-setuptools python3-pip python3-numpy python3-matplotlib
 	dh-python lintian man-db
+	# gpuslotd's Prometheus metrics, and the containers-and-metrics step
+	# (tests/containers/): a real Prometheus server scraping gpuslotd, and
+	# podman (rootful, runc) running containers from the CDI spec
+	prometheus-cpp-dev prometheus curl podman runc
 )
 
 missing=()

@@ -3,12 +3,14 @@
 # "N passed, N failed" over all of them.
 #
 # Steps (GPUSLOT_TEST_STEPS, default
-# "unit socket python python-vm vm-stock vm-rt vm-6.12"):
+# "unit socket python cdi-metrics python-vm vm-stock vm-rt vm-6.12"):
 #   unit       userspace unit tests (ctest)
 #   socket     the VM suite's conformance tests on gpuslotd's socket
 #              transport, on this host
 #   python     the Python package's tests (pytest) on this host, against
 #              gpuslotd's socket transport
+#   cdi-metrics  containers from the CDI spec (podman, runc) and a
+#              Prometheus server scraping gpuslotd, on this host (~1 min)
 #   python-vm  the same against the module, in the VM (Debian's 6.1)
 #   vm-stock   the VM suite on Debian's linux-image-amd64
 #   vm-rt      the VM suite on Debian's linux-image-rt-amd64 (PREEMPT_RT)
@@ -20,7 +22,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 logs=${BUILD:-$PWD/build}/logs
 mkdir -p "$logs"
-steps=${GPUSLOT_TEST_STEPS:-unit socket python python-vm vm-stock vm-rt vm-6.12}
+steps=${GPUSLOT_TEST_STEPS:-unit socket python cdi-metrics python-vm vm-stock vm-rt vm-6.12}
 
 total_passed=0 total_failed=0 report=""
 for step in $steps; do
@@ -30,6 +32,7 @@ for step in $steps; do
 	unit) make --no-print-directory test-unit 2>&1 | tee "$log" ;;
 	socket) make --no-print-directory test-socket 2>&1 | tee "$log" ;;
 	python) make --no-print-directory test-python 2>&1 | tee "$log" ;;
+	cdi-metrics) make --no-print-directory test-cdi-metrics 2>&1 | tee "$log" ;;
 	python-vm) make --no-print-directory test-python-vm 2>&1 | tee "$log" ;;
 	vm-*) make --no-print-directory test-vm KERNEL="${step#vm-}" 2>&1 | tee "$log" ;;
 	fuzz) make --no-print-directory fuzz 2>&1 | tee "$log" ;;
@@ -45,7 +48,7 @@ for step in $steps; do
 			's/.*tests passed, \([0-9]*\) tests failed out of \([0-9]*\).*/\1 \2/p' \
 			"$log" | tail -n 1)
 		failed=${failed:-0} passed=$((${total:-0} - failed)) ;;
-	vm-* | system | socket | python*)	read -r passed failed < <(sed -n \
+	vm-* | system | socket | python* | cdi-metrics)	read -r passed failed < <(sed -n \
 			's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$log" | tail -n 1)
 		passed=${passed:-0} failed=${failed:-0} ;;
 	fuzz)	[ "$rc" -eq 0 ] && passed=1 ;;

@@ -83,9 +83,15 @@ int on_key(void *user, const char *section, const char *key,
 		return fail("'" + name + "' is set twice in [" + sec + "]");
 
 	if (sec == "daemon") {
+		if (name.starts_with("metrics_")) {
+			std::string err;
+			return parse_metrics_key(name, value, &st->config.metrics, &err) ? 1
+											 : fail(err);
+		}
 		if (name != "audit_interval_ms")
 			return fail("unknown key '" + name +
-				    "' in [daemon]; known: audit_interval_ms");
+				    "' in [daemon]; known: audit_interval_ms, metrics_listen, "
+				    "metrics_textfile, metrics_textfile_interval_ms");
 		if (!number(value, 0, 3600000, &st->config.audit_interval_ms) ||
 		    (st->config.audit_interval_ms &&
 		     st->config.audit_interval_ms < 100))

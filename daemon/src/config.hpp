@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cu_mask.hpp"
+#include "metrics_settings.hpp"
 
 namespace gpuslot {
 
@@ -27,6 +28,7 @@ struct GpuSettings {
 
 struct Config {
 	unsigned int audit_interval_ms = 2000; // 0: no queue audit
+	MetricsSettings metrics;	       // [daemon] metrics_*: off
 	GpuSettings defaults;
 	std::map<unsigned int, GpuSettings> gpus; // by domain
 

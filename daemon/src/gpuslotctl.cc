@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 // gpuslotctl: gpuslot's command line for people (and, with --json, for
-// machines): status, plan, lint, set-k, set-partitions.
+// machines): status, plan, lint, set-k, set-partitions, and the CDI spec
+// for containers (cdi generate).
+#include <fcntl.h>
 #include <getopt.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -16,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "audit.hpp"
+#include "cdi.hpp"
 #include "daemon.hpp"
 #include "lint.hpp"
 #include "module.hpp"
@@ -49,9 +54,17 @@ const char kUsage[] =
 	"                               set every slot's partition (hex CU mask or\n"
 	"                               'all'), one per slot in order (root); refused\n"
 	"                               when lint finds an error, unless --force\n"
+	"  cdi generate [--output FILE] a CDI spec (kind gpuslot.dev/gpu: one device\n"
+	"                               per domain and 'all') giving containers the\n"
+	"                               lock as this host has it: /dev/gpuslot, or\n"
+	"                               gpuslotd's sockets; e.g. --output\n"
+	"                               /etc/cdi/gpuslot.json, then podman run\n"
+	"                               --device gpuslot.dev/gpu=0\n"
 	"\n"
 	"Options:\n"
 	"  --json             machine-readable output (status, plan, lint)\n"
+	"  --output FILE      cdi generate: write FILE (atomically, mode 0644)\n"
+	"                     instead of standard output\n"
 	"  --domain N         one domain (default: all for status, 0 otherwise)\n"
 	"  --sizes LIST       plan: partition sizes in CUs (30,10,10,10) or percent\n"
 	"                     (50%,25%,25%); default k equal partitions\n"
@@ -99,6 +112,7 @@ struct Options {
 	std::string state_dir = "/run/gpuslot";
 	std::string dri = "/dev/dri";
 	std::string kernel, sizes;
+	std::string output; // cdi generate --output
 	unsigned int k = 0;
 	int domain = -1;
 	bool json = false, force = false, nvidia = false;
@@ -143,6 +157,7 @@ int parse_options(int argc, char **argv, Options *o)
 		{"json", no_argument, nullptr, 'j'},
 		{"force", no_argument, nullptr, 'f'},
 		{"nvidia", no_argument, nullptr, 'n'},
+		{"output", required_argument, nullptr, 'o'},
 		{"help", no_argument, nullptr, 'h'},
 		{nullptr, 0, nullptr, 0},
 	};
@@ -181,6 +196,11 @@ int parse_options(int argc, char **argv, Options *o)
 		case 'j': o->json = true; break;
 		case 'f': o->force = true; break;
 		case 'n': o->nvidia = true; break;
+		case 'o':
+			o->output = optarg;
+			if (o->output.empty())
+				return usage_error("--output: expected a file name");
+			break;
 		case 'h': std::fputs(kUsage, stdout); exit(0);
 		case 'k':
 			if (!whole_number(optarg, 1, GPUSLOT_MAX_SLOTS, &v))
@@ -601,6 +621,63 @@ int set_partitions(const Options &o)
 	return 0;
 }
 
+// Write @text to @path through a temporary file beside it and rename(2),
+// so that an engine reading the CDI directory never sees half a spec.
+int write_atomically(const std::string &path, const std::string &text)
+{
+	const std::filesystem::path p = path;
+	const std::filesystem::path tmp =
+		p.parent_path() / ("." + p.filename().string() + "." + std::to_string(getpid()));
+	int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return fail(tmp.string() + ": " + strerror(errno));
+	fchmod(fd, 0644); // whatever the umask: engines read it as any user
+	bool ok = ::write(fd, text.data(), text.size()) == ssize_t(text.size()) && !fsync(fd);
+	int err = errno;
+	ok = !::close(fd) && ok;
+	if (!ok || ::rename(tmp.c_str(), p.c_str())) {
+		err = ok ? errno : err;
+		::unlink(tmp.c_str());
+		return fail(path + ": " + strerror(err));
+	}
+	return 0;
+}
+
+int cdi(const Options &o)
+{
+	if (o.args.size() != 1 || o.args[0] != "generate")
+		return usage_error("cdi takes one subcommand: generate [--output FILE]");
+	const auto attrs = domain_attrs(o);
+	gpuslot::CdiOptions c;
+	c.socket = attrs.on_socket();
+	c.socket_dir = o.socket_dir;
+	c.domains = attrs.domains();
+	if (c.domains.empty())
+		return fail(attrs.where().string() +
+			    ": no gpuslot domains (load the module, or start gpuslotd on the "
+			    "socket transport, before generating the CDI spec)");
+	if (c.socket && !std::filesystem::path(o.socket_dir).is_absolute())
+		return usage_error("--socket-dir '" + o.socket_dir +
+				   "': the CDI spec needs an absolute path");
+	const std::string spec = gpuslot::cdi_spec_json(c);
+	if (o.output.empty()) {
+		std::fputs(spec.c_str(), stdout);
+		return 0;
+	}
+	if (int rc = write_atomically(o.output, spec))
+		return rc;
+	std::fprintf(stderr, "gpuslotctl: %s: CDI spec of %s, cdiVersion %s, devices %s for %s\n",
+		     o.output.c_str(), gpuslot::kCdiKind, gpuslot::kCdiVersion,
+		     [&] {
+			     std::string names;
+			     for (unsigned int d : c.domains)
+				     names += std::to_string(d) + ", ";
+			     return names + "all";
+		     }().c_str(),
+		     transport_name(attrs).c_str());
+	return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -625,6 +702,8 @@ int main(int argc, char **argv)
 		return set_k(o);
 	if (cmd == "set-partitions")
 		return set_partitions(o);
+	if (cmd == "cdi")
+		return cdi(o);
 	return usage_error("unknown command '" + cmd +
-			   "'; known: status, plan, lint, set-k, set-partitions");
+			   "'; known: status, plan, lint, set-k, set-partitions, cdi");
 }

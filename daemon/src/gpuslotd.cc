@@ -6,9 +6,11 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 
 #include "daemon.hpp"
+#include "metrics.hpp"
 #include "plan_report.hpp"
 #include "serve.hpp"
 
@@ -198,7 +200,27 @@ int main(int argc, char **argv)
 	struct stat st;
 	const bool module = stat(o.device.c_str(), &st) == 0 ||
 			    stat("/sys/module/gpuslot", &st) == 0;
-	if (transport == "socket" || (transport == "auto" && !module))
+	const bool socket = transport == "socket" || (transport == "auto" && !module);
+	// Prometheus metrics, where the config asks for them: read through
+	// the attributes of either transport. Declared before the transport
+	// so that it ends after it (a scrape waiting on the socket transport
+	// gets its answer, or the closed connection).
+	std::unique_ptr<gpuslot::MetricsExporter> metrics;
+	gpuslot::Config config;
+	std::string config_error; // the transport reports it
+	if (gpuslot::load_config(o.config, &config, &config_error) && config.metrics.enabled()) {
+		metrics = std::make_unique<gpuslot::MetricsExporter>(
+			config.metrics,
+			socket ? gpuslot::DomainAttrs::socket(so.socket_dir)
+			       : gpuslot::DomainAttrs::module(o.sysfs),
+			log_line);
+		std::string error;
+		if (!metrics->start(&error)) {
+			log_line(LOG_ERR, error);
+			return 1;
+		}
+	}
+	if (socket)
 		return gpuslot::serve_socket_transport(o, so, log_line);
 
 	gpuslot::Daemon daemon(o, log_line);

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cctype>
 #include <charconv>
 #include <cstring>
 #include <fstream>
@@ -408,10 +409,30 @@ bool read_domain_state(const DomainAttrs &attrs, unsigned int domain, DomainStat
 		return true;
 	});
 	ok = ok && r.lines("stats", [&](const auto &w, const std::string &) {
-		if (w.size() == 2 && w[0] == "overruns")
-			return number(w[1], &s.overruns);
-		return true;
+		if (!w.empty() && w[0] == "wait_hist_log2_ns") {
+			s.wait_hist.assign(w.size() - 1, 0);
+			for (size_t i = 1; i < w.size(); i++)
+				if (!number(w[i], &s.wait_hist[i - 1]))
+					return false;
+			return true;
+		}
+		const std::pair<const char *, uint64_t *> counters[] = {
+			{"acquisitions", &s.acquisitions}, {"contended", &s.contended},
+			{"timeouts", &s.timeouts},	   {"interrupted", &s.interrupted},
+			{"total_wait_ns", &s.total_wait_ns}, {"max_wait_ns", &s.max_wait_ns},
+			{"max_hold_ns", &s.max_hold_ns},   {"overruns", &s.overruns}};
+		for (const auto &[name, field] : counters)
+			if (w.size() == 2 && w[0] == name)
+				return number(w[1], field);
+		return true; // a counter of a newer module
 	});
+	// Older modules have no pci_bus_id: it is optional.
+	if (ok && !attrs.read(domain, "pci_bus_id", &s.pci_bus_id)) {
+		while (!s.pci_bus_id.empty() && std::isspace((unsigned char)s.pci_bus_id.back()))
+			s.pci_bus_id.pop_back();
+	} else {
+		s.pci_bus_id.clear();
+	}
 	if (!ok)
 		return false;
 	*out = std::move(s);

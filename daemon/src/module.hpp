@@ -101,6 +101,13 @@ struct DomainState {
 	unsigned int boost_priority = 0;
 	unsigned int max_hold_ms = 0;
 	uint64_t overruns = 0; // stats: holds that outlived max_hold_ms
+	// The rest of stats: counters since the domain was created.
+	uint64_t acquisitions = 0, contended = 0, timeouts = 0, interrupted = 0;
+	uint64_t total_wait_ns = 0, max_wait_ns = 0, max_hold_ns = 0;
+	// wait_hist_log2_ns: [i] counts waits of [2^i, 2^(i+1)) ns, the last
+	// one everything longer.
+	std::vector<uint64_t> wait_hist;
+	std::string pci_bus_id; // "" where none is recorded
 	unsigned int hqd_limit = 0, hqd_used = 0, hqd_waiters = 0;
 	uint32_t unit_kind = GPUSLOT_UNIT_NONE;
 	unsigned int nr_units = 0, unit_size = 0;

@@ -3,8 +3,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstdio>
+#include <limits>
 #include <sstream>
 
 #include "plan_report.hpp"
@@ -21,6 +24,38 @@ std::string human_ns(uint64_t ns)
 	else
 		snprintf(buf, sizeof(buf), "%.1f s", ns / 1e9);
 	return buf;
+}
+
+double wait_bucket_upper_seconds(size_t i, size_t buckets)
+{
+	if (i + 1 >= buckets)
+		return std::numeric_limits<double>::infinity();
+	return std::ldexp(1.0, int(i) + 1) / 1e9;
+}
+
+double wait_quantile_seconds(const std::vector<uint64_t> &hist, double q)
+{
+	uint64_t total = 0;
+	for (uint64_t n : hist)
+		total += n;
+	if (!total || q < 0 || q > 1)
+		return std::numeric_limits<double>::quiet_NaN();
+	// promql/quantile.go: the first bucket whose cumulative count reaches
+	// q * total; linear within it; the +Inf bucket answers with the
+	// bound below it.
+	const double rank = q * double(total);
+	uint64_t below = 0;
+	for (size_t i = 0; i < hist.size(); i++) {
+		if (double(below + hist[i]) >= rank && hist[i]) {
+			if (i + 1 == hist.size())
+				return i ? wait_bucket_upper_seconds(i - 1, hist.size()) : 0;
+			const double start = i ? wait_bucket_upper_seconds(i - 1, hist.size()) : 0;
+			const double end = wait_bucket_upper_seconds(i, hist.size());
+			return start + (end - start) * ((rank - double(below)) / double(hist[i]));
+		}
+		below += hist[i];
+	}
+	return std::numeric_limits<double>::quiet_NaN();
 }
 
 namespace {
@@ -162,6 +197,19 @@ std::string status_text(const std::vector<StatusGpu> &gpus)
 				       return std::string(b);
 			       }());
 		out << "\n";
+		out << "  acquisitions " << s.acquisitions << " (" << s.contended << " waited, "
+		    << s.timeouts << " timed out, " << s.interrupted << " interrupted)";
+		if (double p50 = wait_quantile_seconds(s.wait_hist, 0.5); !std::isnan(p50))
+			// Estimates within a power-of-two bucket, as Prometheus
+			// makes them; never past the longest wait seen.
+			out << ", wait p50 "
+			    << human_ns(std::min<uint64_t>(uint64_t(p50 * 1e9), s.max_wait_ns))
+			    << " p99 "
+			    << human_ns(std::min<uint64_t>(
+				       uint64_t(wait_quantile_seconds(s.wait_hist, 0.99) * 1e9),
+				       s.max_wait_ns))
+			    << " max " << human_ns(s.max_wait_ns);
+		out << ", longest hold " << human_ns(s.max_hold_ns) << "\n";
 
 		if (g.has_gpu && s.unit_kind == GPUSLOT_UNIT_AMD_CU) {
 			bool any = false;
@@ -240,6 +288,24 @@ std::string status_json(const std::vector<StatusGpu> &gpus)
 				    {"waiters", waiters},
 				    {"more_waiters", s.more_waiters},
 				    {"queues", queues}};
+		nlohmann::json quantiles = nlohmann::json::object();
+		for (const auto &[name, q] : {std::pair{"0.5", 0.5}, {"0.9", 0.9}, {"0.99", 0.99}}) {
+			const double v = wait_quantile_seconds(s.wait_hist, q);
+			quantiles[name] = std::isnan(v) ? nlohmann::json(nullptr) : nlohmann::json(v);
+		}
+		j["stats"] = {{"acquisitions", s.acquisitions},
+			      {"contended", s.contended},
+			      {"timeouts", s.timeouts},
+			      {"interrupted", s.interrupted},
+			      {"overruns", s.overruns},
+			      {"total_wait_ns", s.total_wait_ns},
+			      {"max_wait_ns", s.max_wait_ns},
+			      {"max_hold_ns", s.max_hold_ns},
+			      {"wait_hist_log2_ns", s.wait_hist},
+			      // As histogram_quantile() on gpuslot_wait_seconds.
+			      {"wait_quantiles_seconds", quantiles}};
+		if (!s.pci_bus_id.empty())
+			j["pci_bus_id"] = s.pci_bus_id;
 		if (g.has_gpu)
 			j["gpu"] = {{"node", g.gpu.node_id},
 				    {"gfx", g.gpu.gfx.name()},

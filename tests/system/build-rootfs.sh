@@ -15,6 +15,8 @@ packages=systemd,systemd-sysv,udev,dbus,kmod,dkms,build-essential,pkg-config
 packages=$packages,linux-image-amd64,linux-headers-amd64,initramfs-tools
 packages=$packages,procps,util-linux,passwd,e2fsprogs,ca-certificates
 packages=$packages,libinih1,libdrm-amdgpu1,libsystemd0,python3,man-db
+# gpuslotd's Prometheus metrics (debootstrap pulls libcivetweb1 along)
+packages=$packages,libprometheus-cpp-core1.0,libprometheus-cpp-pull1.0
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 
 stage1=$cache/debian12-$(echo "$packages $mirror" | sha256sum | cut -c1-12)

@@ -91,6 +91,41 @@ TEST(Config, EveryMistakeNamesTheLineAndWhatIsAllowed)
 			<< c.text << "\n-> " << parse_error(c.text);
 }
 
+TEST(Config, MetricsAreOffUnlessAskedAndLocalByDefault)
+{
+	EXPECT_FALSE(parse_ok("").metrics.enabled());
+	EXPECT_FALSE(parse_ok("[daemon]\nmetrics_listen =\nmetrics_textfile =\n").metrics.enabled());
+	auto c = parse_ok("[daemon]\nmetrics_listen = 9842\n");
+	EXPECT_EQ(c.metrics.listen, "127.0.0.1:9842"); // a bare port: loopback only
+	EXPECT_EQ(parse_ok("[daemon]\nmetrics_listen = [::1]:9842\n").metrics.listen, "[::1]:9842");
+	EXPECT_EQ(parse_ok("[daemon]\nmetrics_listen = 0.0.0.0:9842\n").metrics.listen,
+		  "0.0.0.0:9842");
+	c = parse_ok("[daemon]\nmetrics_textfile = /var/lib/prometheus/node-exporter/gpuslot.prom\n"
+		     "metrics_textfile_interval_ms = 5000\n");
+	EXPECT_EQ(c.metrics.textfile, "/var/lib/prometheus/node-exporter/gpuslot.prom");
+	EXPECT_EQ(c.metrics.textfile_interval_ms, 5000u);
+	EXPECT_TRUE(c.metrics.enabled());
+}
+
+TEST(Config, BadMetricsKeysNameTheLineAndWhatIsAllowed)
+{
+	const std::pair<const char *, const char *> cases[] = {
+		{"metrics_listen = localhost:9842", "t.conf:2: metrics_listen 'localhost:9842': expected"},
+		{"metrics_listen = 65536", "expected a port (127.0.0.1 only)"},
+		{"metrics_listen = 127.0.0.1", "metrics_listen '127.0.0.1'"},
+		{"metrics_listen = ::1:9842", "[::1]:PORT"},
+		{"metrics_textfile = gpuslot.prom", "expected an absolute path ending in .prom"},
+		{"metrics_textfile = /var/lib/x/gpuslot.txt", "node-exporter's textfile collector"},
+		{"metrics_textfile_interval_ms = 999", "expected 1000 to 3600000"},
+		{"metrics_port = 9842", "unknown key 'metrics_port' in [daemon]; known: audit_interval_ms, "
+					"metrics_listen, metrics_textfile, metrics_textfile_interval_ms"},
+	};
+	for (const auto &[line, want] : cases)
+		EXPECT_NE(parse_error(std::string("[daemon]\n") + line + "\n").find(want),
+			  std::string::npos)
+			<< line << ": " << parse_error(std::string("[daemon]\n") + line + "\n");
+}
+
 TEST(Config, MissingFileIsTheDefaultsAndUnreadableIsAnError)
 {
 	gpuslot::Config c;

@@ -68,6 +68,10 @@ TEST_F(ModuleState, ParsesEveryFile)
 	EXPECT_EQ(s.holders[0].boost, gpuslot::HoldBoost::overrun);
 	EXPECT_EQ(s.max_hold_ms, 500u);
 	EXPECT_EQ(s.overruns, 2u);
+	EXPECT_EQ(s.acquisitions, 10u); // every counter of stats, for metrics
+	EXPECT_EQ(s.max_hold_ns, 9u);
+	EXPECT_EQ(s.wait_hist, (std::vector<uint64_t>{0, 1}));
+	EXPECT_EQ(s.pci_bus_id, ""); // an older module has none
 	EXPECT_EQ(s.queues[0].comm, "Web Content");
 	ASSERT_EQ(s.waiters.size(), 1u);
 	EXPECT_EQ(s.waiters[0].allowed, ~0ULL);
