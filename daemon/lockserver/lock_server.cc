@@ -1820,7 +1820,8 @@ void LockServer::on_message(Conn &c)
 			break;
 		}
 		std::vector<gpuslot_partition> parts(l.nr_partitions);
-		std::memcpy(parts.data(), data + usize, tail);
+		if (tail) // an empty vector's data() may be null
+			std::memcpy(parts.data(), data + usize, tail);
 		if ((err = set_layout(d.id, &l, parts.data())) && err != EAGAIN)
 			break;
 		if (!err)

@@ -765,10 +765,16 @@ TEST_F(Socket, RootOfAUserNamespaceIsNoAdmin)
 		int got[3];
 		got[0] = f->call(GPUSLOT_IOC_SET_K, &k);
 		gpuslot_layout l{};
+		gpuslot_partition whole{};
 		l.size = sizeof(l);
 		l.k = 1;
 		l.flags = GPUSLOT_LAYOUT_MAX_HOLD;
 		l.max_hold_ms = 0;
+		l.unit_kind = GPUSLOT_UNIT_AMD_CU;
+		l.unit_size = 1;
+		l.nr_units = 60;
+		l.nr_partitions = 1;
+		l.partitions = uintptr_t(&whole);
 		got[1] = f->call(GPUSLOT_IOC_SET_LAYOUT, &l);
 		got[2] = f->write_attr("max_hold_ms", "0");
 		(void)!write(fds[1], got, sizeof(got));
@@ -916,11 +922,11 @@ TEST_F(Socket, OutOfFdsTheServerWaitsAndDoesNotSpin)
 	const int64_t before = cpu_ns();
 	usleep(1000000);
 	const int64_t used = cpu_ns() - before;
+	setrlimit(RLIMIT_NOFILE, &old);
 	// A loop that spins on EMFILE takes the whole second (it runs at
 	// SCHED_FIFO); one that waits for an fd takes its retries' worth.
 	EXPECT_LT(used, 200000000) << "the server's thread used " << used / 1000000
 				   << " ms of CPU in 1 s of EMFILE (" << int(n) << " connected)";
-	setrlimit(RLIMIT_NOFILE, &old);
 	(void)!write(done[1], "x", 1);
 	waitpid(child, nullptr, 0);
 	// The fds are back: a new client is served.
