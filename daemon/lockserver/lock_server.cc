@@ -791,7 +791,10 @@ bool LockServer::charge(Conn &c, uint64_t cost)
 	const int64_t burst = std::max(1u, options_.member_burst);
 	// Whole tokens earned since the last refill; the rest of the time
 	// carries over.
-	const int64_t earned = int64_t((now - m.refilled_ns) * uint64_t(rate) / 1000000000);
+	// (A full bucket's wait at most: no overflow after a long idle.)
+	const uint64_t idle = std::min<uint64_t>(now - m.refilled_ns,
+						 uint64_t(burst) * 1000000000 / uint64_t(rate) + 1);
+	const int64_t earned = int64_t(idle * uint64_t(rate) / 1000000000);
 	if (earned > 0) {
 		m.refilled_ns += uint64_t(earned) * 1000000000 / uint64_t(rate);
 		m.tokens = std::min(burst, m.tokens + earned);

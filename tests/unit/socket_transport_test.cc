@@ -1346,4 +1346,55 @@ TEST_F(Socket, AReserveTimeoutOfUint64MaxWaits)
 	EXPECT_EQ(got.load(), 0);
 }
 
+
+// Item 4: ExecStopPost's gpuslotd --restore-boosts gives a killed server's
+// boosts back at once (before any restart), and refuses to touch the file
+// of a server that runs.
+TEST_F(Socket, RestoreBoostsGivesAKilledServersBoostsBack)
+{
+	std::vector<std::string> notes;
+	EXPECT_EQ(gpuslot::restore_boosts(dir_ / "gpuslotd.state", &notes), -EBUSY)
+		<< "the state file of a running server";
+	stop_server();
+	pid_t server = fork();
+	if (server == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		gpuslot::LockServerOptions o;
+		o.socket_dir = dir_;
+		o.nr_domains = 2;
+		gpuslot::LockServer s(o);
+		std::string e;
+		if (s.start(&e))
+			_exit(1);
+		s.run(&e);
+		_exit(0);
+	}
+	for (int i = 0; i < 5000 && !fs::exists(gpuslot::domain_socket(dir_, 1)); i++)
+		usleep(1000);
+	auto f = file();
+	const bool boost = info(*f).boost_priority != 0;
+	if (boost) {
+		std::thread t([&] {
+			ASSERT_EQ(acquire(*f).err, 0);
+			EXPECT_EQ(policy_of().policy, SCHED_FIFO);
+			kill(server, SIGKILL);
+			waitpid(server, nullptr, 0);
+			EXPECT_EQ(policy_of().policy, SCHED_FIFO);
+			notes.clear();
+			EXPECT_EQ(gpuslot::restore_boosts(dir_ / "gpuslotd.state", &notes), 0);
+			EXPECT_EQ(policy_of().policy, SCHED_OTHER);
+			ASSERT_EQ(notes.size(), 1u);
+			EXPECT_NE(notes[0].find("given back"), std::string::npos) << notes[0];
+		});
+		t.join();
+	} else {
+		kill(server, SIGKILL);
+		waitpid(server, nullptr, 0);
+	}
+	f.reset();
+	start_server();
+	if (!boost)
+		GTEST_SKIP() << "no CAP_SYS_NICE: no boost";
+}
+
 } // namespace
