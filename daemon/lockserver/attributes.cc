@@ -47,7 +47,7 @@ void table_end(std::string *t, unsigned int skipped)
 // A thread's name as one word of a table (gpuslot_escape_name()): bytes
 // outside '!'..'~' and the backslash as \xHH, an empty name as \x00. Read
 // when shown: the module copies it at the call, which we cannot see.
-std::string task_name(pid_t pid, pid_t tid)
+std::string read_task_name(pid_t pid, pid_t tid)
 {
 	std::string comm;
 	std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/comm");
@@ -153,6 +153,21 @@ const char *const kUnitNames[] = {"none", "amd-cu", "nv-sm-group"};
 
 } // namespace
 
+// Names are cached for a second: a member that reads a table of a
+// thousand waiters in a loop costs no /proc read per line.
+std::string LockServer::task_name(pid_t pid, pid_t tid) const
+{
+	const uint64_t now = now_ns();
+	auto it = names_.find(tid);
+	if (it != names_.end() && it->second.pid == pid && now - it->second.read_ns < 1000000000)
+		return it->second.name;
+	if (names_.size() >= 4096)
+		names_.clear();
+	std::string name = read_task_name(pid, tid);
+	names_[tid] = {pid, name, now};
+	return name;
+}
+
 int LockServer::attr_read(const Domain &d, const std::string &name, std::string *text) const
 {
 	auto line = [](auto v) { return std::to_string(v) + "\n"; };
@@ -192,6 +207,13 @@ int LockServer::attr_read(const Domain &d, const std::string &name, std::string 
 		unsigned int skipped = 0;
 		for (unsigned int slot = 0; slot < GPUSLOT_MAX_SLOTS; slot++) {
 			const Conn *c = d.holder[slot];
+			if (const Orphan *o = d.orphan[slot]; o && !table_full(t)) {
+				// Kept for its holder to reclaim (a gpuslotd died).
+				t += std::to_string(slot) + " " + std::to_string(o->pid) + " " +
+				     std::to_string(o->tid) + " " + task_name(o->pid, o->tid) +
+				     " 0 unboosted\n";
+				continue;
+			}
 			if (!c)
 				continue;
 			if (table_full(t)) {
@@ -332,10 +354,11 @@ int LockServer::store_attr(Domain &d, const std::string &name, const std::string
 		return EINVAL; // two partitions share a unit
 	d.parts = parts;
 	gpuslot_core_new_generation(&d.core);
+	record_generation(d);
 	return 0;
 }
 
-void LockServer::on_attr(Conn &c, uint32_t cmd, const char *data, size_t size)
+size_t LockServer::on_attr(Conn &c, uint32_t cmd, const char *data, size_t size)
 {
 	const char *nul = static_cast<const char *>(std::memchr(data, '\0', size));
 	std::string name(data, nul ? size_t(nul - data) : size);
@@ -351,6 +374,7 @@ void LockServer::on_attr(Conn &c, uint32_t cmd, const char *data, size_t size)
 		text.clear();
 	}
 	reply(c, c.request_seq, cmd, err, text.data(), err ? 0 : text.size());
+	return size_t(std::count(text.begin(), text.end(), '\n'));
 }
 
 } // namespace gpuslot

@@ -4,6 +4,9 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <sched.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -21,8 +24,14 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <mutex>
+#include <set>
 
 #include <sys/syscall.h>
+
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77 // Linux 6.5
+#endif
 
 // The ledger's idea of a thread (kmod/boost.h): here, a thread of a peer
 // process, verified against the peer's pidfd before every change.
@@ -58,9 +67,10 @@ int take_struct(const char *data, uint32_t usize, void *out, size_t known, size_
 	return 0;
 }
 
-// The effective uid and capabilities of @pid ("self" for us), from /proc,
-// as they are now (the module checks capable() at each call); uid -1 and
-// no capabilities if they cannot be read.
+// Our own effective uid and capabilities ("self"), from /proc; uid -1
+// and no capabilities if they cannot be read. Never a peer's: a peer's
+// trust comes from the credentials the kernel stamped on its connection
+// and messages.
 struct Creds {
 	uid_t euid = uid_t(-1);
 	uint64_t caps = 0;
@@ -80,7 +90,69 @@ Creds creds_of(const std::string &pid)
 	return c;
 }
 
-constexpr unsigned int kCapSysNice = 23, kCapSysAdmin = 21;
+constexpr unsigned int kCapSysNice = 23;
+
+bool pidfd_alive(int pidfd)
+{
+	return pidfd >= 0 && syscall(SYS_pidfd_send_signal, pidfd, 0, nullptr, 0) == 0;
+}
+
+// The start time of process @pid (clock ticks after boot, /proc/<pid>/stat
+// field 22): with the pid, who a process is across pid reuse. 0 if gone.
+uint64_t proc_start_time(pid_t pid)
+{
+	char path[64], buf[1024];
+	std::snprintf(path, sizeof(path), "/proc/%d/stat", int(pid));
+	int f = ::open(path, O_RDONLY | O_CLOEXEC);
+	if (f < 0)
+		return 0;
+	const ssize_t n = ::read(f, buf, sizeof(buf) - 1);
+	::close(f);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	const char *p = std::strrchr(buf, ')'); // the name may hold anything
+	if (!p)
+		return 0;
+	// Field 3 (state) follows ") "; the start time is field 22.
+	unsigned long long start = 0;
+	int field = 2;
+	for (const char *q = p + 1; *q && field < 22; q++)
+		if (*q == ' ' && ++field == 22)
+			start = std::strtoull(q + 1, nullptr, 10);
+	return start;
+}
+
+// Whether @uid is the real, effective or saved uid of process @pid now.
+bool uid_of(pid_t pid, uid_t uid)
+{
+	std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+	unsigned long r, e, s;
+	for (std::string line; std::getline(in, line);)
+		if (std::sscanf(line.c_str(), "Uid: %lu %lu %lu", &r, &e, &s) == 3)
+			return r == uid || e == uid || s == uid;
+	return false;
+}
+
+// A pidfd for the process the kernel named @pid with uid @uid (from
+// SO_PEERCRED or SCM_CREDENTIALS), taken at once, while the kernel still
+// vouches for it: then checked, so that a pid reused in between by another
+// user's process is refused (the pidfd pins what /proc is read of, and the
+// process must still live after the reads). -1 if it cannot be had.
+int checked_pidfd(pid_t pid, uid_t uid, uint64_t *start)
+{
+	int pidfd = int(syscall(SYS_pidfd_open, pid, 0));
+	if (pidfd < 0)
+		return -1;
+	*start = proc_start_time(pid);
+	if (!*start || !uid_of(pid, uid) || !pidfd_alive(pidfd)) {
+		::close(pidfd);
+		return -1;
+	}
+	return pidfd;
+}
+
+constexpr unsigned int kRootReserve = 16; // connections only root may take
 
 // One ledger for the server, as the module has one: every call runs on the
 // server's thread.
@@ -109,6 +181,114 @@ bool thread_of(const task_struct *p)
 	if (syscall(SYS_pidfd_send_signal, p->pidfd, 0, nullptr, 0))
 		return false;
 	return syscall(SYS_tgkill, p->pid, p->tid, 0) == 0 || errno == EPERM;
+}
+
+// The scheduling attributes of thread @tid, or false.
+bool sched_attr_of(pid_t tid, SchedAttr *attr)
+{
+	*attr = {};
+	return syscall(SYS_sched_getattr, tid, attr, sizeof(*attr), 0) == 0;
+}
+
+// A boost a dead server left on @h's holder thread, given back if the
+// holder (pid and start time) still lives and the thread still runs at
+// the boost (a thread that changed its policy since keeps its own). The
+// hold stays recorded, unboosted. Whether the holder lives.
+bool give_back_boost(StateHold &h, unsigned int domain, unsigned int slot,
+		     std::vector<std::string> *notes, int *pidfd_out)
+{
+	const std::string who = "gpu" + std::to_string(domain) + " slot " + std::to_string(slot) +
+				": holder " + std::to_string(h.pid) + "/" + std::to_string(h.tid);
+	int pidfd = int(syscall(SYS_pidfd_open, h.pid, 0));
+	if (pidfd < 0 || proc_start_time(h.pid) != h.start_time || !pidfd_alive(pidfd)) {
+		if (pidfd >= 0)
+			::close(pidfd);
+		notes->push_back(who + " is gone");
+		h.state = StateHold::free;
+		return false;
+	}
+	if (h.state == StateHold::boosted) {
+		SchedAttr now;
+		const bool ours = (syscall(SYS_tgkill, h.pid, h.tid, 0) == 0 || errno == EPERM) &&
+				  sched_attr_of(h.tid, &now) && now.sched_policy == SCHED_FIFO &&
+				  now.sched_priority == h.prio;
+		if (ours) {
+			SchedAttr back{};
+			back.size = sizeof(back);
+			back.sched_policy = h.policy;
+			back.sched_flags = h.reset_on_fork ? kResetOnFork : 0;
+			back.sched_nice = h.nice;
+			back.sched_priority = h.rt_priority;
+			// The pidfd still names the holder: the tid is its thread.
+			if (pidfd_alive(pidfd) && !syscall(SYS_sched_setattr, h.tid, &back, 0))
+				notes->push_back(who + ": SCHED_FIFO " + std::to_string(h.prio) +
+						 " given back (policy " + std::to_string(h.policy) +
+						 ", priority " + std::to_string(h.rt_priority) +
+						 ", nice " + std::to_string(h.nice) + ")");
+			else
+				notes->push_back(who + ": cannot give its boost back: " +
+						 strerror(errno));
+		} else {
+			notes->push_back(who + ": no longer runs at the boost; left as it is");
+		}
+		h.state = StateHold::held;
+	}
+	if (pidfd_out)
+		*pidfd_out = pidfd;
+	else
+		::close(pidfd);
+	return true;
+}
+
+const char kStateName[] = "gpuslotd.state";
+
+// The state files' fds of the servers of this process: a forked child
+// closes its copies, so that the lock stays the server's alone (flock()
+// belongs to the open file, which fork() shares).
+std::mutex state_fds_lock;
+std::set<int> state_fds;
+
+void forget_state_fds_in_child()
+{
+	for (int fd : state_fds)
+		::close(fd);
+	state_fds.clear();
+}
+
+// Open and lock @path: the fd, or -errno (EBUSY: a server holds it).
+int lock_state_file(const std::filesystem::path &path, bool create, std::string *error)
+{
+	int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | (create ? O_CREAT : 0),
+			0600);
+	if (fd < 0) {
+		int err = errno;
+		*error = path.string() + ": " + strerror(err);
+		return -err;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB)) {
+		int err = errno == EWOULDBLOCK ? EBUSY : errno;
+		::close(fd);
+		*error = path.string() + (err == EBUSY ? ": another gpuslotd serves this socket "
+							 "directory (it holds this file)"
+						       : std::string(": ") + strerror(err));
+		return -err;
+	}
+	return fd;
+}
+
+// The table a previous server left in @fd: its domains, or empty.
+std::vector<StateDomain> read_state(int fd)
+{
+	StateHeader h{};
+	std::vector<StateDomain> out;
+	if (pread(fd, &h, sizeof(h), 0) != ssize_t(sizeof(h)) || h.magic != kStateMagic ||
+	    h.size != sizeof(StateHold) || h.nr_domains > 4096)
+		return out;
+	out.resize(h.nr_domains);
+	const ssize_t want = ssize_t(out.size() * sizeof(StateDomain));
+	if (pread(fd, out.data(), size_t(want), sizeof(h)) != want)
+		out.clear();
+	return out;
 }
 
 void task_get_attr(task_struct *p, gpuslot_sched_attr *a)
@@ -179,17 +359,56 @@ std::filesystem::path domain_socket(const std::filesystem::path &dir, unsigned i
 	return dir / ("gpu" + std::to_string(domain) + ".sock");
 }
 
+int restore_boosts(const std::filesystem::path &state, std::vector<std::string> *notes)
+{
+	std::string error;
+	int fd = lock_state_file(state, false, &error);
+	if (fd < 0) {
+		notes->push_back(error);
+		return fd;
+	}
+	std::vector<StateDomain> table = read_state(fd);
+	for (unsigned int i = 0; i < table.size(); i++)
+		for (unsigned int s = 0; s < GPUSLOT_MAX_SLOTS; s++)
+			if (table[i].slot[s].state == StateHold::boosted)
+				give_back_boost(table[i].slot[s], i, s, notes, nullptr);
+	// The holds stay for the next server's grace period, unboosted now.
+	int err = 0;
+	const ssize_t size = ssize_t(table.size() * sizeof(StateDomain));
+	if (!table.empty() && pwrite(fd, table.data(), size_t(size), sizeof(StateHeader)) != size)
+		err = -errno;
+	::close(fd);
+	return err;
+}
+
 LockServer::LockServer(const LockServerOptions &options) : options_(options) {}
 
 LockServer::~LockServer()
 {
 	for (auto &[fd, c] : conns_) {
-		// A stopping gpuslotd leaves no thread boosted.
+		// A stopping gpuslotd leaves no thread boosted. The hold stays
+		// recorded: its holder may still be at work on the slot, and the
+		// next server keeps it for the grace period.
 		gpuslot_boost_finish(&ledger, &c->boost, UINT64_MAX);
 		prune_tasks();
-		if (c->pidfd >= 0)
-			::close(c->pidfd);
+		if (c->state == Conn::holding || c->state == Conn::granted)
+			record_hold(*c->domain, c->slot);
+		for (int pidfd : {c->pidfd, c->request_pidfd, c->acquire_pidfd})
+			if (pidfd >= 0)
+				::close(pidfd);
 		::close(fd);
+	}
+	for (auto &o : orphans_)
+		if (o->pidfd >= 0)
+			::close(o->pidfd);
+	if (housekeeping_fd_ >= 0)
+		::close(housekeeping_fd_);
+	if (state_)
+		munmap(state_, state_size_);
+	if (state_fd_ >= 0) {
+		std::lock_guard<std::mutex> g(state_fds_lock);
+		state_fds.erase(state_fd_);
+		::close(state_fd_); // the lock goes with it
 	}
 	for (auto &d : domains_) {
 		if (d->listen_fd >= 0) {
@@ -217,28 +436,48 @@ int LockServer::start(std::string *error)
 	};
 	epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
 	stop_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (epoll_fd_ < 0 || stop_fd_ < 0)
-		return fail("epoll/eventfd");
+	housekeeping_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (epoll_fd_ < 0 || stop_fd_ < 0 || housekeeping_fd_ < 0)
+		return fail("epoll/eventfd/timerfd");
 	sources_.push_back(std::make_unique<Source>(Source{Source::stopper}));
 	epoll_event e{};
 	e.events = EPOLLIN;
 	e.data.ptr = sources_.back().get();
 	if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, stop_fd_, &e))
 		return fail("epoll_ctl");
+	sources_.push_back(std::make_unique<Source>(Source{Source::housekeeping}));
+	e.data.ptr = sources_.back().get();
+	if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, housekeeping_fd_, &e))
+		return fail("epoll_ctl");
+	// Each connection costs two fds (the socket, the peer's pidfd): half
+	// the limit, less a reserve for ours (epoll, timers, the state file).
+	rlimit nofile{};
+	getrlimit(RLIMIT_NOFILE, &nofile);
+	max_conns_ = options_.max_conns
+			     ? options_.max_conns
+			     : unsigned(std::max<rlim_t>(nofile.rlim_cur, 256) / 2 - 64 - kRootReserve);
 	std::error_code ec;
 	std::filesystem::create_directories(options_.socket_dir, ec);
+	// One server per socket directory, and what the last one left.
+	if (int err = open_state(error))
+		return err;
 	for (unsigned int i = 0; i < options_.nr_domains; i++) {
 		auto d = std::make_unique<Domain>();
 		d->id = i;
 		gpuslot_core_init(&d->core, 1);
 		// Generations keep growing across restarts of gpuslotd, so that a
 		// client that reconnects never takes a new layout for the one its
-		// streams were built for: start from the wall clock in
-		// microseconds (a daemon makes far fewer than one change per
-		// microsecond of its life).
-		timespec wall;
-		clock_gettime(CLOCK_REALTIME, &wall);
-		d->core.generation = uint64_t(wall.tv_sec) * 1000000 + uint64_t(wall.tv_nsec) / 1000;
+		// streams were built for: past the last one the state file
+		// recorded, and past CLOCK_BOOTTIME in microseconds (which the
+		// wall clock's steps do not move, and a daemon makes far fewer
+		// than one change per microsecond of its life) where the file is
+		// new. Clients do not outlive a boot.
+		timespec boot;
+		clock_gettime(CLOCK_BOOTTIME, &boot);
+		const uint64_t recorded = state_domain(state_, i)->generation;
+		d->core.generation = std::max(recorded + 1, uint64_t(boot.tv_sec) * 1000000 +
+								    uint64_t(boot.tv_nsec) / 1000);
+		state_domain(state_, i)->generation = d->core.generation;
 		gpuslot_budget_init(&d->budget, GPUSLOT_DEFAULT_HQD_LIMIT);
 		d->listen_source.domain = d.get();
 		if (!boost_)
@@ -256,6 +495,9 @@ int LockServer::start(std::string *error)
 		d->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 		if (d->listen_fd < 0)
 			return fail("socket");
+		// Every message carries its sender's credentials from the first.
+		const int on = 1;
+		setsockopt(d->listen_fd, SOL_SOCKET, SO_PASSCRED, &on, sizeof(on));
 		if (bind(d->listen_fd, reinterpret_cast<sockaddr *>(&addr), sizeof(addr)))
 			return fail(path.string());
 		if (chmod(path.c_str(), options_.mode) ||
@@ -277,6 +519,305 @@ int LockServer::start(std::string *error)
 	return 0;
 }
 
+int LockServer::open_state(std::string *error)
+{
+	const auto path = options_.socket_dir / kStateName;
+	state_fd_ = lock_state_file(path, true, error);
+	if (state_fd_ < 0) {
+		const int err = state_fd_;
+		state_fd_ = -1;
+		return err;
+	}
+	{
+		static std::once_flag atfork;
+		std::call_once(atfork,
+			       [] { pthread_atfork(nullptr, nullptr, forget_state_fds_in_child); });
+		std::lock_guard<std::mutex> g(state_fds_lock);
+		state_fds.insert(state_fd_);
+	}
+	std::vector<StateDomain> old = read_state(state_fd_);
+	state_size_ = sizeof(StateHeader) + options_.nr_domains * sizeof(StateDomain);
+	if (ftruncate(state_fd_, off_t(state_size_))) {
+		*error = path.string() + ": " + strerror(errno);
+		return -errno;
+	}
+	// Mapped through a file of its own: a mapping holds its open file,
+	// and the lock must go with our fd alone. Not inherited by a fork.
+	const int map_fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	state_ = map_fd < 0 ? MAP_FAILED
+			    : mmap(nullptr, state_size_, PROT_READ | PROT_WRITE, MAP_SHARED, map_fd, 0);
+	const int map_err = errno;
+	if (map_fd >= 0)
+		::close(map_fd);
+	if (state_ == MAP_FAILED) {
+		state_ = nullptr;
+		*error = path.string() + ": mmap: " + strerror(map_err);
+		return -map_err;
+	}
+	madvise(state_, state_size_, MADV_DONTFORK);
+	std::memset(state_, 0, state_size_);
+	auto *h = static_cast<StateHeader *>(state_);
+	h->magic = kStateMagic;
+	h->nr_domains = options_.nr_domains;
+	h->size = sizeof(StateHold);
+	// What a dead (or stopped) server left: boosts given back now, holds
+	// of holders that live kept for them until run() adopts them.
+	for (unsigned int i = 0; i < old.size(); i++) {
+		if (i < options_.nr_domains)
+			state_domain(state_, i)->generation = old[i].generation;
+		for (unsigned int s = 0; s < GPUSLOT_MAX_SLOTS; s++) {
+			StateHold &r = old[i].slot[s];
+			int pidfd = -1;
+			if (r.state == StateHold::free ||
+			    !give_back_boost(r, i, s, &recovered_, &pidfd))
+				continue;
+			if (i >= options_.nr_domains) {
+				::close(pidfd);
+				continue;
+			}
+			auto o = std::make_unique<Orphan>();
+			o->domain = i;
+			o->slot = s;
+			o->pid = r.pid;
+			o->tid = r.tid;
+			o->start_time = r.start_time;
+			o->pidfd = pidfd;
+			o->source.orphan = o.get();
+			orphans_.push_back(std::move(o));
+		}
+	}
+	return 0;
+}
+
+// The holds a dead server left become holds of the lock core, for their
+// holders to reclaim within the grace period (NFS's lock reclaim): no new
+// grant of their slots until then.
+void LockServer::adopt_orphans()
+{
+	const uint64_t now = now_ns();
+	for (auto it = orphans_.begin(); it != orphans_.end();) {
+		Orphan &o = **it;
+		Domain &d = *domains_[o.domain];
+		const uint64_t bit = 1ULL << o.slot;
+		epoll_event e{};
+		e.events = EPOLLIN;
+		e.data.ptr = &o.source;
+		if (o.slot >= d.core.k || (d.core.held & bit) ||
+		    gpuslot_core_try_acquire(&d.core, bit) != int(o.slot) ||
+		    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, o.pidfd, &e)) {
+			recovered_.push_back("gpu" + std::to_string(o.domain) + " slot " +
+					     std::to_string(o.slot) + ": not kept (the layout changed)");
+			::close(o.pidfd);
+			it = orphans_.erase(it);
+			continue;
+		}
+		d.orphan[o.slot] = &o;
+		StateHold &r = state_domain(state_, o.domain)->slot[o.slot];
+		r = {};
+		r.state = StateHold::held;
+		r.pid = o.pid;
+		r.tid = o.tid;
+		r.start_time = o.start_time;
+		const unsigned int domain = o.domain, slot = o.slot;
+		Orphan *self = &o;
+		at(now + uint64_t(options_.grace_ms) * 1000000, [this, domain, slot, self] {
+			if (domains_[domain]->orphan[slot] == self)
+				end_orphan(*domains_[domain], slot);
+		});
+		++it;
+	}
+}
+
+void LockServer::end_orphan(Domain &d, unsigned int slot)
+{
+	Orphan *o = d.orphan[slot];
+	d.orphan[slot] = nullptr;
+	epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, o->pidfd, nullptr);
+	::close(o->pidfd);
+	o->pidfd = -1; // freed after this round of events
+	state_domain(state_, d.id)->slot[slot] = {};
+	LIST_HEAD(done);
+	gpuslot_core_release(&d.core, slot, &done);
+	finish(d, &done);
+}
+
+int LockServer::reclaim(Domain &d, Conn &c, uint64_t allowed)
+{
+	const uint64_t start = c.request_pid == c.pid ? c.start_time : c.request_start;
+	for (unsigned int slot = 0; slot < GPUSLOT_MAX_SLOTS; slot++) {
+		Orphan *o = d.orphan[slot];
+		if (!o || !(allowed >> slot & 1) || o->pid != c.request_pid || o->start_time != start ||
+		    !start)
+			continue;
+		// Its holder asks again: the slot is its own, the core keeps it
+		// held.
+		d.orphan[slot] = nullptr;
+		epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, o->pidfd, nullptr);
+		::close(o->pidfd);
+		o->pidfd = -1; // freed after this round of events
+		return int(slot);
+	}
+	return -1;
+}
+
+void LockServer::record_hold(const Domain &d, unsigned int slot)
+{
+	if (!state_)
+		return;
+	StateHold &r = state_domain(state_, d.id)->slot[slot];
+	const Conn *c = d.holder[slot];
+	if (!c) {
+		r = {};
+		return;
+	}
+	StateHold h{};
+	h.state = StateHold::held;
+	h.pid = c->holder_pid;
+	h.tid = c->holder_tid;
+	h.start_time = c->holder_pid == c->pid		? c->start_time
+		       : c->holder_pid == c->acquire_pid ? c->acquire_start
+							 : c->request_start;
+	if (const gpuslot_boost_thread *t = c->boost.thread) {
+		h.state = StateHold::boosted;
+		h.prio = t->applied;
+		h.policy = t->saved.policy;
+		h.rt_priority = t->saved.rt_priority;
+		h.nice = t->saved.nice;
+		h.reset_on_fork = t->saved.reset_on_fork;
+		if (t->task)
+			h.tid = t->task->tid;
+	}
+	r = h;
+}
+
+int LockServer::pidfd_for(const Conn &c, pid_t pid) const
+{
+	if (pid == c.pid)
+		return c.pidfd;
+	if (pid == c.acquire_pid && c.acquire_pidfd >= 0)
+		return c.acquire_pidfd;
+	return pid == c.request_pidfd_pid ? c.request_pidfd : -1;
+}
+
+void LockServer::every(uint64_t interval_ns, std::function<void()> f)
+{
+	every_.emplace_back(interval_ns, std::move(f));
+}
+
+void LockServer::at(uint64_t when, std::function<void()> f)
+{
+	later_.emplace(when, std::move(f));
+	arm_housekeeping();
+}
+
+void LockServer::arm_housekeeping()
+{
+	const uint64_t next = later_.empty() ? 0 : later_.begin()->first;
+	if (next == housekeeping_armed_)
+		return;
+	housekeeping_armed_ = next;
+	itimerspec t{};
+	t.it_value.tv_sec = time_t(next / 1000000000);
+	t.it_value.tv_nsec = long(next % 1000000000);
+	timerfd_settime(housekeeping_fd_, TFD_TIMER_ABSTIME, &t, nullptr);
+}
+
+void LockServer::on_housekeeping()
+{
+	uint64_t ticks;
+	(void)!read(housekeeping_fd_, &ticks, sizeof(ticks));
+	housekeeping_armed_ = 0;
+	const uint64_t now = now_ns();
+	std::vector<std::function<void()>> due;
+	while (!later_.empty() && later_.begin()->first <= now) {
+		due.push_back(std::move(later_.begin()->second));
+		later_.erase(later_.begin());
+	}
+	for (auto &f : due)
+		f();
+	arm_housekeeping();
+}
+
+void LockServer::pause_listeners(uint64_t now)
+{
+	if (listeners_paused_)
+		return;
+	listeners_paused_ = true;
+	for (auto &d : domains_) {
+		epoll_event e{};
+		e.data.ptr = &d->listen_source;
+		epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, d->listen_fd, &e);
+	}
+	// Back on when a connection closes, or after a while (the fds may
+	// free elsewhere): 10 ms, doubling to 1 s while accept keeps failing.
+	accept_backoff_ns_ = std::clamp<uint64_t>(accept_backoff_ns_ * 2, 10000000, 1000000000);
+	at(now + accept_backoff_ns_, [this] { resume_listeners(); });
+}
+
+void LockServer::resume_listeners()
+{
+	if (!listeners_paused_)
+		return;
+	listeners_paused_ = false;
+	for (auto &d : domains_) {
+		epoll_event e{};
+		e.events = EPOLLIN;
+		e.data.ptr = &d->listen_source;
+		epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, d->listen_fd, &e);
+	}
+}
+
+void LockServer::set_member_paused(Member &m, bool paused)
+{
+	m.paused = paused;
+	for (auto &[fd, c] : conns_) {
+		if (c->member != &m || c->paused == paused)
+			continue;
+		c->paused = paused;
+		epoll_event e{};
+		e.events = paused ? 0u : uint32_t(EPOLLIN);
+		e.data.ptr = &c->source;
+		epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, fd, &e);
+	}
+}
+
+bool LockServer::charge(Conn &c, uint64_t cost)
+{
+	Member &m = *c.member;
+	if (!m.limited)
+		return true;
+	const uint64_t now = now_ns();
+	const int64_t rate = std::max(1u, options_.member_rate);
+	const int64_t burst = std::max(1u, options_.member_burst);
+	// Whole tokens earned since the last refill; the rest of the time
+	// carries over.
+	// (A full bucket's wait at most: no overflow after a long idle.)
+	const uint64_t idle = std::min<uint64_t>(now - m.refilled_ns,
+						 uint64_t(burst) * 1000000000 / uint64_t(rate) + 1);
+	const int64_t earned = int64_t(idle * uint64_t(rate) / 1000000000);
+	if (earned > 0) {
+		m.refilled_ns += uint64_t(earned) * 1000000000 / uint64_t(rate);
+		m.tokens = std::min(burst, m.tokens + earned);
+		if (m.tokens == burst)
+			m.refilled_ns = now;
+	}
+	m.tokens -= int64_t(std::min<uint64_t>(cost, uint64_t(burst)));
+	if (m.tokens >= 0 || m.paused)
+		return m.tokens >= 0;
+	// Spent: that uid's connections are not read until it has earned a
+	// fiftieth of a second's worth again (their messages wait in their
+	// sockets; nobody else's do).
+	set_member_paused(m, true);
+	const int64_t want = std::min(burst, std::max<int64_t>(1, rate / 50)) - m.tokens;
+	const uid_t uid = m.uid;
+	at(now + uint64_t(want) * 1000000000 / uint64_t(rate) + 1, [this, uid] {
+		auto it = members_.find(uid);
+		if (it != members_.end() && it->second->paused)
+			set_member_paused(*it->second, false);
+	});
+	return false;
+}
+
 void LockServer::stop()
 {
 	uint64_t one = 1;
@@ -293,6 +834,19 @@ int LockServer::run(std::string *error)
 		sched_param p{};
 		p.sched_priority = GPUSLOT_DEFAULT_BOOST_PRIORITY + 1;
 		pthread_setschedparam(pthread_self(), SCHED_FIFO | SCHED_RESET_ON_FORK, &p);
+	}
+	adopt_orphans();
+	// The periodic calls (the watchdog) run from the loop, and so only
+	// while it turns.
+	for (auto &[interval, f] : every_) {
+		auto tick = std::make_shared<std::function<void()>>();
+		*tick = [this, interval = interval, f = f, weak = std::weak_ptr(tick)] {
+			f();
+			if (auto again = weak.lock())
+				at(now_ns() + interval, [again] { (*again)(); });
+		};
+		ticks_.push_back(tick);
+		(*tick)();
 	}
 	epoll_event events[64];
 	for (;;) {
@@ -314,6 +868,14 @@ int LockServer::run(std::string *error)
 			case Source::timer:
 				on_timer(*s->domain);
 				break;
+			case Source::housekeeping:
+				on_housekeeping();
+				break;
+			case Source::orphan_exit:
+				// Its holder exited: the slot is free.
+				if (s->orphan->pidfd >= 0)
+					end_orphan(*domains_[s->orphan->domain], s->orphan->slot);
+				break;
 			case Source::connection:
 				if (events[i].events & (EPOLLHUP | EPOLLERR))
 					close_conn(*s->conn);
@@ -322,18 +884,46 @@ int LockServer::run(std::string *error)
 				break;
 			}
 		}
+		std::erase_if(orphans_, [](const auto &o) { return o->pidfd < 0; });
 	}
 }
 
 void LockServer::accept_on(Domain &d)
 {
-	for (;;) {
+	// A few at a time: the other sources have their turn in between.
+	for (int i = 0; i < 16; i++) {
 		int fd = accept4(d.listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-		if (fd < 0)
+		if (fd < 0) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return;
+			if (errno == ECONNABORTED || errno == EINTR || errno == EPROTO)
+				continue;
+			// EMFILE, ENFILE, ENOBUFS, ENOMEM: the connection stays
+			// in the backlog, so the listener would be readable at
+			// once again; stop listening until an fd frees.
+			pause_listeners(now_ns());
 			return;
+		}
+		accept_backoff_ns_ = 0;
 		ucred cred{};
 		socklen_t len = sizeof(cred);
 		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len)) {
+			::close(fd);
+			continue;
+		}
+		auto &mp = members_[cred.uid];
+		if (!mp) {
+			mp = std::make_unique<Member>();
+			mp->uid = cred.uid;
+			mp->limited = cred.uid != 0 && cred.uid != geteuid();
+			mp->tokens = std::max(1u, options_.member_burst);
+			mp->refilled_ns = now_ns();
+		}
+		Member &m = *mp;
+		// Over its uid's share, or over all but root's reserve: closed
+		// at once (the client's first call fails ECONNRESET).
+		if ((m.limited && m.conns >= options_.max_conns_per_uid) ||
+		    conns_.size() >= max_conns_ + (m.limited ? 0 : kRootReserve)) {
 			::close(fd);
 			continue;
 		}
@@ -342,9 +932,26 @@ void LockServer::accept_on(Domain &d)
 		c->domain = &d;
 		c->pid = cred.pid;
 		c->uid = cred.uid;
+		c->member = &m;
 		c->source.conn = c.get();
 		c->waiter.conn = c.get();
-		c->pidfd = int(syscall(SYS_pidfd_open, cred.pid, 0));
+		// The connector's pidfd: the kernel's own where it has
+		// SO_PEERPIDFD (the process that connected, whatever became of
+		// its pid); else one taken now and checked (a pid reused since
+		// by another user's process is refused: no boost for it).
+		c->pidfd = -1;
+		if (options_.peer_pidfd) {
+			int pidfd = -1;
+			socklen_t plen = sizeof(pidfd);
+			if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &plen) == 0 && pidfd >= 0) {
+				c->pidfd = pidfd;
+				c->start_time = proc_start_time(cred.pid);
+				if (!pidfd_alive(pidfd))
+					c->start_time = 0;
+			}
+		}
+		if (c->pidfd < 0)
+			c->pidfd = checked_pidfd(cred.pid, cred.uid, &c->start_time);
 		c->request_pid = cred.pid;
 		// The "file mode" of the attributes: root's, or ours. From
 		// SO_PEERCRED, which holds at connect (the peer may have changed
@@ -355,12 +962,16 @@ void LockServer::accept_on(Domain &d)
 		c->boost.node.next = c->boost.node.prev = &c->boost.node;
 		c->hqd_waiter.conn = c.get();
 		epoll_event e{};
-		e.events = EPOLLIN;
+		c->paused = m.paused;
+		e.events = m.paused ? 0u : uint32_t(EPOLLIN);
 		e.data.ptr = &c->source;
 		if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &e)) {
+			if (c->pidfd >= 0)
+				::close(c->pidfd);
 			::close(fd);
 			continue;
 		}
+		m.conns++;
 		conns_[fd] = std::move(c);
 	}
 }
@@ -427,6 +1038,7 @@ void LockServer::grant(Domain &d, Conn &c, unsigned int slot)
 	d.stats.max_wait_ns = std::max<uint64_t>(d.stats.max_wait_ns, wait);
 	d.stats.wait_hist[std::min(wait ? 63 - std::countl_zero(wait) : 0,
 				   GPUSLOT_HIST_BUCKETS - 1)]++;
+	record_hold(d, slot);
 }
 
 void LockServer::boost(Domain &d, Conn &c, pid_t pid, pid_t tid)
@@ -443,8 +1055,10 @@ void LockServer::boost(Domain &d, Conn &c, pid_t pid, pid_t tid)
 		// The connecting process, pinned at connect; another process
 		// sharing the connection (a forked child) as the kernel named it
 		// in the message's credentials.
-		t->pidfd = pid == c.pid ? fcntl(c.pidfd, F_DUPFD_CLOEXEC, 0)
-					: int(syscall(SYS_pidfd_open, pid, 0));
+		// Either pidfd was taken when the kernel vouched for its process
+		// (at connect, or as the child's message came), never now.
+		const int pidfd = pidfd_for(c, pid);
+		t->pidfd = pidfd >= 0 ? fcntl(pidfd, F_DUPFD_CLOEXEC, 0) : -1;
 		if (t->pidfd < 0)
 			return;
 		it = tasks.emplace(tid, std::move(t)).first;
@@ -456,6 +1070,8 @@ void LockServer::boost(Domain &d, Conn &c, pid_t pid, pid_t tid)
 	const bool boosted = gpuslot_boost_begin(&ledger, &c.boost, c.hold_seq,
 						 c.hold_boost != Conn::overrun, p, d.boost_priority);
 	prune_tasks();
+	if (c.state == Conn::holding)
+		record_hold(d, c.slot);
 	if (!boosted || c.hold_boost != Conn::unboosted)
 		return;
 	c.hold_boost = Conn::boosted;
@@ -472,6 +1088,8 @@ void LockServer::unboost(Conn &c)
 {
 	gpuslot_boost_finish(&ledger, &c.boost, c.hold_seq);
 	prune_tasks();
+	if (c.state == Conn::holding && c.domain->holder[c.slot] == &c)
+		record_hold(*c.domain, c.slot);
 }
 
 void LockServer::finish(Domain &d, ::list_head *done)
@@ -526,6 +1144,7 @@ void LockServer::release_slot(Domain &d, Conn &c)
 		c.hold_timed = false;
 	}
 	d.holder[c.slot] = nullptr;
+	record_hold(d, c.slot);
 	c.state = Conn::idle;
 	LIST_HEAD(done);
 	gpuslot_core_release(&d.core, c.slot, &done);
@@ -614,8 +1233,9 @@ void LockServer::close_conn(Conn &c)
 	Domain &d = *c.domain;
 	// As the module's release of the file: holds, waits and queues end.
 	unboost(c);
-	if (c.pidfd >= 0)
-		::close(c.pidfd);
+	for (int pidfd : {c.pidfd, c.request_pidfd, c.acquire_pidfd})
+		if (pidfd >= 0)
+			::close(pidfd);
 	if (c.state == Conn::holding || c.state == Conn::granted) {
 		release_slot(d, c);
 	} else if (c.state == Conn::acquiring || c.state == Conn::queued) {
@@ -635,15 +1255,37 @@ void LockServer::close_conn(Conn &c)
 	c.hqd_reserved = 0;
 	epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c.fd, nullptr);
 	::close(c.fd);
+	c.member->conns--;
 	const int fd = c.fd;
 	finish_budget(d, &done);
 	conns_.erase(fd);
+	// An fd is free: accept again if it had run out.
+	resume_listeners();
 }
 
+// An admin is root in the initial user namespace (or gpuslotd's own user),
+// as the kernel stamped the message when it was sent: SCM_CREDENTIALS
+// carry the sender's uid mapped into our namespace, so root of a user
+// namespace is the member it maps to, and what the sender became after
+// sending (a setuid exec) does not count. Capabilities are not seen: a
+// non-root CAP_SYS_ADMIN process is no admin here.
 bool LockServer::admin(const Conn &c) const
 {
-	const Creds now = creds_of(std::to_string(c.request_pid));
-	return (now.caps >> kCapSysAdmin & 1) || now.euid == geteuid();
+	return c.request_uid != uid_t(-1) && (c.request_uid == 0 || c.request_uid == geteuid());
+}
+
+// A queued ACQUIRE's caller, when it is not the connector (a forked
+// child): its pidfd, taken as its message came, kept for the grant.
+void LockServer::take_acquire_pidfd(Conn &c)
+{
+	if (c.acquire_pidfd >= 0)
+		::close(c.acquire_pidfd);
+	c.acquire_pidfd = -1;
+	c.acquire_start = c.start_time;
+	if (c.request_pid != c.pid && c.request_pidfd >= 0 && c.request_pidfd_pid == c.request_pid) {
+		c.acquire_pidfd = fcntl(c.request_pidfd, F_DUPFD_CLOEXEC, 0);
+		c.acquire_start = c.request_start;
+	}
 }
 
 int LockServer::may_acquire(const Domain &d, const Conn &c, uint64_t allowed) const
@@ -666,7 +1308,10 @@ int LockServer::cmd_acquire(Conn &c, gpuslot_acquire &a, uint32_t usize, bool *l
 	c.start_ns = now_ns();
 	c.acquire_pid = c.request_pid;
 	c.acquire_tid = c.request_tid;
-	int slot = gpuslot_core_try_acquire(&d.core, allowed);
+	take_acquire_pidfd(c);
+	int slot = reclaim(d, c, allowed);
+	if (slot < 0)
+		slot = gpuslot_core_try_acquire(&d.core, allowed);
 	if (slot >= 0) {
 		grant(d, c, unsigned(slot));
 		c.state = Conn::holding;
@@ -717,7 +1362,10 @@ int LockServer::cmd_async(Conn &c, gpuslot_acquire &a)
 	c.start_ns = now_ns();
 	c.acquire_pid = c.request_pid;
 	c.acquire_tid = c.request_tid;
-	int slot = gpuslot_core_try_acquire(&d.core, allowed);
+	take_acquire_pidfd(c);
+	int slot = reclaim(d, c, allowed);
+	if (slot < 0)
+		slot = gpuslot_core_try_acquire(&d.core, allowed);
 	if (slot >= 0) {
 		grant(d, c, unsigned(slot));
 		c.state = Conn::granted;
@@ -745,6 +1393,9 @@ int LockServer::cmd_complete(Conn &c, gpuslot_acquire &a)
 	// The completing thread is the holder now, as in the module.
 	c.holder_pid = c.request_pid;
 	c.holder_tid = c.request_tid;
+	take_acquire_pidfd(c);
+	c.acquire_pid = c.request_pid;
+	record_hold(*c.domain, c.slot);
 	boost(*c.domain, c, c.request_pid, c.request_tid);
 	a.slot = c.slot;
 	a.generation = c.generation;
@@ -815,7 +1466,11 @@ int LockServer::cmd_reserve(Conn &c, gpuslot_reserve_queues &r, uint32_t usize, 
 	c.reserve_size = usize;
 	if (timed) {
 		c.hqd_timed = true;
-		c.hqd_deadline = d.hqd_deadlines.emplace(now_ns() + r.timeout_ns, &c);
+		// UINT64_MAX (and whatever passes the clock's end) waits
+		// forever, as ACQUIRE's timeout does.
+		const uint64_t now = now_ns();
+		c.hqd_deadline = d.hqd_deadlines.emplace(
+			r.timeout_ns > UINT64_MAX - now ? UINT64_MAX : now + r.timeout_ns, &c);
 		arm_timer(d);
 	}
 	*later = true;
@@ -862,8 +1517,15 @@ int LockServer::set_k(Domain &d, unsigned int k, __u64 *generation)
 		gpuslot_core_new_generation(&d.core);
 	if (generation)
 		*generation = d.core.generation;
+	record_generation(d);
 	finish(d, &done);
 	return 0;
+}
+
+void LockServer::record_generation(const Domain &d)
+{
+	if (state_)
+		state_domain(state_, d.id)->generation = d.core.generation;
 }
 
 int LockServer::set_hqd_limit(Domain &d, unsigned int limit)
@@ -920,6 +1582,7 @@ int LockServer::set_layout(unsigned int domain, gpuslot_layout *l, const gpuslot
 	if (l->hqd_limit)
 		gpuslot_budget_set_limit(&d.budget, l->hqd_limit, &budget_done);
 	l->generation = d.core.generation;
+	record_generation(d);
 	finish(d, &done);
 	finish_budget(d, &budget_done);
 	return 0;
@@ -961,6 +1624,7 @@ void LockServer::on_message(Conn &c)
 	mh.msg_controllen = sizeof(control);
 	ssize_t n = recvmsg(c.fd, &mh, MSG_TRUNC | MSG_CMSG_CLOEXEC);
 	c.request_pid = c.pid;
+	c.request_uid = uid_t(-1); // no credentials: no admin
 	for (cmsghdr *cm = CMSG_FIRSTHDR(&mh); n > 0 && cm; cm = CMSG_NXTHDR(&mh, cm))
 		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_CREDENTIALS &&
 		    cm->cmsg_len == CMSG_LEN(sizeof(ucred))) {
@@ -968,6 +1632,7 @@ void LockServer::on_message(Conn &c)
 			std::memcpy(&cred, CMSG_DATA(cm), sizeof(cred));
 			if (cred.pid > 0)
 				c.request_pid = cred.pid;
+			c.request_uid = cred.uid;
 		}
 	if (n <= 0) {
 		if (n == 0 || (errno != EAGAIN && errno != EINTR))
@@ -987,11 +1652,34 @@ void LockServer::on_message(Conn &c)
 		return;
 	}
 	const uint32_t cmd = h.cmd;
-	c.request_tid = h.tid;
 	c.request_seq = h.seq;
+	// Each request spends its uid's budget; a table read one more per
+	// line (below).
+	charge(c, 1);
 	if (cmd == GPUSLOT_WIRE_ATTR_READ || cmd == GPUSLOT_WIRE_ATTR_WRITE) {
-		on_attr(c, cmd, data, h.size);
+		const size_t lines = on_attr(c, cmd, data, h.size);
+		if (lines > 1)
+			charge(c, lines - 1);
 		return;
+	}
+	// The thread the header names, for the boost and the tables, only if
+	// it is a thread of the sender now; else none (0): no boost.
+	c.request_tid = 0;
+	if (cmd == _IOC_NR(GPUSLOT_IOC_ACQUIRE) || cmd == _IOC_NR(GPUSLOT_IOC_ACQUIRE_ASYNC) ||
+	    cmd == _IOC_NR(GPUSLOT_IOC_ACQUIRE_COMPLETE)) {
+		if (h.tid > 0 && (syscall(SYS_tgkill, c.request_pid, h.tid, 0) == 0 || errno == EPERM))
+			c.request_tid = h.tid;
+		// A sender that is not the connector (a forked child): its
+		// pidfd now, while its message's credentials vouch for it,
+		// not at a grant that may come after its pid was reused.
+		if (c.request_pid != c.pid &&
+		    (c.request_pidfd_pid != c.request_pid || !pidfd_alive(c.request_pidfd))) {
+			if (c.request_pidfd >= 0)
+				::close(c.request_pidfd);
+			c.request_pidfd_pid = c.request_pid;
+			c.request_pidfd =
+				checked_pidfd(c.request_pid, c.request_uid, &c.request_start);
+		}
 	}
 	// The struct's own size field, as the ioctl reads it.
 	uint32_t usize = 0;
@@ -1136,7 +1824,8 @@ void LockServer::on_message(Conn &c)
 			break;
 		}
 		std::vector<gpuslot_partition> parts(l.nr_partitions);
-		std::memcpy(parts.data(), data + usize, tail);
+		if (tail) // an empty vector's data() may be null
+			std::memcpy(parts.data(), data + usize, tail);
 		if ((err = set_layout(d.id, &l, parts.data())) && err != EAGAIN)
 			break;
 		if (!err)

@@ -10,9 +10,19 @@
 //
 // Death is release: a connection that closes (exit, crash, SIGKILL) frees
 // its slot and its queues. Admin commands (SET_K, SET_LAYOUT, attribute
-// writes) need the peer to have CAP_SYS_ADMIN at the call (SO_PEERCRED,
-// /proc), or to run as the user gpuslotd runs as (a gpuslotd that a user
-// started without root is that user's to administer).
+// writes) need the message's sender to be root in the initial user
+// namespace, as the kernel stamped the message when it was sent
+// (SCM_CREDENTIALS), or the user gpuslotd runs as (a gpuslotd that a user
+// started without root is that user's to administer); never /proc.
+//
+// What one member can cost the server is bounded (docs/transports.md, "The
+// threat model"): connections per uid and in all, requests per uid (a
+// token bucket: a uid over its rate is not read until it has tokens again),
+// thread names cached. gpuslotd's own death is survived: the holds and
+// boosts are recorded in a state file (an mmap'd table in the socket
+// directory, flock'd by the one server that serves it), so that the next
+// server gives back the boosts a dead one left and keeps the slots of
+// holders that still live for a grace period in which they reclaim them.
 //
 // One thread runs everything (epoll); timeouts are one timerfd per domain
 // over an ordered set of deadlines, so a queue of thousands costs
@@ -54,7 +64,27 @@ struct LockServerOptions {
 	// The sockets' group and mode: members of the group may connect.
 	gid_t group = gid_t(-1);
 	mode_t mode = 0660;
+	// Connections: per uid (root is not counted) and in all (0: half
+	// of RLIMIT_NOFILE, less a reserve: each costs a socket and a pidfd).
+	unsigned int max_conns_per_uid = 256;
+	unsigned int max_conns = 0;
+	// Requests per second a uid other than root and gpuslotd's may make
+	// (a table read costs one more per line), and the burst it may save.
+	unsigned int member_rate = 20000;
+	unsigned int member_burst = 20000;
+	// How long the holds a dead gpuslotd left stay reserved for their
+	// holders to reclaim (their process still living), at most.
+	unsigned int grace_ms = 10000;
+	// Take the connector's pidfd with SO_PEERPIDFD where the kernel has it
+	// (6.5); off, or on older kernels: pidfd_open() at once, checked.
+	bool peer_pidfd = true;
 };
+
+// What a dead gpuslotd left in @state (its state file): boosts given back
+// now (SCHED_FIFO threads of holders that still live, by pid and start
+// time), as ExecStopPost and the next start do. Lines for the log in
+// *@notes. Fails (-errno, *@notes says why) if a server holds the file.
+int restore_boosts(const std::filesystem::path &state, std::vector<std::string> *notes);
 
 // gpu<domain>.sock in @dir.
 std::filesystem::path domain_socket(const std::filesystem::path &dir, unsigned int domain);
@@ -74,6 +104,13 @@ public:
 	void stop();
 	// Holders are boosted (gpuslotd has CAP_SYS_NICE); valid after start().
 	bool boosting() const { return boost_; }
+	// What start() found of a previous gpuslotd: boosts given back, holds
+	// kept for reclaim (lines for the log).
+	const std::vector<std::string> &recovered() const { return recovered_; }
+	// Call @f every @interval_ns on the server's thread while run() runs
+	// (gpuslotd's sd_notify WATCHDOG=1: sent only by a loop that turns).
+	// Before run().
+	void every(uint64_t interval_ns, std::function<void()> f);
 
 	// SET_LAYOUT as an admin would (@l->partitions ignored: @parts has
 	// @l->nr_partitions entries). Before run(), or on its thread. 0 or a
@@ -99,10 +136,36 @@ public:
 
 	struct Domain;
 	struct Conn;
+	struct Member;
+	struct Orphan;
 
 private:
 	struct Source;
 	void accept_on(Domain &d);
+	// Listeners off while accept fails for want of fds, back on when one
+	// frees or at a retry.
+	void pause_listeners(uint64_t now);
+	void resume_listeners();
+	// A uid's request budget: false (and its connections paused until it
+	// refills) once it is spent.
+	bool charge(Conn &c, uint64_t cost);
+	void set_member_paused(Member &m, bool paused);
+	// Work at a time (the watchdog, retries, refills, grace): the
+	// housekeeping timer.
+	void at(uint64_t when, std::function<void()> f);
+	void arm_housekeeping();
+	void on_housekeeping();
+	// The state file: open, lock, and read what a previous server left.
+	int open_state(std::string *error);
+	void record_hold(const Domain &d, unsigned int slot);
+	void adopt_orphans();
+	void end_orphan(Domain &d, unsigned int slot);
+	// A holder of a dead gpuslotd's slot asks again: its slot, or -1.
+	int reclaim(Domain &d, Conn &c, uint64_t allowed);
+	// The pidfd that stands for @pid in @c's requests, or -1.
+	int pidfd_for(const Conn &c, pid_t pid) const;
+	void take_acquire_pidfd(Conn &c);
+	void record_generation(const Domain &d);
 	void on_message(Conn &c);
 	void on_timer(Domain &d);
 	void on_hold_deadline(Domain &d, Conn &c, uint64_t now);
@@ -138,8 +201,10 @@ private:
 	int attr_read(const Domain &d, const std::string &name, std::string *text) const;
 	int attr_write(Conn &c, const std::string &name, const std::string &text);
 	int store_attr(Domain &d, const std::string &name, const std::string &text);
-	void on_attr(Conn &c, uint32_t cmd, const char *data, size_t size);
+	// The lines of a table it read (what the read cost).
+	size_t on_attr(Conn &c, uint32_t cmd, const char *data, size_t size);
 	bool admin(const Conn &c) const;
+	std::string task_name(pid_t pid, pid_t tid) const;
 
 	void admin_changed(const Domain &d, AdminChange what);
 
@@ -151,6 +216,27 @@ private:
 	std::vector<std::unique_ptr<Domain>> domains_;
 	std::map<int, std::unique_ptr<Conn>> conns_;
 	std::vector<std::unique_ptr<Source>> sources_;
+	std::map<uid_t, std::unique_ptr<Member>> members_;
+	unsigned int max_conns_ = 0;
+	bool listeners_paused_ = false;
+	uint64_t accept_backoff_ns_ = 0;
+	int housekeeping_fd_ = -1;
+	uint64_t housekeeping_armed_ = 0;
+	std::multimap<uint64_t, std::function<void()>> later_;
+	std::vector<std::pair<uint64_t, std::function<void()>>> every_;
+	std::vector<std::shared_ptr<std::function<void()>>> ticks_;
+	int state_fd_ = -1;
+	void *state_ = nullptr;
+	size_t state_size_ = 0;
+	std::vector<std::unique_ptr<Orphan>> orphans_;
+	std::vector<std::string> recovered_;
+	// Thread names for the tables, read at most once a second each.
+	struct Name {
+		pid_t pid;
+		std::string name;
+		uint64_t read_ns;
+	};
+	mutable std::map<pid_t, Name> names_;
 };
 
 } // namespace gpuslot

@@ -3,12 +3,14 @@
 
 #include <grp.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <syslog.h>
 #include <systemd/sd-daemon.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <unistd.h>
 #include <memory>
 
 #include "config.hpp"
@@ -29,6 +31,18 @@ void on_signal(int)
 }
 
 } // namespace
+
+int restore_socket_boosts(const SocketServeOptions &options, const Daemon::Log &log)
+{
+	const auto state = options.socket_dir / "gpuslotd.state";
+	if (access(state.c_str(), F_OK))
+		return 0; // no socket-mode gpuslotd ran here
+	std::vector<std::string> notes;
+	const int err = restore_boosts(state, &notes);
+	for (const auto &n : notes)
+		log(err ? LOG_ERR : LOG_NOTICE, n);
+	return err ? 1 : 0;
+}
 
 int serve_socket_transport(const DaemonOptions &daemon, const SocketServeOptions &options,
 			   const Daemon::Log &log)
@@ -61,11 +75,27 @@ int serve_socket_transport(const DaemonOptions &daemon, const SocketServeOptions
 			log(LOG_WARNING, "no group '" + options.group +
 						 "': the sockets keep gpuslotd's group");
 	}
+	// Connections cost fds: take the whole hard limit (the unit sets
+	// LimitNOFILE), and let the server bound them per uid and in all.
+	rlimit nofile{};
+	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+		nofile.rlim_cur = nofile.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &nofile);
+	}
 	LockServer server(lo);
 	if (server.start(&error)) {
 		log(LOG_ERR, error);
 		return 1;
 	}
+	// What a gpuslotd that died (or stopped) left: boosts given back,
+	// holds kept for their holders to reclaim.
+	for (const auto &line : server.recovered())
+		log(LOG_NOTICE, "previous gpuslotd: " + line);
+	// systemd's watchdog: WATCHDOG=1 at half its interval, sent by the
+	// loop itself, so a loop that stops turning is restarted.
+	uint64_t watchdog_usec = 0;
+	if (sd_watchdog_enabled(0, &watchdog_usec) > 0 && watchdog_usec)
+		server.every(watchdog_usec * 1000 / 2, [] { sd_notify(0, "WATCHDOG=1"); });
 	const std::string kernel = daemon.kernel.empty() ? running_kernel_release() : daemon.kernel;
 	// GPU @i's layout for @k slots, planned as on the device, into the lock.
 	auto apply = [&](size_t i, unsigned int k, unsigned int hqd, std::vector<std::string> *notes,

@@ -21,6 +21,10 @@ struct SocketServeOptions {
 	std::string group = "gpuslot"; // the sockets' group; "" keeps ours
 };
 
+// What a dead socket-mode gpuslotd left in @options.socket_dir: its boosts
+// given back (ExecStopPost). gpuslotd's exit status.
+int restore_socket_boosts(const SocketServeOptions &options, const Daemon::Log &log);
+
 // Plan, serve until SIGTERM/SIGINT, and return gpuslotd's exit status.
 int serve_socket_transport(const DaemonOptions &daemon, const SocketServeOptions &options,
 			   const Daemon::Log &log);

@@ -34,21 +34,81 @@ inline uint64_t now_ns()
 }
 
 struct LockServer::Source {
-	enum Kind { listener, connection, timer, stopper } kind;
+	enum Kind { listener, connection, timer, stopper, housekeeping, orphan_exit } kind;
 	Domain *domain = nullptr;
 	Conn *conn = nullptr;
+	Orphan *orphan = nullptr;
 };
+
+// One uid's connections and request budget (root and gpuslotd's own user
+// are not limited).
+struct LockServer::Member {
+	uid_t uid = 0;
+	bool limited = true;
+	unsigned int conns = 0;
+	int64_t tokens = 0;
+	uint64_t refilled_ns = 0;
+	bool paused = false;
+};
+
+// A hold that a dead gpuslotd left, its holder still living: the slot is
+// held for it until it reclaims it, exits, or the grace period ends.
+struct LockServer::Orphan {
+	unsigned int domain = 0, slot = 0;
+	pid_t pid = 0, tid = 0;
+	uint64_t start_time = 0;
+	int pidfd = -1; // readable when the holder exits
+	Source source{Source::orphan_exit};
+};
+
+// The state file (gpuslotd.state in the socket directory): a header and,
+// per domain, the generation and a record per slot. Written in place
+// through a shared mapping, so what a SIGKILLed server wrote is there for
+// the next one; flock()ed by the server that serves the directory.
+struct StateHold {
+	enum : uint32_t { free = 0, held = 1, boosted = 2 };
+	uint32_t state;
+	int32_t pid, tid;
+	uint32_t prio; // the boost applied
+	uint64_t start_time; // the holder process's, clock ticks after boot
+	// What the holder thread ran at before the boost.
+	uint32_t policy, rt_priority;
+	int32_t nice;
+	uint32_t reset_on_fork;
+};
+
+struct StateDomain {
+	uint64_t generation;
+	StateHold slot[GPUSLOT_MAX_SLOTS];
+};
+
+struct StateHeader {
+	uint64_t magic; // kStateMagic
+	uint32_t nr_domains;
+	uint32_t size; // sizeof(StateHold), a check of the layout
+};
+
+constexpr uint64_t kStateMagic = 0x31657461736c7367ULL; // "gslstat1"
+
+inline StateDomain *state_domain(void *state, unsigned int i)
+{
+	return reinterpret_cast<StateDomain *>(static_cast<char *>(state) + sizeof(StateHeader)) +
+	       i;
+}
 
 struct LockServer::Conn {
 	int fd = -1;
 	Domain *domain = nullptr;
 	pid_t pid = 0;
 	uid_t uid = 0;
+	uint64_t start_time = 0; // the connector's, clock ticks after boot
+	Member *member = nullptr;
 	// Root (or gpuslotd's user) connected: as on a sysfs file that root
 	// opened, attribute writes then fail EPERM, not EACCES, once the
 	// caller is no admin.
 	bool admin_at_connect = false;
 	Source source{Source::connection};
+	bool paused = false; // its uid's request budget is spent
 	enum State { idle, acquiring, holding, queued, granted } state = idle;
 	struct Waiter {
 		gpuslot_core_waiter core;
@@ -65,6 +125,14 @@ struct LockServer::Conn {
 	// request, and the ledger's record of this connection's hold.
 	int pidfd = -1;
 	pid_t request_pid = 0, request_tid = 0; // the current message's caller
+	// The sender's uid as the kernel stamped the message (SCM_CREDENTIALS),
+	// in our (the initial) user namespace; -1 without credentials.
+	uid_t request_uid = uid_t(-1);
+	// A sender other than the connector (a forked child): its pidfd,
+	// taken as its message came, and a queued ACQUIRE's caller's.
+	int request_pidfd = -1, acquire_pidfd = -1;
+	pid_t request_pidfd_pid = 0;
+	uint64_t request_start = 0, acquire_start = 0; // their start times
 	// Requests are answered under their sequence number: the current
 	// one's, and those of a queued ACQUIRE and a waiting RESERVE_QUEUES.
 	uint32_t request_seq = 0, acquire_seq = 0, reserve_seq = 0;
@@ -102,6 +170,7 @@ struct LockServer::Domain {
 	gpuslot_budget budget{};
 	gpuslot_partitions parts{};
 	Conn *holder[GPUSLOT_MAX_SLOTS] = {};
+	Orphan *orphan[GPUSLOT_MAX_SLOTS] = {}; // a dead gpuslotd's holds
 	unsigned int max_hold_ms = GPUSLOT_DEFAULT_MAX_HOLD_MS;
 	unsigned int boost_priority = GPUSLOT_DEFAULT_BOOST_PRIORITY;
 	gpuslot_stats stats{};

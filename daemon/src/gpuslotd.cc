@@ -52,6 +52,10 @@ const char kUsage[] =
 	"                    /run/gpuslot); clients find it there, or where\n"
 	"                    GPUSLOT_SOCKET_DIR says\n"
 	"  --socket-group G  the sockets' group, mode 0660 (default gpuslot)\n"
+	"  --restore-boosts  give back the SCHED_FIFO boosts a socket-mode gpuslotd\n"
+	"                    that died left on its holders (recorded in\n"
+	"                    --socket-dir's gpuslotd.state), and exit; the unit's\n"
+	"                    ExecStopPost. A starting gpuslotd does it too\n"
 	"  --kernel RELEASE  the kernel whose CU-mask walk applies (default: this\n"
 	"                    one's, uname -r, or amdgpu-dkms's where it is loaded;\n"
 	"                    mask_algorithm in the configuration overrides both)\n"
@@ -151,7 +155,7 @@ int main(int argc, char **argv)
 	gpuslot::DaemonOptions o;
 	gpuslot::SocketServeOptions so;
 	std::string transport = "auto";
-	bool check = false;
+	bool check = false, restore = false;
 	static const option opts[] = {
 		{"config", required_argument, nullptr, 'c'},
 		{"check-config", no_argument, nullptr, 'C'},
@@ -165,6 +169,7 @@ int main(int argc, char **argv)
 		{"transport", required_argument, nullptr, 'T'},
 		{"socket-dir", required_argument, nullptr, 'D'},
 		{"socket-group", required_argument, nullptr, 'G'},
+		{"restore-boosts", no_argument, nullptr, 'R'},
 		{"help", no_argument, nullptr, 'h'},
 		{nullptr, 0, nullptr, 0},
 	};
@@ -182,6 +187,7 @@ int main(int argc, char **argv)
 		case 'T': transport = optarg; break;
 		case 'D': so.socket_dir = optarg; break;
 		case 'G': so.group = optarg; break;
+		case 'R': restore = true; break;
 		case 'h': fputs(kUsage, stdout); return 0;
 		default: return usage_error("unknown option");
 		}
@@ -190,6 +196,8 @@ int main(int argc, char **argv)
 		return usage_error("unexpected argument '" + std::string(argv[optind]) + "'");
 	if (transport != "auto" && transport != "device" && transport != "socket")
 		return usage_error("--transport '" + transport + "': use device, socket or auto");
+	if (restore)
+		return gpuslot::restore_socket_boosts(so, log_line);
 	if (check) {
 		if (o.kernel.empty())
 			o.kernel = gpuslot::running_kernel_release();

@@ -130,8 +130,10 @@ public:
 				return EINVAL;
 			const size_t tail = l->nr_partitions * sizeof(gpuslot_partition);
 			msg.resize(msg.size() + tail);
-			std::memcpy(msg.data() + sizeof(gpuslot_wire) + size,
-				    reinterpret_cast<const void *>(uintptr_t(l->partitions)), tail);
+			if (tail) // no partitions may come with a null pointer
+				std::memcpy(msg.data() + sizeof(gpuslot_wire) + size,
+					    reinterpret_cast<const void *>(uintptr_t(l->partitions)),
+					    tail);
 		}
 		std::memcpy(msg.data() + sizeof(gpuslot_wire), arg, std::min<uint32_t>(size, sent));
 		std::vector<char> reply;

@@ -15,9 +15,16 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <fstream>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -53,15 +60,20 @@ protected:
 		fs::remove_all(dir_);
 	}
 
-	// A server of two domains on dir_, run by thread_, as gpuslotd runs it.
-	void start_server()
+	// A server of two domains on dir_, run by thread_, as gpuslotd runs it
+	// (@run false: started, its sockets there, but not yet serving).
+	void start_server(gpuslot::LockServerOptions o = {}, bool run = true)
 	{
-		gpuslot::LockServerOptions o;
 		o.socket_dir = dir_;
 		o.nr_domains = 2;
 		server_ = std::make_unique<gpuslot::LockServer>(o);
 		std::string error;
 		ASSERT_EQ(server_->start(&error), 0) << error;
+		if (run)
+			run_server();
+	}
+	void run_server()
+	{
 		thread_ = std::thread([this] {
 			std::string e;
 			server_->run(&e);
@@ -630,11 +642,759 @@ TEST_F(Socket, AThreadIdOfAnotherProcessIsNotBoosted)
 	EXPECT_EQ(h.error, 0) << "granted, but nobody else is boosted";
 	EXPECT_EQ(policy_of(child).policy, before.policy);
 	EXPECT_EQ(policy_of().policy, SCHED_OTHER);
+	// Item 8: nor is the thread id shown as the holder's: it is not one
+	// of the peer's threads.
+	std::string holders;
+	ASSERT_EQ(f->read_attr("holders", &holders), 0);
+	EXPECT_EQ(holders.find(" " + std::to_string(child) + " "), std::string::npos) << holders;
 	EXPECT_EQ(release(*f), 0);
 	kill(child, SIGKILL);
 	waitpid(child, nullptr, 0);
 	close(ready[0]);
 	close(ready[1]);
+}
+
+
+// --- issue 28: the socket transport's threat model ---------------------
+
+// Members of group gpuslot reach the sockets: here anyone, as the tests'
+// unprivileged users are not in a group of ours.
+void open_to_members(const fs::path &dir)
+{
+	ASSERT_EQ(chmod(dir.c_str(), 0755), 0);
+	for (unsigned int d = 0; d < 2; d++)
+		ASSERT_EQ(chmod(gpuslot::domain_socket(dir, d).c_str(), 0666), 0);
+}
+
+// A forked child becomes an unprivileged user (nobody by default).
+bool become(uid_t uid)
+{
+	return setgroups(0, nullptr) == 0 && setresgid(uid, uid, uid) == 0 &&
+	       setresuid(uid, uid, uid) == 0;
+}
+
+struct Reply {
+	gpuslot_wire h{};
+	std::vector<char> data;
+};
+
+// One request as libgpuslot sends it, with the header's thread id @tid.
+bool send_request(int fd, uint32_t cmd, const void *payload, size_t size, int32_t tid,
+		  uint32_t seq)
+{
+	std::vector<char> m(sizeof(gpuslot_wire) + size);
+	gpuslot_wire h{};
+	h.magic = GPUSLOT_WIRE_MAGIC;
+	h.cmd = cmd;
+	h.size = uint32_t(size);
+	h.tid = tid;
+	h.seq = seq;
+	std::memcpy(m.data(), &h, sizeof(h));
+	std::memcpy(m.data() + sizeof(h), payload, size);
+	return send(fd, m.data(), m.size(), MSG_NOSIGNAL) == ssize_t(m.size());
+}
+
+// The next reply that answers a request (announcements skipped).
+bool recv_reply(int fd, Reply *r)
+{
+	std::vector<char> buf(65536);
+	for (;;) {
+		ssize_t n = recv(fd, buf.data(), buf.size(), 0);
+		if (n < ssize_t(sizeof(gpuslot_wire)))
+			return false;
+		std::memcpy(&r->h, buf.data(), sizeof(r->h));
+		if (r->h.cmd == GPUSLOT_WIRE_GRANTED && !r->h.seq)
+			continue;
+		r->data.assign(buf.begin() + sizeof(r->h), buf.begin() + n);
+		return true;
+	}
+}
+
+// Run @f in a forked child; its return value is the child's exit status.
+template <class F> int in_child(F f)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		_exit(f());
+	}
+	int status = 0;
+	waitpid(pid, &status, 0);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::string read_attr(LockFile &f, const std::string &name)
+{
+	std::string t;
+	EXPECT_EQ(f.read_attr(name, &t), 0) << name;
+	return t;
+}
+
+// Item 1: root of a user namespace of its own is a member still: the
+// kernel's credentials of its messages say so (its capabilities there are
+// not ours to count).
+TEST_F(Socket, RootOfAUserNamespaceIsNoAdmin)
+{
+	open_to_members(dir_);
+	// What the member got: SET_K, SET_LAYOUT (max_hold_ms 0), an attribute
+	// write, as the three bytes of its exit status's errnos.
+	int fds[2];
+	ASSERT_EQ(pipe(fds), 0);
+	const int status = in_child([&] {
+		// Dumpable again after the uid change, so that its /proc files
+		// are its own to write.
+		if (!become(65534) || prctl(PR_SET_DUMPABLE, 1) || unshare(CLONE_NEWUSER))
+			return 100;
+		auto write_file = [](const char *path, const char *text) {
+			int f = open(path, O_WRONLY);
+			bool ok = f >= 0 && write(f, text, strlen(text)) == ssize_t(strlen(text));
+			close(f);
+			return ok;
+		};
+		if (!write_file("/proc/self/setgroups", "deny") ||
+		    !write_file("/proc/self/uid_map", "0 65534 1") ||
+		    !write_file("/proc/self/gid_map", "0 65534 1") || geteuid() != 0)
+			return 101;
+		std::unique_ptr<LockFile> f;
+		std::string error;
+		if (gpuslot::open_lock_file(gpuslot::Transport::socket, dir_, 0, &f, &error))
+			return 102;
+		gpuslot_set_k k{};
+		k.size = sizeof(k);
+		k.k = 3;
+		int got[3];
+		got[0] = f->call(GPUSLOT_IOC_SET_K, &k);
+		gpuslot_layout l{};
+		gpuslot_partition whole{};
+		l.size = sizeof(l);
+		l.k = 1;
+		l.flags = GPUSLOT_LAYOUT_MAX_HOLD;
+		l.max_hold_ms = 0;
+		l.unit_kind = GPUSLOT_UNIT_AMD_CU;
+		l.unit_size = 1;
+		l.nr_units = 60;
+		l.nr_partitions = 1;
+		l.partitions = uintptr_t(&whole);
+		got[1] = f->call(GPUSLOT_IOC_SET_LAYOUT, &l);
+		got[2] = f->write_attr("max_hold_ms", "0");
+		(void)!write(fds[1], got, sizeof(got));
+		return 0;
+	});
+	if (status == 100)
+		GTEST_SKIP() << "no unprivileged user namespaces here";
+	ASSERT_EQ(status, 0);
+	int got[3];
+	ASSERT_EQ(read(fds[0], got, sizeof(got)), ssize_t(sizeof(got)));
+	EXPECT_EQ(got[0], EPERM) << "SET_K from root of a user namespace";
+	EXPECT_EQ(got[1], EPERM) << "SET_LAYOUT from root of a user namespace";
+	EXPECT_EQ(got[2], EACCES) << "an attribute write from root of a user namespace";
+	auto f = file();
+	EXPECT_EQ(info(*f).k, 1u);
+	EXPECT_EQ(read_attr(*f, "max_hold_ms"), std::to_string(GPUSLOT_DEFAULT_MAX_HOLD_MS) + "\n");
+	close(fds[0]);
+	close(fds[1]);
+}
+
+// Item 1: a member that sends SET_K and then execs a setuid-root program
+// is no admin: the message is the member's, whatever its sender became
+// before gpuslotd read it.
+TEST_F(Socket, ASetuidExecAfterSendingIsNoAdmin)
+{
+	stop_server();
+	start_server({}, false); // its sockets take connections; nothing is read yet
+	const fs::path suid = dir_ / "suid-sleep";
+	fs::copy_file("/bin/sleep", suid);
+	ASSERT_EQ(chown(suid.c_str(), 0, 0), 0);
+	ASSERT_EQ(chmod(suid.c_str(), 04755), 0);
+	ASSERT_EQ(chmod(dir_.c_str(), 0755), 0);
+	auto f = file();
+	pid_t child = fork();
+	if (child == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (!become(65534))
+			_exit(100);
+		gpuslot_set_k k{};
+		k.size = sizeof(k);
+		k.k = 3;
+		if (!send_request(f->fd(), _IOC_NR(GPUSLOT_IOC_SET_K), &k, sizeof(k),
+				  int32_t(getpid()), 7))
+			_exit(101);
+		execl(suid.c_str(), "sleep", "30", nullptr);
+		_exit(102);
+	}
+	// The child runs the setuid program (effective uid 0) before gpuslotd
+	// reads its message.
+	bool execd = false;
+	for (int i = 0; i < 5000 && !execd; i++) {
+		std::ifstream st("/proc/" + std::to_string(child) + "/status");
+		for (std::string line; std::getline(st, line);)
+			if (line.rfind("Uid:", 0) == 0)
+				execd = line.find("65534\t0\t0") != std::string::npos;
+		if (!execd)
+			usleep(1000);
+	}
+	ASSERT_TRUE(execd) << "the setuid helper did not run (nosuid /tmp?)";
+	run_server();
+	Reply r;
+	ASSERT_TRUE(recv_reply(f->fd(), &r));
+	EXPECT_EQ(r.h.seq, 7u);
+	EXPECT_EQ(r.h.error, EPERM) << "SET_K sent by a member, read after its setuid exec";
+	EXPECT_EQ(info(*f).k, 1u);
+	kill(child, SIGKILL);
+	waitpid(child, nullptr, 0);
+}
+
+// Item 2: one uid's connections are bounded; others are still served.
+TEST_F(Socket, ConnectionsPerUidAreBounded)
+{
+	stop_server();
+	gpuslot::LockServerOptions o;
+	o.max_conns_per_uid = 4;
+	start_server(o);
+	open_to_members(dir_);
+	const int served = in_child([&] {
+		if (!become(65534))
+			return 100;
+		std::vector<std::unique_ptr<LockFile>> files;
+		int ok = 0;
+		for (int i = 0; i < 12; i++) {
+			std::unique_ptr<LockFile> f;
+			std::string error;
+			if (gpuslot::open_lock_file(gpuslot::Transport::socket, dir_, 0, &f, &error))
+				continue;
+			gpuslot_version v{};
+			v.size = sizeof(v);
+			if (f->call(GPUSLOT_IOC_VERSION, &v) == 0)
+				ok++;
+			files.push_back(std::move(f)); // kept open
+		}
+		return ok;
+	});
+	EXPECT_EQ(served, 4) << "connections of one member served";
+	auto f = file(); // root is not that member
+	EXPECT_EQ(info(*f).k, 1u);
+}
+
+// Item 2: out of fds, the server neither spins on accept nor stops
+// serving once one frees.
+TEST_F(Socket, OutOfFdsTheServerWaitsAndDoesNotSpin)
+{
+	auto watcher = file();
+	rlimit old{};
+	ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &old), 0);
+	// Room for a few more fds in this process (the server's), no more.
+	int probe = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	ASSERT_GE(probe, 0);
+	close(probe);
+	rlimit low = old;
+	low.rlim_cur = rlim_t(probe + 8);
+	ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+	int go[2], done[2];
+	ASSERT_EQ(pipe(go), 0);
+	ASSERT_EQ(pipe(done), 0);
+	pid_t child = fork();
+	if (child == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		setrlimit(RLIMIT_NOFILE, &old);
+		std::vector<int> socks;
+		for (int i = 0; i < 40; i++) {
+			int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+			sockaddr_un a{};
+			a.sun_family = AF_UNIX;
+			strcpy(a.sun_path, gpuslot::domain_socket(dir_, 0).c_str());
+			if (connect(s, reinterpret_cast<sockaddr *>(&a), sizeof(a)) == 0)
+				socks.push_back(s);
+		}
+		char c = char(socks.size());
+		(void)!write(go[1], &c, 1);
+		(void)!read(done[0], &c, 1); // until the parent has measured
+		_exit(0);
+	}
+	char n;
+	ASSERT_EQ(read(go[0], &n, 1), 1);
+	clockid_t cpu;
+	ASSERT_EQ(pthread_getcpuclockid(thread_.native_handle(), &cpu), 0);
+	auto cpu_ns = [&] {
+		timespec ts;
+		clock_gettime(cpu, &ts);
+		return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+	};
+	const int64_t before = cpu_ns();
+	usleep(1000000);
+	const int64_t used = cpu_ns() - before;
+	setrlimit(RLIMIT_NOFILE, &old);
+	// A loop that spins on EMFILE takes the whole second (it runs at
+	// SCHED_FIFO); one that waits for an fd takes its retries' worth.
+	EXPECT_LT(used, 200000000) << "the server's thread used " << used / 1000000
+				   << " ms of CPU in 1 s of EMFILE (" << int(n) << " connected)";
+	(void)!write(done[1], "x", 1);
+	waitpid(child, nullptr, 0);
+	// The fds are back: a new client is served.
+	auto f = file();
+	EXPECT_EQ(info(*f).k, 1u);
+	for (int fd : {go[0], go[1], done[0], done[1]})
+		close(fd);
+}
+
+// Item 6: a member reading tables in a loop is held to its uid's rate:
+// its requests wait (nobody else's do).
+TEST_F(Socket, AMembersRequestsAreRateLimited)
+{
+	stop_server();
+	gpuslot::LockServerOptions o;
+	o.member_rate = 200;
+	o.member_burst = 200;
+	start_server(o);
+	open_to_members(dir_);
+	auto holder = file();
+	ASSERT_EQ(acquire(*holder).err, 0);
+	int fds[2];
+	ASSERT_EQ(pipe(fds), 0);
+	pid_t child = fork();
+	if (child == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (!become(65534))
+			_exit(100);
+		std::unique_ptr<LockFile> f;
+		std::string error;
+		if (gpuslot::open_lock_file(gpuslot::Transport::socket, dir_, 0, &f, &error))
+			_exit(101);
+		const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+		int reads = 0;
+		std::string t;
+		while (std::chrono::steady_clock::now() < end)
+			if (f->read_attr("holders", &t) == 0)
+				reads++;
+		(void)!write(fds[1], &reads, sizeof(reads));
+		_exit(0);
+	}
+	// Meanwhile root (not limited) is served.
+	for (int i = 0; i < 50; i++)
+		EXPECT_EQ(info(*holder).nr_holders, 1u);
+	int reads = 0;
+	ASSERT_EQ(read(fds[0], &reads, sizeof(reads)), ssize_t(sizeof(reads)));
+	waitpid(child, nullptr, 0);
+	// The burst and a second at the rate (and a call the pause caught in
+	// flight).
+	EXPECT_LE(reads, 200 + 200 + 10) << "table reads a member got in 1 s";
+	EXPECT_GT(reads, 100);
+	close(fds[0]);
+	close(fds[1]);
+}
+
+Policy policy_of_tid(pid_t tid)
+{
+	return policy_of(tid);
+}
+
+// Item 4: gpuslotd dies (SIGKILL) while a holder is boosted: the next
+// gpuslotd gives the boost back at its start, and keeps the slot for the
+// holder (which still lives) until it reclaims it; others wait.
+TEST_F(Socket, AKilledServersBoostsAreGivenBackAndItsHoldsReclaimed)
+{
+	stop_server();
+	pid_t server = fork();
+	if (server == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		gpuslot::LockServerOptions o;
+		o.socket_dir = dir_;
+		o.nr_domains = 2;
+		gpuslot::LockServer s(o);
+		std::string e;
+		if (s.start(&e))
+			_exit(1);
+		s.run(&e);
+		_exit(0);
+	}
+	for (int i = 0; i < 5000 && !fs::exists(gpuslot::domain_socket(dir_, 1)); i++)
+		usleep(1000);
+	auto watcher = file();
+	if (info(*watcher).boost_priority == 0) {
+		kill(server, SIGKILL);
+		waitpid(server, nullptr, 0);
+		start_server();
+		GTEST_SKIP() << "no CAP_SYS_NICE: no boost";
+	}
+	std::mutex m;
+	std::condition_variable cv;
+	int step = 0;
+	std::atomic<pid_t> holder_tid{0};
+	std::atomic<int> reclaimed{-1};
+	std::thread holder([&] {
+		auto f = file();
+		ASSERT_EQ(acquire(*f).err, 0);
+		holder_tid = pid_t(syscall(SYS_gettid));
+		std::unique_lock<std::mutex> g(m);
+		step = 1;
+		cv.notify_all();
+		cv.wait(g, [&] { return step == 2; });
+		// The server is back: this holder asks again, and gets its slot
+		// ahead of everyone.
+		auto again = file();
+		auto a = acquire(*again, GPUSLOT_ACQUIRE_TRY);
+		reclaimed = a.err ? -a.err : int(a.slot);
+		step = 3;
+		cv.notify_all();
+		cv.wait(g, [&] { return step == 4; });
+		EXPECT_EQ(release(*again), 0);
+	});
+	{
+		std::unique_lock<std::mutex> g(m);
+		cv.wait(g, [&] { return step == 1; });
+	}
+	EXPECT_EQ(policy_of_tid(holder_tid).policy, SCHED_FIFO);
+	kill(server, SIGKILL);
+	waitpid(server, nullptr, 0);
+	watcher.reset();
+	// Dead: the boost outlives it.
+	EXPECT_EQ(policy_of_tid(holder_tid).policy, SCHED_FIFO);
+	start_server();
+	EXPECT_EQ(policy_of_tid(holder_tid).policy, SCHED_OTHER)
+		<< "the holder kept SCHED_FIFO past gpuslotd's death and restart";
+	// Another process is not granted the slot its holder may still use.
+	EXPECT_EQ(in_child([&] {
+			  std::unique_ptr<LockFile> f;
+			  std::string error;
+			  if (gpuslot::open_lock_file(gpuslot::Transport::socket, dir_, 0, &f,
+						      &error))
+				  return 100;
+			  return acquire(*f, GPUSLOT_ACQUIRE_TRY).err;
+		  }),
+		  EAGAIN)
+		<< "a new client was granted slot 0 while its holder still lives";
+	{
+		std::unique_lock<std::mutex> g(m);
+		step = 2;
+		cv.notify_all();
+		cv.wait(g, [&] { return step == 3; });
+	}
+	EXPECT_EQ(reclaimed.load(), 0) << "the holder's reclaim";
+	EXPECT_EQ(policy_of_tid(holder_tid).policy, SCHED_FIFO) << "boosted again as a holder";
+	{
+		std::unique_lock<std::mutex> g(m);
+		step = 4;
+		cv.notify_all();
+	}
+	holder.join();
+	auto f = file();
+	EXPECT_EQ(acquire(*f, GPUSLOT_ACQUIRE_TRY).err, 0);
+}
+
+// Item 4: a kept hold ends when its holder exits, or when the grace period
+// ends (the holder never asked again).
+TEST_F(Socket, AKeptHoldEndsAtItsHoldersExitOrAtTheGracePeriod)
+{
+	set_k(2);
+	// Two holders in a child process each, on slots 0 and 1.
+	int ready[2];
+	ASSERT_EQ(pipe(ready), 0);
+	std::vector<pid_t> holders;
+	for (unsigned int slot = 0; slot < 2; slot++) {
+		pid_t p = fork();
+		if (p == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			auto f = file();
+			auto a = acquire(*f, 0, 0, 1ULL << slot);
+			char c = a.err ? 'e' : 'k';
+			(void)!write(ready[1], &c, 1);
+			pause();
+			_exit(0);
+		}
+		char c;
+		ASSERT_EQ(read(ready[0], &c, 1), 1);
+		ASSERT_EQ(c, 'k');
+		holders.push_back(p);
+	}
+	// gpuslotd restarts (a stop or a death leaves the same record), and
+	// lays the GPU out again before it serves, as gpuslotd does.
+	stop_server();
+	gpuslot::LockServerOptions o;
+	o.grace_ms = 60000;
+	start_server(o, false);
+	set_k(2);
+	run_server();
+	auto a = file(), b = file();
+	EXPECT_EQ(acquire(*a, GPUSLOT_ACQUIRE_TRY).err, EAGAIN);
+	EXPECT_NE(read_attr(*a, "holders").find("0 " + std::to_string(holders[0])),
+		  std::string::npos)
+		<< read_attr(*a, "holders");
+	// Slot 0's holder exits: its slot goes to the waiter.
+	std::atomic<int> got{-1};
+	std::thread w([&] { got = int(acquire(*a, 0, 0, 1).slot); });
+	ASSERT_TRUE(wait_waiters(*b, 1));
+	kill(holders[0], SIGKILL);
+	waitpid(holders[0], nullptr, 0);
+	w.join();
+	EXPECT_EQ(got.load(), 0);
+	// Slot 1's holder lives on; a short grace period ends its claim.
+	stop_server();
+	o.grace_ms = 200;
+	a.reset();
+	start_server(o, false);
+	set_k(2);
+	run_server();
+	b = file();
+	EXPECT_EQ(acquire(*b, 0, 0, 2).slot, 1u) << "after the grace period";
+	kill(holders[1], SIGKILL);
+	waitpid(holders[1], nullptr, 0);
+	close(ready[0]);
+	close(ready[1]);
+}
+
+// Make the next process forked get pid @pid (root: ns_last_pid); the
+// child runs as @uid and pauses. 0 if the pid could not be had.
+pid_t fork_with_pid(pid_t pid, uid_t uid)
+{
+	for (int tries = 0; tries < 50; tries++) {
+		std::ofstream last("/proc/sys/kernel/ns_last_pid");
+		if (!(last << pid - 1))
+			return 0;
+		last.close();
+		pid_t p = fork();
+		if (p == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			if (become(uid))
+				pause();
+			_exit(0);
+		}
+		if (p == pid)
+			return p;
+		kill(p, SIGKILL);
+		waitpid(p, nullptr, 0);
+	}
+	return 0;
+}
+
+// Item 5: a forked child queues an ACQUIRE on its parent's connection and
+// exits; its pid goes to another user's process before the grant. That
+// process is not boosted.
+TEST_F(Socket, AQueuedChildsReusedPidIsNotBoosted)
+{
+	auto f = file(), holder = file();
+	if (info(*f).boost_priority == 0)
+		GTEST_SKIP() << "no CAP_SYS_NICE: no boost";
+	ASSERT_EQ(acquire(*holder).err, 0);
+	int go[2];
+	ASSERT_EQ(pipe(go), 0);
+	pid_t queued = fork();
+	if (queued == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (!become(65534))
+			_exit(100);
+		gpuslot_acquire a{};
+		a.size = sizeof(a);
+		send_request(f->fd(), _IOC_NR(GPUSLOT_IOC_ACQUIRE), &a, sizeof(a),
+			     int32_t(getpid()), 9);
+		close(go[1]);
+		char c;
+		(void)!read(go[0], &c, 1);
+		_exit(0);
+	}
+	ASSERT_TRUE(wait_waiters(*holder, 1));
+	close(go[1]);
+	waitpid(queued, nullptr, 0);
+	const pid_t victim = fork_with_pid(queued, 1);
+	if (!victim)
+		GTEST_SKIP() << "cannot reuse pid " << queued << " (ns_last_pid)";
+	ASSERT_EQ(release(*holder), 0);
+	Reply r;
+	ASSERT_TRUE(recv_reply(f->fd(), &r));
+	EXPECT_EQ(r.h.error, 0);
+	EXPECT_NE(policy_of_tid(victim).policy, SCHED_FIFO)
+		<< "another user's process, on the queued child's pid, was boosted";
+	kill(victim, SIGKILL);
+	waitpid(victim, nullptr, 0);
+	close(go[0]);
+}
+
+// Item 5: the connector exits before gpuslotd accepts its connection (a
+// child keeps it open) and its pid goes to another user's process: that
+// process is not boosted, with SO_PEERPIDFD and without.
+TEST_F(Socket, AConnectorsReusedPidIsNotBoosted)
+{
+	for (bool peer_pidfd : {true, false}) {
+		SCOPED_TRACE(peer_pidfd ? "SO_PEERPIDFD" : "pidfd_open, checked");
+		stop_server();
+		gpuslot::LockServerOptions o;
+		o.peer_pidfd = peer_pidfd;
+		start_server(o, false);
+		open_to_members(dir_);
+		prctl(PR_SET_CHILD_SUBREAPER, 1);
+		int keeper_ready[2], keeper_end[2];
+		ASSERT_EQ(pipe(keeper_ready), 0);
+		ASSERT_EQ(pipe(keeper_end), 0);
+		pid_t connector = fork();
+		if (connector == 0) {
+			if (!become(65534))
+				_exit(100);
+			std::unique_ptr<LockFile> f;
+			std::string error;
+			if (gpuslot::open_lock_file(gpuslot::Transport::socket, dir_, 0, &f, &error))
+				_exit(101);
+			gpuslot_acquire a{};
+			a.size = sizeof(a);
+			send_request(f->fd(), _IOC_NR(GPUSLOT_IOC_ACQUIRE), &a, sizeof(a),
+				     int32_t(getpid()), 3);
+			if (fork() == 0) { // keeps the connection open
+				close(keeper_end[1]);
+				char c = 1;
+				(void)!write(keeper_ready[1], &c, 1);
+				(void)!read(keeper_end[0], &c, 1);
+				_exit(0);
+			}
+			char c;
+			(void)!read(keeper_ready[0], &c, 1);
+			_exit(0);
+		}
+		waitpid(connector, nullptr, 0);
+		const pid_t victim = fork_with_pid(connector, 1);
+		if (!victim) {
+			close(keeper_end[1]);
+			run_server();
+			GTEST_SKIP() << "cannot reuse pid " << connector << " (ns_last_pid)";
+		}
+		run_server();
+		auto w = file();
+		for (int i = 0; i < 5000 && info(*w).nr_holders != 1; i++)
+			usleep(1000);
+		EXPECT_EQ(info(*w).nr_holders, 1u);
+		EXPECT_NE(policy_of_tid(victim).policy, SCHED_FIFO)
+			<< "another user's process, on the connector's pid, was boosted";
+		kill(victim, SIGKILL);
+		waitpid(victim, nullptr, 0);
+		// The keeper (ours now, as the subreaper) goes.
+		close(keeper_end[1]);
+		while (waitpid(-1, nullptr, 0) > 0)
+			;
+		close(keeper_end[0]);
+		close(keeper_ready[0]);
+		close(keeper_ready[1]);
+	}
+	prctl(PR_SET_CHILD_SUBREAPER, 0);
+}
+
+// Item 8: one server per socket directory.
+TEST_F(Socket, ASecondServerOnTheSameSocketsIsRefused)
+{
+	gpuslot::LockServerOptions o;
+	o.socket_dir = dir_;
+	o.nr_domains = 2;
+	gpuslot::LockServer second(o);
+	std::string error;
+	EXPECT_EQ(second.start(&error), -EBUSY) << "a second server started on " << dir_;
+	EXPECT_NE(error.find("another gpuslotd"), std::string::npos) << error;
+	auto f = file();
+	EXPECT_EQ(info(*f).k, 1u) << "the first server still serves its sockets";
+}
+
+// Item 8: generations grow across a restart, also when the clock (wall or
+// not) is behind the last one given out.
+TEST_F(Socket, GenerationsGrowPastTheLastOneRecorded)
+{
+	stop_server();
+	// The state file as server_state.hpp lays it out, with a generation
+	// far ahead of any clock.
+	struct Header {
+		uint64_t magic;
+		uint32_t nr_domains, size;
+	} h{0x31657461736c7367ULL, 2, 40};
+	const uint64_t ahead = 1ULL << 62;
+	std::vector<char> file_bytes(sizeof(h) + 2 * (8 + 64 * 40));
+	std::memcpy(file_bytes.data(), &h, sizeof(h));
+	std::memcpy(file_bytes.data() + sizeof(h), &ahead, sizeof(ahead));
+	{
+		std::ofstream out(dir_ / "gpuslotd.state", std::ios::binary);
+		out.write(file_bytes.data(), std::streamsize(file_bytes.size()));
+	}
+	start_server();
+	auto f = file();
+	EXPECT_GT(info(*f).generation, ahead);
+	const uint64_t before = info(*f).generation;
+	f.reset();
+	restart();
+	f = file();
+	EXPECT_GT(info(*f).generation, before);
+}
+
+// Item 8: RESERVE_QUEUES with a timeout of UINT64_MAX waits (for ever),
+// as ACQUIRE's does, rather than failing at once.
+TEST_F(Socket, AReserveTimeoutOfUint64MaxWaits)
+{
+	auto a = file(), b = file();
+	gpuslot_reserve_queues r{};
+	r.size = sizeof(r);
+	r.count = info(*a).hqd_limit;
+	ASSERT_EQ(a->call(GPUSLOT_IOC_RESERVE_QUEUES, &r), 0);
+	std::atomic<int> got{-1};
+	std::thread t([&] {
+		gpuslot_reserve_queues w{};
+		w.size = sizeof(w);
+		w.count = 1;
+		w.flags = GPUSLOT_RESERVE_TIMEOUT;
+		w.timeout_ns = UINT64_MAX;
+		got = b->call(GPUSLOT_IOC_RESERVE_QUEUES, &w);
+	});
+	auto watcher = file();
+	bool waiting = false;
+	for (int i = 0; i < 5000 && !waiting && got.load() == -1; i++) {
+		waiting = read_attr(*watcher, "hqd_waiters") == "1\n";
+		usleep(1000);
+	}
+	EXPECT_TRUE(waiting) << "RESERVE_QUEUES with UINT64_MAX returned " << got.load();
+	a.reset(); // its queues return
+	t.join();
+	EXPECT_EQ(got.load(), 0);
+}
+
+
+// Item 4: ExecStopPost's gpuslotd --restore-boosts gives a killed server's
+// boosts back at once (before any restart), and refuses to touch the file
+// of a server that runs.
+TEST_F(Socket, RestoreBoostsGivesAKilledServersBoostsBack)
+{
+	std::vector<std::string> notes;
+	EXPECT_EQ(gpuslot::restore_boosts(dir_ / "gpuslotd.state", &notes), -EBUSY)
+		<< "the state file of a running server";
+	stop_server();
+	pid_t server = fork();
+	if (server == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		gpuslot::LockServerOptions o;
+		o.socket_dir = dir_;
+		o.nr_domains = 2;
+		gpuslot::LockServer s(o);
+		std::string e;
+		if (s.start(&e))
+			_exit(1);
+		s.run(&e);
+		_exit(0);
+	}
+	for (int i = 0; i < 5000 && !fs::exists(gpuslot::domain_socket(dir_, 1)); i++)
+		usleep(1000);
+	auto f = file();
+	const bool boost = info(*f).boost_priority != 0;
+	if (boost) {
+		std::thread t([&] {
+			ASSERT_EQ(acquire(*f).err, 0);
+			EXPECT_EQ(policy_of().policy, SCHED_FIFO);
+			kill(server, SIGKILL);
+			waitpid(server, nullptr, 0);
+			EXPECT_EQ(policy_of().policy, SCHED_FIFO);
+			notes.clear();
+			EXPECT_EQ(gpuslot::restore_boosts(dir_ / "gpuslotd.state", &notes), 0);
+			EXPECT_EQ(policy_of().policy, SCHED_OTHER);
+			ASSERT_EQ(notes.size(), 1u);
+			EXPECT_NE(notes[0].find("given back"), std::string::npos) << notes[0];
+		});
+		t.join();
+	} else {
+		kill(server, SIGKILL);
+		waitpid(server, nullptr, 0);
+	}
+	f.reset();
+	start_server();
+	if (!boost)
+		GTEST_SKIP() << "no CAP_SYS_NICE: no boost";
 }
 
 } // namespace
