@@ -92,23 +92,34 @@ static u64 gpuslot_budget_cap(unsigned int share)
 	return GPUSLOT_BOOST_WINDOW_NS / 100 * share;
 }
 
-/* Bring @t's budget up to @now. */
-static void gpuslot_budget_settle(struct gpuslot_boost_thread *t, u64 now)
+static u64 gpuslot_boost_cputime(const struct gpuslot_boost_ledger *l,
+				 struct task_struct *p, u64 now)
+{
+	return l->ops->cputime ? l->ops->cputime(p) : now;
+}
+
+/*
+ * Bring @t's budget up to @now: the CPU time it used boosted since is
+ * charged, and the share of real time since is paid back.
+ */
+static void gpuslot_budget_settle(const struct gpuslot_boost_ledger *l,
+				  struct gpuslot_boost_thread *t, u64 now)
 {
 	u64 dt = now > t->at_ns ? now - t->at_ns : 0;
-	u64 back;
+	u64 cpu = gpuslot_boost_cputime(l, t->task, now);
+	u64 ran = cpu > t->cpu_at_ns ? cpu - t->cpu_at_ns : 0;
+	u64 back = dt * t->share / 100;
 
 	if (now > t->at_ns)
 		t->at_ns = now;
+	t->cpu_at_ns = cpu;
 	if (t->share >= 100) {
 		t->spent_ns = 0;
-	} else if (t->boosting) {
-		/* It fills at @share while it drains by the time boosted. */
-		t->spent_ns += dt * (100 - t->share) / 100;
-	} else {
-		back = dt * t->share / 100;
-		t->spent_ns = back < t->spent_ns ? t->spent_ns - back : 0;
+		return;
 	}
+	if (t->boosting)
+		t->spent_ns += ran;
+	t->spent_ns = back < t->spent_ns ? t->spent_ns - back : 0;
 }
 
 static bool gpuslot_budget_spent(const struct gpuslot_boost_thread *t,
@@ -117,7 +128,10 @@ static bool gpuslot_budget_spent(const struct gpuslot_boost_thread *t,
 	return share < 100 && t->spent_ns >= gpuslot_budget_cap(share);
 }
 
-/* When @t's budget, settled, runs out if it stays boosted; U64_MAX: never. */
+/*
+ * When @t's budget, settled, runs out if it stays boosted and on a CPU all
+ * the while (the earliest it can); U64_MAX: never.
+ */
 static u64 gpuslot_budget_end(const struct gpuslot_boost_thread *t)
 {
 	u64 cap = gpuslot_budget_cap(t->share);
@@ -254,7 +268,7 @@ static void gpuslot_boost_end(struct gpuslot_boost_ledger *l,
 {
 	struct gpuslot_boost_thread *t = h->thread;
 
-	gpuslot_budget_settle(t, now);
+	gpuslot_budget_settle(l, t, now);
 	list_del_init(&h->node);
 	h->thread = NULL;
 	gpuslot_boost_retarget(l, t);
@@ -291,7 +305,7 @@ bool gpuslot_boost_begin(struct gpuslot_boost_ledger *l,
 
 	t = gpuslot_boost_find(l, p);
 	if (t) {
-		gpuslot_budget_settle(t, now);
+		gpuslot_budget_settle(l, t, now);
 		if (gpuslot_budget_spent(t, t->share < share ? t->share : share))
 			return false;
 	}
@@ -320,6 +334,7 @@ bool gpuslot_boost_begin(struct gpuslot_boost_ledger *l,
 		t->share = share;
 		t->spent_ns = owed;
 		t->at_ns = now;
+		t->cpu_at_ns = gpuslot_boost_cputime(l, p, now);
 		INIT_LIST_HEAD(&t->holds);
 		INIT_LIST_HEAD(&t->idle_node);
 		list_add_tail(&t->node, &l->buckets[gpuslot_boost_bucket(p)]);
@@ -355,7 +370,7 @@ bool gpuslot_boost_expire(struct gpuslot_boost_ledger *l,
 	*budget_end_ns = U64_MAX;
 	if (!t || h->seq != seq)
 		return false;
-	gpuslot_budget_settle(t, now);
+	gpuslot_budget_settle(l, t, now);
 	if (!gpuslot_budget_spent(t, t->share)) {
 		*budget_end_ns = gpuslot_budget_end(t);
 		return false;

@@ -38,9 +38,11 @@ struct gpuslot_boost_thread;
 /*
  * The boost budget of a thread (max_boost_share, in percent): it fills at
  * that share of real time, up to that share of GPUSLOT_BOOST_WINDOW_NS,
- * and drains by the time the thread runs boosted. A boost begins only with
- * budget left and ends when it is spent, so over any interval of length T
- * a thread runs boosted at most share x (T + GPUSLOT_BOOST_WINDOW_NS).
+ * and drains by the CPU time the thread uses while boosted (ops->cputime;
+ * without it, by the time it is boosted). A boost begins only with budget
+ * left and ends when it is spent, so over any interval of length T a
+ * thread runs on a CPU boosted at most share x (T + GPUSLOT_BOOST_WINDOW_NS).
+ * A holder that sleeps boosted (waiting for its GPU work) costs nothing.
  * 100: no budget. The lock itself is not affected: a hold whose thread's
  * budget is spent keeps its slot, it only runs unboosted.
  */
@@ -63,6 +65,8 @@ struct gpuslot_boost_ops {
 	bool (*same_owner)(struct gpuslot_boost_thread *t);
 	/* A monotonic clock in ns, for the budget. NULL: no budget. */
 	u64 (*now)(void);
+	/* The CPU time @p has used, in ns. NULL: charge real time. */
+	u64 (*cputime)(struct task_struct *p);
 };
 
 /*
@@ -80,6 +84,7 @@ struct gpuslot_boost_thread {
 	unsigned int share;		/* the smallest of its holds' */
 	u64 spent_ns;			/* boost not yet paid back */
 	u64 at_ns;			/* when @spent_ns was last brought up to date */
+	u64 cpu_at_ns;			/* its CPU time then */
 	struct list_head idle_node;	/* in ledger->idle, while it has no holds */
 	u64 idle_since_ns;
 };

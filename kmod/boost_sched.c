@@ -138,6 +138,16 @@ static u64 gpuslot_sched_now(void)
 	return ktime_get_ns();
 }
 
+/*
+ * The CPU time @p has used: its sum_exec_runtime, brought up to date at
+ * every tick and context switch, so at most a tick behind for a thread
+ * that runs now; the expiry looks again if the budget is not spent yet.
+ */
+static u64 gpuslot_sched_cputime(struct task_struct *p)
+{
+	return READ_ONCE(p->se.sum_exec_runtime);
+}
+
 static bool gpuslot_sched_same_owner(struct gpuslot_boost_thread *t)
 {
 	struct gpuslot_sched_thread *st =
@@ -156,6 +166,7 @@ static const struct gpuslot_boost_ops gpuslot_sched_ops = {
 	.free_thread = gpuslot_sched_free_thread,
 	.same_owner = gpuslot_sched_same_owner,
 	.now = gpuslot_sched_now,
+	.cputime = gpuslot_sched_cputime,
 };
 
 int gpuslot_boost_setup(void)

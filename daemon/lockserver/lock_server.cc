@@ -19,6 +19,7 @@
 #include <bit>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 
@@ -204,9 +205,27 @@ uint64_t task_now()
 	return now_ns();
 }
 
+// The CPU time thread @p has used, in ns: the first field of its schedstat
+// (a thread of another process has no CPU clock we may read). 0 if it
+// cannot be read (gone): nothing more is charged.
+uint64_t task_cputime(task_struct *p)
+{
+	char path[64], buf[96];
+	std::snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", int(p->pid), int(p->tid));
+	const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	const ssize_t n = ::read(fd, buf, sizeof(buf) - 1);
+	::close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	return std::strtoull(buf, nullptr, 10);
+}
+
 const gpuslot_boost_ops task_ops = {task_get_attr,    task_set_attr,	 task_exiting,
 				    task_new_thread, task_free_thread, task_same_owner,
-				    task_now};
+				    task_now,	     task_cputime};
 
 // CAP_SYS_NICE in our effective set: without it there is no boost.
 bool can_boost()

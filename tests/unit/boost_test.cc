@@ -203,11 +203,12 @@ TEST_F(Ledger, ABoostEndsWhenItsThreadsBudgetIsSpent)
 	uint64_t end = 0;
 	ASSERT_TRUE(hold(h, 1, t, 50, true, 50, &end));
 	EXPECT_EQ(end, 1000 * ms); // 500 ms owed at 0.5 ns per ns
-	fake_sched::clock_ns = 400 * ms;
+	// The thread spins: CPU time goes as the clock.
+	fake_sched::clock_ns = t.cpu_ns = 400 * ms;
 	EXPECT_FALSE(gpuslot_boost_expire(&l_, &h, 1, &end));
 	EXPECT_EQ(end, 1000 * ms);
 	EXPECT_TRUE(attrs_are(t, SCHED_FIFO, 50, 0, true));
-	fake_sched::clock_ns = 1000 * ms;
+	fake_sched::clock_ns = t.cpu_ns = 1000 * ms;
 	EXPECT_TRUE(gpuslot_boost_expire(&l_, &h, 1, &end));
 	// Spent: back at its own attributes while it still holds.
 	EXPECT_TRUE(attrs_are(t, SCHED_OTHER, 0, 0, false));
@@ -217,11 +218,11 @@ TEST_F(Ledger, ABoostEndsWhenItsThreadsBudgetIsSpent)
 	EXPECT_TRUE(attrs_are(t, SCHED_OTHER, 0, 0, false));
 	unhold(h, 2);
 	// ...and 100 ms later, 50 ms of budget: 100 ms of boost.
-	fake_sched::clock_ns = 1100 * ms;
+	fake_sched::clock_ns = t.cpu_ns = 1100 * ms;
 	ASSERT_TRUE(hold(h, 3, t, 50, true, 50, &end));
 	EXPECT_EQ(end, 1200 * ms);
 	EXPECT_TRUE(attrs_are(t, SCHED_FIFO, 50, 0, true));
-	fake_sched::clock_ns = 1150 * ms;
+	fake_sched::clock_ns = t.cpu_ns = 1150 * ms;
 	unhold(h, 3);
 	EXPECT_TRUE(attrs_are(t, SCHED_OTHER, 0, 0, false));
 	// Kept for its budget until it is full again, at most the window.
@@ -241,7 +242,7 @@ TEST_F(Ledger, ABudgetIsPerThreadAndItsSmallestShareRules)
 	ASSERT_TRUE(hold(ha, 1, a, 50, true, 50, &end));
 	EXPECT_EQ(end, 1000 * ms);
 	// Another thread has its own budget.
-	fake_sched::clock_ns = 500 * ms;
+	fake_sched::clock_ns = a.cpu_ns = 500 * ms;
 	ASSERT_TRUE(hold(hb, 1, b, 50, true, 50, &end));
 	EXPECT_EQ(end, 1500 * ms);
 	// A second hold of @a, on a GPU with share 20: @a owes 250 ms, more
@@ -261,6 +262,30 @@ TEST_F(Ledger, ABudgetIsPerThreadAndItsSmallestShareRules)
 	gpuslot_boost_drain(&l_);
 }
 
+// The budget counts CPU time: a holder that sleeps boosted (waiting for its
+// GPU work, or in the queue) keeps its boost; one that runs half the time
+// at share 50 never runs out.
+TEST_F(Ledger, ASleepingHolderSpendsNoBudget)
+{
+	task_struct t;
+	gpuslot_boost_hold h{};
+	uint64_t end = 0;
+	ASSERT_TRUE(hold(h, 1, t, 50, true, 50, &end));
+	EXPECT_EQ(end, 1000 * ms); // were it to run all the time
+	fake_sched::clock_ns = 1000 * ms;
+	EXPECT_FALSE(gpuslot_boost_expire(&l_, &h, 1, &end));
+	EXPECT_EQ(end, 2000 * ms);
+	for (uint64_t now = 1000 * ms; now < 10000 * ms; now += 100 * ms) {
+		fake_sched::clock_ns = now;
+		t.cpu_ns += 50 * ms;
+		ASSERT_FALSE(gpuslot_boost_expire(&l_, &h, 1, &end));
+	}
+	EXPECT_TRUE(attrs_are(t, SCHED_FIFO, 50, 0, true));
+	unhold(h, 1);
+	EXPECT_TRUE(attrs_are(t, SCHED_OTHER, 0, 0, false));
+	gpuslot_boost_drain(&l_);
+}
+
 // Over any interval of length T a thread runs boosted at most
 // share x (T + 1 s): a thread that holds all the time and is boosted
 // whenever its budget allows, sampled every 10 ms for 20 s.
@@ -272,7 +297,7 @@ TEST_F(Ledger, BoostedTimeStaysWithinShareOfTPlusAWindow)
 	bool boosted = false;
 	std::vector<bool> at; // boosted in each 10 ms step
 	for (uint64_t now = 0; now < 20000 * ms; now += 10 * ms) {
-		fake_sched::clock_ns = now;
+		fake_sched::clock_ns = t.cpu_ns = now; // it spins throughout
 		if (boosted && now >= end) {
 			boosted = !gpuslot_boost_expire(&l_, &h, seq, &end);
 		}

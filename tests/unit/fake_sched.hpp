@@ -20,6 +20,7 @@ struct task_struct {
 	int refs = 0;
 	unsigned long sets = 0; // set_attr calls
 	unsigned int owner = 0; // bumped by an exec or a change of credentials
+	uint64_t cpu_ns = 0;	// CPU time used: moved by the tests
 };
 
 namespace fake_sched {
@@ -92,6 +93,11 @@ inline uint64_t now()
 	return clock_ns;
 }
 
+inline uint64_t cputime(task_struct *p)
+{
+	return p->cpu_ns;
+}
+
 inline const gpuslot_boost_ops ops = {
 	.get_attr = get_attr,
 	.set_attr = set_attr,
@@ -100,6 +106,7 @@ inline const gpuslot_boost_ops ops = {
 	.free_thread = free_thread,
 	.same_owner = same_owner,
 	.now = now,
+	.cputime = cputime,
 };
 
 } // namespace fake_sched

@@ -61,10 +61,10 @@
 #define GPUSLOT_MAX_MAX_HOLD_MS		3600000
 /*
  * A thread's boost budget (max_boost_share, percent of real time; 100: no
- * budget): it fills at that share up to that share of one second, and a
- * boost lasts only while it lasts. Over any interval of length T a thread
- * runs boosted at most max_boost_share% of (T + 1 s). The slot is not
- * affected.
+ * budget): it fills at that share up to that share of one second, drains
+ * by the CPU time the thread uses boosted, and a boost lasts only while it
+ * lasts. Over any interval of length T a thread runs on a CPU boosted at
+ * most max_boost_share% of (T + 1 s). The slot is not affected.
  */
 #define GPUSLOT_DEFAULT_MAX_BOOST_SHARE	50
 /* Buckets of the log2 wait-time histogram in struct gpuslot_stats. */
