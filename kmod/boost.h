@@ -13,8 +13,9 @@
  * be told from a current one.
  *
  * Pure logic, like core.c: the caller serialises every call (the module
- * with one mutex) and supplies the scheduler through gpuslot_boost_ops,
- * whose calls may sleep. Compiled and fuzzed in userspace (tests/).
+ * with one rt_mutex, see boost_sched.c) and supplies the scheduler through
+ * gpuslot_boost_ops, whose calls may sleep. Compiled and fuzzed in
+ * userspace (tests/).
  */
 #ifndef GPUSLOT_BOOST_H
 #define GPUSLOT_BOOST_H
@@ -34,6 +35,19 @@ struct gpuslot_sched_attr {
 
 struct gpuslot_boost_thread;
 
+/*
+ * The boost budget of a thread (max_boost_share, in percent): it fills at
+ * that share of real time, up to that share of GPUSLOT_BOOST_WINDOW_NS,
+ * and drains by the CPU time the thread uses while boosted (ops->cputime;
+ * without it, by the time it is boosted). A boost begins only with budget
+ * left and ends when it is spent, so over any interval of length T a
+ * thread runs on a CPU boosted at most share x (T + GPUSLOT_BOOST_WINDOW_NS).
+ * A holder that sleeps boosted (waiting for its GPU work) costs nothing.
+ * 100: no budget. The lock itself is not affected: a hold whose thread's
+ * budget is spent keeps its slot, it only runs unboosted.
+ */
+#define GPUSLOT_BOOST_WINDOW_NS		1000000000ULL
+
 struct gpuslot_boost_ops {
 	void (*get_attr)(struct task_struct *p, struct gpuslot_sched_attr *a);
 	int (*set_attr)(struct task_struct *p,
@@ -43,15 +57,36 @@ struct gpuslot_boost_ops {
 	struct gpuslot_boost_thread *(*new_thread)(struct task_struct *p);
 	/* Free a record made by new_thread(), dropping its reference. */
 	void (*free_thread)(struct gpuslot_boost_thread *t);
+	/*
+	 * Whether @t's thread still runs the image and the credentials it
+	 * had when new_thread() made the record (no exec, no change of
+	 * uid, gid or capabilities since). NULL: always.
+	 */
+	bool (*same_owner)(struct gpuslot_boost_thread *t);
+	/* A monotonic clock in ns, for the budget. NULL: no budget. */
+	u64 (*now)(void);
+	/* The CPU time @p has used, in ns. NULL: charge real time. */
+	u64 (*cputime)(struct task_struct *p);
 };
 
-/* One boosted thread. */
+/*
+ * One boosted thread, or one whose boost budget is not full again yet (no
+ * holds, on the ledger's idle list for up to GPUSLOT_BOOST_WINDOW_NS).
+ */
 struct gpuslot_boost_thread {
 	struct list_head node;		/* in gpuslot_boost_ledger.buckets[] */
 	struct task_struct *task;
 	struct list_head holds;		/* gpuslot_boost_hold.node */
 	unsigned int applied;		/* SCHED_FIFO priority set last */
 	struct gpuslot_sched_attr saved;	/* what it ran at before */
+	/* The budget: */
+	bool boosting;			/* runs at our boost now */
+	unsigned int share;		/* the smallest of its holds' */
+	u64 spent_ns;			/* boost not yet paid back */
+	u64 at_ns;			/* when @spent_ns was last brought up to date */
+	u64 cpu_at_ns;			/* its CPU time then */
+	struct list_head idle_node;	/* in ledger->idle, while it has no holds */
+	u64 idle_since_ns;
 };
 
 /* The boost of one open file's hold; zero-initialised. */
@@ -59,6 +94,7 @@ struct gpuslot_boost_hold {
 	struct list_head node;			/* in thread->holds */
 	struct gpuslot_boost_thread *thread;	/* NULL: no boost now */
 	unsigned int prio;
+	unsigned int share;		/* max_boost_share of its domain */
 	u64 seq;			/* the newest hold seen; holds start at 1 */
 };
 
@@ -67,32 +103,67 @@ struct gpuslot_boost_hold {
 struct gpuslot_boost_ledger {
 	const struct gpuslot_boost_ops *ops;
 	struct list_head buckets[GPUSLOT_BOOST_BUCKETS];
-	unsigned int nr_threads;
+	unsigned int nr_threads;	/* records, idle ones included */
+	struct list_head idle;		/* records without holds, oldest first */
 };
 
 void gpuslot_boost_ledger_init(struct gpuslot_boost_ledger *l,
 			       const struct gpuslot_boost_ops *ops);
 
 /*
- * Boost @p at @prio for hold @seq of @h. @live: the caller saw @seq as the
- * file's current hold. Nothing happens for a hold older than one already
- * seen. A boost still recorded for an older hold of @h (whose release is on
- * its way) ends first. A thread already at @prio or above that gpuslot did
- * not boost, or a SCHED_DEADLINE thread, gets no boost. Returns true if @h
- * is boosted now.
+ * Boost @p at @prio for hold @seq of @h, under a budget of @share percent.
+ * @live: the caller saw @seq as the file's current hold. Nothing happens
+ * for a hold older than one already seen. A boost still recorded for an
+ * older hold of @h (whose release is on its way) ends first. A thread
+ * already at @prio or above that gpuslot did not boost, a SCHED_DEADLINE
+ * thread, or one whose budget is spent, gets no boost. Returns true if @h
+ * is boosted now; then *@budget_end_ns (if not NULL) is when its thread's
+ * budget runs out if it stays boosted (U64_MAX: never), on ops->now().
  */
 bool gpuslot_boost_begin(struct gpuslot_boost_ledger *l,
 			 struct gpuslot_boost_hold *h, u64 seq, bool live,
-			 struct task_struct *p, unsigned int prio);
+			 struct task_struct *p, unsigned int prio,
+			 unsigned int share, u64 *budget_end_ns);
+
+/*
+ * Hold @seq of @h reached the end of its thread's budget, or may have:
+ * if the budget is spent, its boost ends as in gpuslot_boost_finish() and
+ * this returns true. Otherwise *@budget_end_ns says when to look again.
+ */
+bool gpuslot_boost_expire(struct gpuslot_boost_ledger *l,
+			  struct gpuslot_boost_hold *h, u64 seq,
+			  u64 *budget_end_ns);
+
+/*
+ * Forget the budget of @p if its record has no holds (its thread is gone,
+ * say). Returns false if @p has a record with holds.
+ */
+bool gpuslot_boost_forget(struct gpuslot_boost_ledger *l,
+			  struct task_struct *p);
+
+/* Free every record that has no holds (the end of the ledger). */
+void gpuslot_boost_drain(struct gpuslot_boost_ledger *l);
 
 /*
  * End the boost of hold @seq of @h, or of an older hold still recorded:
  * its thread drops to the highest priority of its other holds, or gets
  * its saved attributes back if this was its last. Unless it is exiting,
- * or it moved itself above what gpuslot gave it or to SCHED_DEADLINE.
+ * or it moved itself above what gpuslot gave it or to SCHED_DEADLINE. A
+ * thread whose image or credentials changed since it was boosted gets back
+ * only what needs no privilege: see gpuslot_boost_unprivileged().
  */
 void gpuslot_boost_finish(struct gpuslot_boost_ledger *l,
 			  struct gpuslot_boost_hold *h, u64 seq);
+
+/*
+ * What a thread whose owner changed gets back instead of @saved: a real-time
+ * policy becomes SCHED_OTHER, a negative nice value 0. The saved attributes
+ * were allowed to the old image and credentials (root's, say); written by
+ * the module, which checks no permission, onto the new ones they would be
+ * a privilege gpuslot never had to give.
+ */
+void gpuslot_boost_unprivileged(const struct gpuslot_sched_attr *saved,
+				struct gpuslot_sched_attr *out);
 
 /* The record of @p, or NULL. */
 struct gpuslot_boost_thread *

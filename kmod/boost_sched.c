@@ -1,31 +1,76 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The kernel side of the boost ledger (boost.c): the scheduler calls, the
- * module's one ledger and its mutex, boosting and unboosting a file's hold,
+ * module's one ledger and its lock, boosting and unboosting a file's hold,
  * and max_hold_ms.
  *
  * Modules can only change a task's policy through the GPL export
  * sched_setattr_nocheck(); there is no export to read the attributes back,
  * so they are read from task_struct here. sched_setattr_nocheck() takes
- * sleeping locks (cpusets, PI), so every ledger call runs under a mutex,
- * never under a domain's spinlock. Lock order: the ledger mutex, then a
- * domain's lock.
+ * sleeping locks (cpusets, PI), so every ledger call runs under a sleeping
+ * lock, never under a domain's spinlock. Lock order: the ledger lock, then
+ * a domain's lock.
  */
-#include <linux/jiffies.h>
+#include <linux/cred.h>
+#include <linux/hrtimer.h>
 #include <linux/ktime.h>
-#include <linux/mutex.h>
+#include <linux/kthread.h>
 #include <linux/pid.h>
 #include <linux/printk.h>
+#include <linux/rtmutex.h>
 #include <linux/sched.h>
 #include <linux/sched/task.h>
 #include <linux/slab.h>
-#include <linux/workqueue.h>
 #include <uapi/linux/sched/types.h>
 
 #include "domain.h"
 
-static DEFINE_MUTEX(gpuslot_boost_mutex);
+/*
+ * The ledger's lock: one for every GPU, because a thread's record is
+ * shared by its holds on every GPU. Ledger calls sleep, so it cannot be a
+ * spinlock. It is taken on the handoff path, by the expiry thread at
+ * SCHED_FIFO 99, and by SCHED_OTHER contexts too (close(), a granter that
+ * was not boosted): a struct mutex has priority inheritance only on
+ * PREEMPT_RT, so elsewhere a SCHED_OTHER owner preempted by real-time work
+ * would hold up every boost and every restore on every GPU for as long as
+ * that work runs. An rt_mutex lends its owner the priority of its highest
+ * waiter on every kernel, and what it guards is bounded: one ledger call,
+ * at most two sched_setattr_nocheck() and a small allocation.
+ */
+static DEFINE_RT_MUTEX(gpuslot_boost_lock);
 static struct gpuslot_boost_ledger gpuslot_ledger;
+
+/*
+ * The expiry of max_hold_ms must preempt the holder it demotes, on the
+ * holder's own CPU too: the holder runs SCHED_FIFO, and with RT throttling
+ * off (sched_rt_runtime_us = -1, common on real-time hosts) nothing below
+ * it runs there while it spins. A work item on system_wq, a timer_list
+ * (softirq: ksoftirqd, or the "ktimers" threads at FIFO 1 on PREEMPT_RT) or
+ * an hrtimer in soft mode all run below it. So the clock is an hrtimer in
+ * hard interrupt context (HRTIMER_MODE_REL_HARD, also on PREEMPT_RT), whose
+ * callback only queues a kthread_work (a raw spinlock and a wakeup, fine
+ * there), and the work runs on our own kthread_worker at SCHED_FIFO 99,
+ * above every boost gpuslot grants (boost_priority is at most
+ * GPUSLOT_MAX_BOOST_PRIORITY, 98), as a threaded interrupt handler runs
+ * above the tasks it serves. It does little: one ledger call.
+ *
+ * Demoting the thread from its own context on its way back to user space
+ * (task_work_add() from the hrtimer) was the other way; it needs the file
+ * and the module pinned until a thread that may never return to user space
+ * runs the work, and does not end the boost of a thread that sleeps
+ * boosted in the kernel. A kthread stopped with the module has neither
+ * problem.
+ */
+#define GPUSLOT_EXPIRY_PRIORITY (MAX_RT_PRIO - 1)
+static_assert(GPUSLOT_MAX_BOOST_PRIORITY < GPUSLOT_EXPIRY_PRIORITY);
+static struct kthread_worker *gpuslot_expiry_worker;
+
+/* A thread record, and who the thread was when it was boosted. */
+struct gpuslot_sched_thread {
+	struct gpuslot_boost_thread t;
+	const struct cred *cred;	/* its objective credentials then */
+	u64 exec_id;			/* its self_exec_id then */
+};
 
 static void gpuslot_sched_get(struct task_struct *p,
 			      struct gpuslot_sched_attr *a)
@@ -62,17 +107,55 @@ static bool gpuslot_sched_exiting(struct task_struct *p)
 
 static struct gpuslot_boost_thread *gpuslot_sched_new_thread(struct task_struct *p)
 {
-	struct gpuslot_boost_thread *t = kzalloc(sizeof(*t), GFP_KERNEL);
+	struct gpuslot_sched_thread *st = kzalloc(sizeof(*st), GFP_KERNEL);
 
-	if (t)
-		get_task_struct(p);
-	return t;
+	if (!st)
+		return NULL;
+	get_task_struct(p);
+	st->cred = get_task_cred(p);
+	st->exec_id = READ_ONCE(p->self_exec_id);
+	return &st->t;
 }
 
 static void gpuslot_sched_free_thread(struct gpuslot_boost_thread *t)
 {
+	struct gpuslot_sched_thread *st =
+		container_of(t, struct gpuslot_sched_thread, t);
+
+	put_cred(st->cred);
 	put_task_struct(t->task);
-	kfree(t);
+	kfree(st);
+}
+
+/*
+ * No exec since the boost (self_exec_id counts them), and the same
+ * credentials: commit_creds() replaces the struct on every change, so an
+ * unchanged pointer is unchanged credentials. A change that kept every
+ * value only costs a restore without the privileged parts.
+ */
+static u64 gpuslot_sched_now(void)
+{
+	return ktime_get_ns();
+}
+
+/*
+ * The CPU time @p has used: its sum_exec_runtime, brought up to date at
+ * every tick and context switch, so at most a tick behind for a thread
+ * that runs now; the expiry looks again if the budget is not spent yet.
+ */
+static u64 gpuslot_sched_cputime(struct task_struct *p)
+{
+	return READ_ONCE(p->se.sum_exec_runtime);
+}
+
+static bool gpuslot_sched_same_owner(struct gpuslot_boost_thread *t)
+{
+	struct gpuslot_sched_thread *st =
+		container_of(t, struct gpuslot_sched_thread, t);
+	struct task_struct *p = t->task;
+
+	return READ_ONCE(p->self_exec_id) == st->exec_id &&
+	       rcu_access_pointer(p->real_cred) == st->cred;
 }
 
 static const struct gpuslot_boost_ops gpuslot_sched_ops = {
@@ -81,33 +164,119 @@ static const struct gpuslot_boost_ops gpuslot_sched_ops = {
 	.exiting = gpuslot_sched_exiting,
 	.new_thread = gpuslot_sched_new_thread,
 	.free_thread = gpuslot_sched_free_thread,
+	.same_owner = gpuslot_sched_same_owner,
+	.now = gpuslot_sched_now,
+	.cputime = gpuslot_sched_cputime,
 };
 
-void gpuslot_boost_setup(void)
+int gpuslot_boost_setup(void)
 {
+	struct sched_attr attr = {
+		.size = sizeof(attr),
+		.sched_policy = SCHED_FIFO,
+		.sched_priority = GPUSLOT_EXPIRY_PRIORITY,
+	};
+	struct kthread_worker *w;
+	int ret;
+
 	gpuslot_boost_ledger_init(&gpuslot_ledger, &gpuslot_sched_ops);
+	w = kthread_create_worker(0, "gpuslot_expiry");
+	if (IS_ERR(w))
+		return PTR_ERR(w);
+	ret = sched_setattr_nocheck(w->task, &attr);
+	if (ret) {
+		kthread_destroy_worker(w);
+		return ret;
+	}
+	gpuslot_expiry_worker = w;
+	return 0;
+}
+
+void gpuslot_boost_teardown(void)
+{
+	/* Every file is closed: no clock runs, no work is queued. */
+	kthread_destroy_worker(gpuslot_expiry_worker);
+	/* Threads kept for their budget only. */
+	rt_mutex_lock(&gpuslot_boost_lock);
+	gpuslot_boost_drain(&gpuslot_ledger);
+	rt_mutex_unlock(&gpuslot_boost_lock);
+}
+
+static enum hrtimer_restart gpuslot_overrun_timer_fn(struct hrtimer *timer)
+{
+	struct gpuslot_file *f = container_of(timer, struct gpuslot_file,
+					      overrun_timer);
+
+	kthread_queue_work(gpuslot_expiry_worker, &f->overrun_work);
+	return HRTIMER_NORESTART;
+}
+
+static void gpuslot_overrun_work_fn(struct kthread_work *work);
+
+void gpuslot_file_overrun_init(struct gpuslot_file *f)
+{
+	hrtimer_init(&f->overrun_timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL_HARD);
+	f->overrun_timer.function = gpuslot_overrun_timer_fn;
+	kthread_init_work(&f->overrun_work, gpuslot_overrun_work_fn);
+}
+
+/* Start the clock of @f's hold to end at @in_ns from now. */
+static void gpuslot_overrun_arm(struct gpuslot_file *f, u64 in_ns)
+{
+	hrtimer_start(&f->overrun_timer, ns_to_ktime(in_ns),
+		      HRTIMER_MODE_REL_HARD);
+}
+
+void gpuslot_overrun_cancel_locked(struct gpuslot_file *f)
+{
+	/*
+	 * Cancelling makes atomic updates on the handoff's path: only a
+	 * clock that runs is cancelled. One whose callback runs now queues
+	 * work that finds the hold over.
+	 */
+	if (hrtimer_is_queued(&f->overrun_timer))
+		hrtimer_try_to_cancel(&f->overrun_timer);
+}
+
+void gpuslot_overrun_sync(struct gpuslot_file *f)
+{
+	/* The file is idle: the work cannot arm the clock again. */
+	hrtimer_cancel(&f->overrun_timer);
+	kthread_cancel_work_sync(&f->overrun_work);
 }
 
 /*
- * max_hold_ms runs on a delayed work item: ending a boost sleeps, so the
- * expiry needs process context anyway, and the one spelling works on every
- * kernel from 6.1 on. Its resolution (a jiffy) is far below any useful
- * bound. This marks @f's hold, whose thread has just been boosted for it,
- * and starts its clock, which counts from the grant.
+ * When @f's boost must end from @now on (local_clock() for the hold,
+ * ktime_get_ns() for the budget): at the max_hold_ms read at the grant
+ * (f->hold_max_ns; a later change is for later holds), or at @budget_end_ns,
+ * the end of its thread's boost budget, whichever comes first. In ns from
+ * now; U64_MAX: never.
  */
-void gpuslot_hold_boosted_locked(struct gpuslot_domain *d,
-				 struct gpuslot_file *f)
+static u64 gpuslot_boost_left(struct gpuslot_file *f, u64 budget_end_ns)
 {
-	u64 max_ns = (u64)d->max_hold_ms * NSEC_PER_MSEC;
-	u64 held;
+	u64 left = U64_MAX, held, now;
+
+	if (f->hold_max_ns) {
+		held = gpuslot_since(gpuslot_clock_ns(), f->hold_start_ns);
+		left = held < f->hold_max_ns ? f->hold_max_ns - held : 0;
+	}
+	if (budget_end_ns != U64_MAX) {
+		now = ktime_get_ns();
+		left = min(left, budget_end_ns > now ? budget_end_ns - now : 0);
+	}
+	return left;
+}
+
+void gpuslot_hold_boosted_locked(struct gpuslot_domain *d,
+				 struct gpuslot_file *f, u64 budget_end_ns)
+{
+	u64 left;
 
 	lockdep_assert_held(&d->lock);
 	f->hold_boost = GPUSLOT_HOLD_BOOSTED;
-	if (!max_ns)
-		return;
-	held = gpuslot_since(gpuslot_clock_ns(), f->hold_start_ns);
-	mod_delayed_work(system_wq, &f->overrun_work,
-			 nsecs_to_jiffies(held < max_ns ? max_ns - held : 0));
+	left = gpuslot_boost_left(f, budget_end_ns);
+	if (left != U64_MAX)
+		gpuslot_overrun_arm(f, left);
 }
 
 /*
@@ -115,7 +284,7 @@ void gpuslot_hold_boosted_locked(struct gpuslot_domain *d,
  * off, or a real-time task already runs at the boost priority or above,
  * and no thread has a boost of ours, so that @p has none to nest this hold
  * into, and @f no older one to end. (Only @p's own holds create its
- * record, and @p is here, not waiting elsewhere.) Then no mutex is taken.
+ * record, and @p is here, not waiting elsewhere.) Then no lock is taken.
  */
 static bool gpuslot_boost_wanted(unsigned int prio, struct task_struct *p)
 {
@@ -133,36 +302,39 @@ void gpuslot_file_boost(struct gpuslot_file *f, struct gpuslot_domain *d,
 			u64 seq, struct task_struct *p)
 {
 	unsigned int prio = READ_ONCE(d->boost_priority);
+	unsigned int share = READ_ONCE(d->max_boost_share);
+	u64 budget_end;
 	bool live, boosted;
 
 	if (!gpuslot_boost_wanted(prio, p))
 		return;
 
-	mutex_lock(&gpuslot_boost_mutex);
+	rt_mutex_lock(&gpuslot_boost_lock);
 	/*
-	 * Under the mutex, a release of hold @seq cannot slip between this
-	 * check and the boost: its unboost waits for the mutex.
+	 * Under the ledger lock, a release of hold @seq cannot slip between
+	 * this check and the boost: its unboost waits for the lock.
 	 */
 	spin_lock(&d->lock);
 	live = f->state == GPUSLOT_FILE_HOLDING && f->hold_seq == seq &&
 	       f->hold_boost != GPUSLOT_HOLD_OVERRUN;
 	spin_unlock(&d->lock);
 	boosted = gpuslot_boost_begin(&gpuslot_ledger, &f->boost, seq, live,
-				      p, prio);
+				      p, prio, share, &budget_end);
 	if (boosted) {
 		spin_lock(&d->lock);
 		if (f->state == GPUSLOT_FILE_HOLDING && f->hold_seq == seq &&
 		    f->hold_boost == GPUSLOT_HOLD_UNBOOSTED)
-			gpuslot_hold_boosted_locked(d, f);
+			gpuslot_hold_boosted_locked(d, f, budget_end);
 		spin_unlock(&d->lock);
 	}
-	mutex_unlock(&gpuslot_boost_mutex);
+	rt_mutex_unlock(&gpuslot_boost_lock);
 }
 
 bool gpuslot_waiter_boost(struct gpuslot_domain *d, struct gpuslot_waiter *w)
 	__must_hold(&d->lock)
 {
 	unsigned int prio = READ_ONCE(d->boost_priority);
+	unsigned int share = READ_ONCE(d->max_boost_share);
 	struct gpuslot_file *f = w->file;
 	u64 seq;
 
@@ -178,10 +350,11 @@ bool gpuslot_waiter_boost(struct gpuslot_domain *d, struct gpuslot_waiter *w)
 	f->state = GPUSLOT_FILE_ACQUIRING;
 	seq = f->hold_seq + 1;
 	spin_unlock(&d->lock);
-	mutex_lock(&gpuslot_boost_mutex);
+	rt_mutex_lock(&gpuslot_boost_lock);
 	w->boosted = gpuslot_boost_begin(&gpuslot_ledger, &f->boost, seq,
-					 true, current, prio);
-	mutex_unlock(&gpuslot_boost_mutex);
+					 true, current, prio, share,
+					 &w->budget_end_ns);
+	rt_mutex_unlock(&gpuslot_boost_lock);
 	spin_lock(&d->lock);
 	if (w->boosted) {
 		w->boost_seq = seq;
@@ -198,41 +371,62 @@ bool gpuslot_waiter_boost(struct gpuslot_domain *d, struct gpuslot_waiter *w)
 
 void gpuslot_file_unboost(struct gpuslot_file *f, u64 seq)
 {
-	mutex_lock(&gpuslot_boost_mutex);
+	rt_mutex_lock(&gpuslot_boost_lock);
 	gpuslot_boost_finish(&gpuslot_ledger, &f->boost, seq);
-	mutex_unlock(&gpuslot_boost_mutex);
+	rt_mutex_unlock(&gpuslot_boost_lock);
 }
 
-void gpuslot_overrun_work_fn(struct work_struct *work)
+/*
+ * On the expiry worker, at SCHED_FIFO 99: the hold outlived max_hold_ms,
+ * or its thread's budget may be spent (the ledger says).
+ */
+static void gpuslot_overrun_work_fn(struct kthread_work *work)
 {
-	struct gpuslot_file *f = container_of(to_delayed_work(work),
-					      struct gpuslot_file,
+	struct gpuslot_file *f = container_of(work, struct gpuslot_file,
 					      overrun_work);
 	struct gpuslot_domain *d = gpuslot_file_lock(f);
-	u64 max_ns = (u64)d->max_hold_ms * NSEC_PER_MSEC;
-	u64 held, seq = f->hold_seq;
-	unsigned int slot = f->slot, max_ms = d->max_hold_ms;
-	bool overrun = false;
+	u64 max_ns = f->hold_max_ns, seq = f->hold_seq, budget_end;
+	unsigned int slot = f->slot;
+	bool spent;
 
-	if (f->state == GPUSLOT_FILE_HOLDING && max_ns &&
+	if (f->state != GPUSLOT_FILE_HOLDING ||
+	    f->hold_boost != GPUSLOT_HOLD_BOOSTED) {
+		spin_unlock(&d->lock);
+		return;
+	}
+	if (max_ns && !gpuslot_boost_left(f, U64_MAX)) {
+		f->hold_boost = GPUSLOT_HOLD_OVERRUN;
+		d->counters.overruns++;
+		spin_unlock(&d->lock);
+		pr_info_ratelimited("gpuslot: gpu%u: a holder of slot %u outlived max_hold_ms %llu: its boost ends\n",
+				    d->id, slot, max_ns / NSEC_PER_MSEC);
+		gpuslot_file_unboost(f, seq);
+		return;
+	}
+	spin_unlock(&d->lock);
+
+	rt_mutex_lock(&gpuslot_boost_lock);
+	spent = gpuslot_boost_expire(&gpuslot_ledger, &f->boost, seq,
+				     &budget_end);
+	spin_lock(&d->lock);
+	if (f->state == GPUSLOT_FILE_HOLDING && f->hold_seq == seq &&
 	    f->hold_boost == GPUSLOT_HOLD_BOOSTED) {
-		held = gpuslot_since(gpuslot_clock_ns(), f->hold_start_ns);
-		if (held >= max_ns) {
-			overrun = true;
+		if (spent) {
 			f->hold_boost = GPUSLOT_HOLD_OVERRUN;
 			d->counters.overruns++;
 		} else {
-			/* max_hold_ms was raised since the clock started. */
-			mod_delayed_work(system_wq, &f->overrun_work,
-					 nsecs_to_jiffies(max_ns - held));
+			/*
+			 * Not yet: the clocks of the hold (local_clock()) and
+			 * of the timer differ by a little.
+			 */
+			gpuslot_hold_boosted_locked(d, f, budget_end);
 		}
 	}
 	spin_unlock(&d->lock);
-	if (!overrun)
-		return;
-	pr_info_ratelimited("gpuslot: gpu%u: a holder of slot %u outlived max_hold_ms %u: its boost ends\n",
-			    d->id, slot, max_ms);
-	gpuslot_file_unboost(f, seq);
+	rt_mutex_unlock(&gpuslot_boost_lock);
+	if (spent)
+		pr_info_ratelimited("gpuslot: gpu%u: the holder of slot %u spent its boost budget (max_boost_share): its boost ends\n",
+				    d->id, slot);
 }
 
 int gpuslot_domain_set_max_hold_ms(struct gpuslot_domain *d, unsigned int ms)
@@ -248,4 +442,18 @@ int gpuslot_domain_set_max_hold_ms(struct gpuslot_domain *d, unsigned int ms)
 unsigned int gpuslot_domain_max_hold_ms(struct gpuslot_domain *d)
 {
 	return READ_ONCE(d->max_hold_ms);
+}
+
+int gpuslot_domain_set_max_boost_share(struct gpuslot_domain *d,
+				       unsigned int share)
+{
+	if (share < 1 || share > 100)
+		return -EINVAL;
+	WRITE_ONCE(d->max_boost_share, share);
+	return 0;
+}
+
+unsigned int gpuslot_domain_max_boost_share(struct gpuslot_domain *d)
+{
+	return READ_ONCE(d->max_boost_share);
 }

@@ -60,6 +60,7 @@ int gpuslot_domains_create(unsigned int nr, struct kobject *parent)
 		INIT_LIST_HEAD(&d->hqd_files);
 		d->boost_priority = GPUSLOT_DEFAULT_BOOST_PRIORITY;
 		d->max_hold_ms = GPUSLOT_DEFAULT_MAX_HOLD_MS;
+		d->max_boost_share = GPUSLOT_DEFAULT_MAX_BOOST_SHARE;
 		ret = kobject_init_and_add(&d->kobj, &gpuslot_domain_ktype,
 					   parent, "gpu%u", i);
 		if (ret) {
@@ -105,7 +106,7 @@ void gpuslot_file_init(struct gpuslot_file *f)
 	f->state = GPUSLOT_FILE_IDLE;
 	INIT_LIST_HEAD(&f->hqd_node);
 	INIT_LIST_HEAD(&f->boost.node);
-	INIT_DELAYED_WORK(&f->overrun_work, gpuslot_overrun_work_fn);
+	gpuslot_file_overrun_init(f);
 	f->async.file = f;
 	INIT_LIST_HEAD(&f->async.core.node);
 	init_waitqueue_head(&f->async_wq);
@@ -193,6 +194,8 @@ void gpuslot_grant(struct gpuslot_domain *d, struct gpuslot_waiter *w,
 	f->holder_tid = get_pid(w->tid);
 	memcpy(f->holder_comm, w->comm, sizeof(f->holder_comm));
 	f->hold_boost = GPUSLOT_HOLD_UNBOOSTED;
+	/* The bound of this hold: max_hold_ms is read when it is granted. */
+	f->hold_max_ns = (u64)d->max_hold_ms * NSEC_PER_MSEC;
 	d->holder[slot] = f;
 
 	w->slot = slot;
@@ -221,7 +224,7 @@ static void gpuslot_grant_boosted_waiter(struct gpuslot_domain *d,
 		w->boosted = false;
 		return;
 	}
-	gpuslot_hold_boosted_locked(d, w->file);
+	gpuslot_hold_boosted_locked(d, w->file, w->budget_end_ns);
 }
 
 /*
@@ -322,15 +325,8 @@ void gpuslot_release_locked(struct gpuslot_domain *d, struct gpuslot_file *f,
 	put_pid(f->holder_tid);
 	f->holder_tgid = NULL;
 	f->holder_tid = NULL;
-	/*
-	 * Only a boosted hold under a max_hold_ms bound has its clock
-	 * running, and it is armed only under d->lock. Cancelling turns
-	 * interrupts off and on and makes atomic updates on the handoff's
-	 * path (2 us a release under TCG): only a clock that runs is
-	 * cancelled. One that has just fired finds the file idle.
-	 */
-	if (delayed_work_pending(&f->overrun_work))
-		cancel_delayed_work(&f->overrun_work);
+	/* Only a boosted hold under a bound has its clock running. */
+	gpuslot_overrun_cancel_locked(f);
 	gpuslot_core_release(&d->core, f->slot, done);
 	gpuslot_wake_done(d, done, now);
 }
@@ -349,8 +345,8 @@ void gpuslot_file_cleanup(struct gpuslot_file *f)
 	spin_unlock(&d->lock);
 	gpuslot_finish_handoffs(d, &done);
 
-	/* Idle now: the work cannot arm itself again. */
-	cancel_delayed_work_sync(&f->overrun_work);
+	/* Idle now: the work cannot arm the clock again. */
+	gpuslot_overrun_sync(f);
 	gpuslot_file_unboost(f, U64_MAX);
 }
 
@@ -709,7 +705,8 @@ int gpuslot_domain_set_layout(struct gpuslot_domain *d, unsigned int k,
 int gpuslot_domain_set_boost_priority(struct gpuslot_domain *d,
 				      unsigned int prio)
 {
-	if (prio > MAX_RT_PRIO - 1)
+	/* The expiry of max_hold_ms runs above every boost: boost_sched.c */
+	if (prio > GPUSLOT_MAX_BOOST_PRIORITY)
 		return -EINVAL;
 	spin_lock(&d->lock);
 	d->boost_priority = prio;

@@ -5,7 +5,9 @@
 #ifndef GPUSLOT_DOMAIN_H
 #define GPUSLOT_DOMAIN_H
 
+#include <linux/hrtimer.h>
 #include <linux/kobject.h>
+#include <linux/kthread.h>
 #include <linux/sched.h>
 #include <linux/sched/clock.h>
 #include <linux/spinlock.h>
@@ -55,7 +57,8 @@ struct gpuslot_domain {
 	struct list_head hqd_files;	/* files with queues reserved */
 	unsigned int nr_hqd_files;
 	unsigned int boost_priority;	/* 0: no boost */
-	unsigned int max_hold_ms;	/* 0: a boost lasts the whole hold */
+	unsigned int max_hold_ms;	/* 0: a boost lasts the whole hold; read at grant */
+	unsigned int max_boost_share;	/* a thread's boost budget, %; 100: none */
 	struct gpuslot_counters counters;
 	struct gpuslot_partitions parts;	/* see layout.c */
 	/*
@@ -91,7 +94,7 @@ enum gpuslot_file_state {
 enum gpuslot_hold_boost {
 	GPUSLOT_HOLD_UNBOOSTED,	/* boost_priority 0, thread already above */
 	GPUSLOT_HOLD_BOOSTED,
-	GPUSLOT_HOLD_OVERRUN,	/* outlived max_hold_ms: boost taken away */
+	GPUSLOT_HOLD_OVERRUN,	/* outlived max_hold_ms or its thread's boost budget */
 	GPUSLOT_HOLD_PENDING,	/* granted asynchronously, not completed */
 };
 
@@ -124,6 +127,7 @@ struct gpuslot_waiter {
 	 */
 	bool boosted;
 	u64 boost_seq;
+	u64 budget_end_ns;	/* its thread's budget ends, ktime_get_ns() */
 };
 
 /* One per open file of /dev/gpuslot: the slot is owned by the file. */
@@ -141,8 +145,13 @@ struct gpuslot_file {
 	struct pid *holder_tid;
 	char holder_comm[TASK_COMM_LEN];
 	enum gpuslot_hold_boost hold_boost;
-	/* Ends the boost of a hold that outlives max_hold_ms; see boost_sched.c */
-	struct delayed_work overrun_work;
+	u64 hold_max_ns;	/* the domain's max_hold_ms at the grant; 0: none */
+	/*
+	 * End the boost of a hold that outlives hold_max_ns: a hard-irq
+	 * clock and the work it queues on the expiry thread; boost_sched.c.
+	 */
+	struct hrtimer overrun_timer;
+	struct kthread_work overrun_work;
 
 	/*
 	 * The file's asynchronous acquire (async.c), under domain->lock: its
@@ -160,7 +169,7 @@ struct gpuslot_file {
 	struct pid *hqd_tgid;
 	char hqd_comm[TASK_COMM_LEN];
 
-	/* Under the boost ledger's mutex (boost_sched.c). */
+	/* Under the boost ledger's lock (boost_sched.c). */
 	struct gpuslot_boost_hold boost;
 };
 
@@ -266,7 +275,13 @@ int gpuslot_domain_wait(struct gpuslot_domain *d, const bool *done,
 	__must_hold(&d->lock);
 
 /* The boost of a file's holds, boost_sched.c. */
-void gpuslot_boost_setup(void);
+int gpuslot_boost_setup(void);
+void gpuslot_boost_teardown(void);
+void gpuslot_file_overrun_init(struct gpuslot_file *f);
+/* Stop the clock of @f's hold, under d->lock: the hold ends. */
+void gpuslot_overrun_cancel_locked(struct gpuslot_file *f);
+/* Wait until @f's clock and its work are done; @f is idle. May sleep. */
+void gpuslot_overrun_sync(struct gpuslot_file *f);
 /*
  * Boost @p for hold @seq of @f in @d if that hold is still the file's
  * current one. May sleep: call without d->lock.
@@ -283,15 +298,21 @@ void gpuslot_file_boost(struct gpuslot_file *f, struct gpuslot_domain *d,
  */
 bool gpuslot_waiter_boost(struct gpuslot_domain *d, struct gpuslot_waiter *w)
 	__must_hold(&d->lock);
-/* The hold of @f was boosted: say so and start its max_hold_ms clock. */
+/*
+ * The hold of @f was boosted: say so and start its clock, to max_hold_ms or
+ * to @budget_end_ns (ktime_get_ns(); U64_MAX: none), the end of its
+ * thread's boost budget, whichever comes first.
+ */
 void gpuslot_hold_boosted_locked(struct gpuslot_domain *d,
-				 struct gpuslot_file *f);
+				 struct gpuslot_file *f, u64 budget_end_ns);
 /* End the boost of hold @seq of @f (or an older one). May sleep. */
 void gpuslot_file_unboost(struct gpuslot_file *f, u64 seq);
-void gpuslot_overrun_work_fn(struct work_struct *work);
 int gpuslot_domain_set_max_hold_ms(struct gpuslot_domain *d,
 				   unsigned int ms);
 unsigned int gpuslot_domain_max_hold_ms(struct gpuslot_domain *d);
+int gpuslot_domain_set_max_boost_share(struct gpuslot_domain *d,
+				       unsigned int share);
+unsigned int gpuslot_domain_max_boost_share(struct gpuslot_domain *d);
 
 /* Hardware-queue budget, hqd.c. */
 int gpuslot_file_reserve_queues(struct gpuslot_file *f,

@@ -374,10 +374,14 @@ static int __init gpuslot_init(void)
 		return -EINVAL;
 	}
 
-	gpuslot_boost_setup();
+	ret = gpuslot_boost_setup();
+	if (ret)
+		return ret;
 	gpuslot_sysfs_root = gpuslot_sysfs_create();
-	if (!gpuslot_sysfs_root)
-		return -ENOMEM;
+	if (!gpuslot_sysfs_root) {
+		ret = -ENOMEM;
+		goto err_boost;
+	}
 	ret = gpuslot_domains_create(domains, gpuslot_sysfs_root);
 	if (ret)
 		goto err_sysfs;
@@ -390,6 +394,8 @@ err_domains:
 	gpuslot_domains_destroy();
 err_sysfs:
 	gpuslot_sysfs_destroy(gpuslot_sysfs_root);
+err_boost:
+	gpuslot_boost_teardown();
 	return ret;
 }
 
@@ -398,6 +404,7 @@ static void __exit gpuslot_exit(void)
 	misc_deregister(&gpuslot_misc);
 	gpuslot_domains_destroy();
 	gpuslot_sysfs_destroy(gpuslot_sysfs_root);
+	gpuslot_boost_teardown();
 }
 
 module_init(gpuslot_init);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * gpuslot sysfs: /sys/kernel/gpuslot/version and, per domain, gpu<N>/ with
- * k, boost_priority, max_hold_ms, generation, holders, waiters, stats, the
+ * k, boost_priority, max_hold_ms, max_boost_share, generation, holders, waiters, stats, the
  * layout's units and partitions, and the hardware-queue budget: hqd_limit,
  * hqd_used, hqd_waiters and queues; pci_bus_id names the domain's GPU.
  *
@@ -89,6 +89,21 @@ static ssize_t max_hold_ms_store(struct kobject *kobj,
 {
 	return gpuslot_store_uint(kobj, buf, count,
 				  gpuslot_domain_set_max_hold_ms);
+}
+
+static ssize_t max_boost_share_show(struct kobject *kobj,
+				    struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%u\n",
+			  gpuslot_domain_max_boost_share(to_domain(kobj)));
+}
+
+static ssize_t max_boost_share_store(struct kobject *kobj,
+				     struct kobj_attribute *attr,
+				     const char *buf, size_t count)
+{
+	return gpuslot_store_uint(kobj, buf, count,
+				  gpuslot_domain_set_max_boost_share);
 }
 
 static ssize_t hqd_limit_show(struct kobject *kobj,
@@ -242,6 +257,7 @@ static struct kobj_attribute units_attr = __ATTR_RO(units);
 static struct kobj_attribute partitions_attr = __ATTR_RW(partitions);
 static struct kobj_attribute boost_priority_attr = __ATTR_RW(boost_priority);
 static struct kobj_attribute max_hold_ms_attr = __ATTR_RW(max_hold_ms);
+static struct kobj_attribute max_boost_share_attr = __ATTR_RW(max_boost_share);
 static struct kobj_attribute generation_attr = __ATTR_RO(generation);
 static struct kobj_attribute holders_attr = __ATTR_RO(holders);
 static struct kobj_attribute waiters_attr = __ATTR_RO(waiters);
@@ -255,6 +271,7 @@ static struct attribute *gpuslot_domain_attrs[] = {
 	&k_attr.attr,
 	&boost_priority_attr.attr,
 	&max_hold_ms_attr.attr,
+	&max_boost_share_attr.attr,
 	&generation_attr.attr,
 	&holders_attr.attr,
 	&waiters_attr.attr,

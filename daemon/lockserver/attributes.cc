@@ -178,6 +178,8 @@ int LockServer::attr_read(const Domain &d, const std::string &name, std::string 
 		t = line(d.boost_priority);
 	} else if (name == "max_hold_ms") {
 		t = line(d.max_hold_ms);
+	} else if (name == "max_boost_share") {
+		t = line(d.max_boost_share);
 	} else if (name == "generation") {
 		t = line(d.core.generation);
 	} else if (name == "hqd_limit") {
@@ -281,7 +283,8 @@ int LockServer::attr_write(Conn &c, const std::string &name, const std::string &
 	static const char *const read_only[] = {"generation", "holders", "waiters", "stats",
 						"hqd_used",   "hqd_waiters", "queues", "units"};
 	static const char *const writable[] = {"k",	    "boost_priority", "max_hold_ms",
-					       "hqd_limit", "partitions",     "pci_bus_id"};
+					       "hqd_limit", "partitions",     "pci_bus_id",
+					       "max_boost_share"};
 	auto named = [&](const auto &list) {
 		return std::any_of(std::begin(list), std::end(list),
 				   [&](const char *n) { return name == n; });
@@ -328,11 +331,20 @@ int LockServer::store_attr(Domain &d, const std::string &name, const std::string
 		d.max_hold_ms = v;
 		return 0;
 	}
+	if (name == "max_boost_share") {
+		if (v < 1 || v > 100)
+			return EINVAL;
+		d.max_boost_share = v;
+		return 0;
+	}
 	if (name == "boost_priority") {
-		// Without CAP_SYS_NICE there is no boost to set: 0 stays.
-		if (v > 99 || (v && !boost_))
-			return v > 99 ? EINVAL : EPERM;
+		// Without CAP_SYS_NICE there is no boost to set: 0 stays. The
+		// server runs above every boost it grants (run_above_boosts()):
+		// at most GPUSLOT_MAX_BOOST_PRIORITY, as on the module.
+		if (v > GPUSLOT_MAX_BOOST_PRIORITY || (v && !boost_))
+			return v > GPUSLOT_MAX_BOOST_PRIORITY ? EINVAL : EPERM;
 		d.boost_priority = v;
+		run_above_boosts();
 		return 0;
 	}
 	// partitions: "<slot> <all|hex mask>" lines over the current layout.

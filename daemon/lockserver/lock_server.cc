@@ -22,6 +22,7 @@
 #include <bit>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <mutex>
@@ -40,6 +41,9 @@ struct task_struct {
 	pid_t tid = 0;
 	int pidfd = -1; // its own, pinning the process
 	unsigned int records = 0; // boost records that point here
+	// Who the thread was when its boost record was made: its credentials
+	// and its program (see owner_of()); empty if they could not be read.
+	std::string owner;
 
 	~task_struct()
 	{
@@ -318,6 +322,37 @@ int task_set_attr(task_struct *p, const gpuslot_sched_attr *a)
 	return 0;
 }
 
+// Who thread @p is, as far as the server can tell through /proc: its
+// uids, gids and capabilities, and the program it runs (device and inode
+// of /proc/<pid>/exe: an exec changes it). Checked against the pidfd after
+// reading, so that a reused pid is not taken for the thread; "" if any of
+// it cannot be read.
+std::string owner_of(const task_struct *p)
+{
+	const std::string proc = "/proc/" + std::to_string(p->pid);
+	std::ifstream in(proc + "/task/" + std::to_string(p->tid) + "/status");
+	std::string who;
+	for (std::string line; std::getline(in, line);)
+		if (line.rfind("Uid:", 0) == 0 || line.rfind("Gid:", 0) == 0 ||
+		    line.rfind("Groups:", 0) == 0 || line.rfind("CapEff:", 0) == 0 ||
+		    line.rfind("CapPrm:", 0) == 0)
+			who += line + "\n";
+	struct stat exe;
+	if (who.empty() || stat((proc + "/exe").c_str(), &exe))
+		return "";
+	who += std::to_string(exe.st_dev) + ":" + std::to_string(exe.st_ino);
+	if (syscall(SYS_pidfd_send_signal, p->pidfd, 0, nullptr, 0))
+		return "";
+	return who;
+}
+
+// The thread exec'd or changed credentials since it was boosted (or we
+// cannot tell): it gets back only what needs no privilege (kmod/boost.c).
+bool task_same_owner(gpuslot_boost_thread *t)
+{
+	return !t->task->owner.empty() && owner_of(t->task) == t->task->owner;
+}
+
 // Cheap: the process lives. set_attr() checks the thread itself.
 bool task_exiting(task_struct *p)
 {
@@ -326,6 +361,8 @@ bool task_exiting(task_struct *p)
 
 gpuslot_boost_thread *task_new_thread(task_struct *p)
 {
+	if (!p->records)
+		p->owner = owner_of(p);
 	p->records++;
 	return new gpuslot_boost_thread{};
 }
@@ -343,8 +380,32 @@ void prune_tasks()
 	std::erase_if(tasks, [](const auto &t) { return !t.second->records; });
 }
 
-const gpuslot_boost_ops task_ops = {task_get_attr, task_set_attr, task_exiting,
-				    task_new_thread, task_free_thread};
+uint64_t task_now()
+{
+	return now_ns();
+}
+
+// The CPU time thread @p has used, in ns: the first field of its schedstat
+// (a thread of another process has no CPU clock we may read). 0 if it
+// cannot be read (gone): nothing more is charged.
+uint64_t task_cputime(task_struct *p)
+{
+	char path[64], buf[96];
+	std::snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", int(p->pid), int(p->tid));
+	const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	const ssize_t n = ::read(fd, buf, sizeof(buf) - 1);
+	::close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	return std::strtoull(buf, nullptr, 10);
+}
+
+const gpuslot_boost_ops task_ops = {task_get_attr,    task_set_attr,	 task_exiting,
+				    task_new_thread, task_free_thread, task_same_owner,
+				    task_now,	     task_cputime};
 
 // CAP_SYS_NICE in our effective set: without it there is no boost.
 bool can_boost()
@@ -398,6 +459,9 @@ LockServer::~LockServer()
 				::close(pidfd);
 		::close(fd);
 	}
+	// Threads kept for their budget only.
+	gpuslot_boost_drain(&ledger);
+	prune_tasks();
 	for (auto &o : orphans_)
 		if (o->pidfd >= 0)
 			::close(o->pidfd);
@@ -826,15 +890,8 @@ void LockServer::stop()
 
 int LockServer::run(std::string *error)
 {
-	// The server hands slots to SCHED_FIFO holders: it must not wait
-	// behind them, or behind the real-time work of the host, to do so.
-	// One above the boost priority, as an interrupt thread runs above the
-	// tasks it wakes.
-	if (boost_) {
-		sched_param p{};
-		p.sched_priority = GPUSLOT_DEFAULT_BOOST_PRIORITY + 1;
-		pthread_setschedparam(pthread_self(), SCHED_FIFO | SCHED_RESET_ON_FORK, &p);
-	}
+	running_ = true;
+	run_above_boosts();
 	adopt_orphans();
 	// The periodic calls (the watchdog) run from the loop, and so only
 	// while it turns.
@@ -1021,6 +1078,32 @@ void LockServer::arm_timer(Domain &d)
 	timerfd_settime(d.timer_fd, TFD_TIMER_ABSTIME, &t, nullptr);
 }
 
+// The server hands slots to SCHED_FIFO holders and ends their boosts at
+// max_hold_ms: it must not wait behind them, or behind the real-time work
+// of the host, to do so. One above the highest boost priority, as an
+// interrupt thread runs above the tasks it wakes: a holder spinning at its
+// boost on the server's CPU (RT throttling off) is then preempted when its
+// time is up. boost_priority is at most GPUSLOT_MAX_BOOST_PRIORITY, so
+// there is always a priority above it.
+void LockServer::run_above_boosts()
+{
+	if (!boost_ || !running_)
+		return;
+	unsigned int top = 0;
+	for (const auto &d : domains_)
+		top = std::max(top, d->boost_priority);
+	const unsigned int prio = std::max(top, unsigned(GPUSLOT_DEFAULT_BOOST_PRIORITY)) + 1;
+	if (prio == server_priority_)
+		return;
+	sched_param p{};
+	p.sched_priority = int(prio);
+	if (int err = pthread_setschedparam(pthread_self(), SCHED_FIFO | SCHED_RESET_ON_FORK, &p))
+		std::fprintf(stderr, "gpuslotd: cannot run at SCHED_FIFO %u: %s\n", prio,
+			     strerror(err));
+	else
+		server_priority_ = prio;
+}
+
 void LockServer::grant(Domain &d, Conn &c, unsigned int slot)
 {
 	const uint64_t now = now_ns();
@@ -1029,6 +1112,8 @@ void LockServer::grant(Domain &d, Conn &c, unsigned int slot)
 	c.generation = d.core.generation;
 	c.hold_seq++;
 	c.hold_start_ns = now;
+	// max_hold_ms is read when the slot is granted, as in the module.
+	c.hold_max_ns = uint64_t(d.max_hold_ms) * 1000000;
 	c.holder_pid = c.acquire_pid;
 	c.holder_tid = c.acquire_tid;
 	c.hold_boost = Conn::unboosted;
@@ -1046,8 +1131,19 @@ void LockServer::boost(Domain &d, Conn &c, pid_t pid, pid_t tid)
 	if (!d.boost_priority || c.pidfd < 0 || tid <= 0)
 		return;
 	auto it = tasks.find(tid);
-	if (it != tasks.end() && it->second->pid != pid)
-		return; // a thread id the caller does not own
+	if (it != tasks.end() && it->second->pid != pid) {
+		// A thread id the caller does not own, unless it is kept only
+		// for the boost budget of a thread that is gone (its id reused).
+		task_struct *old = it->second.get();
+		const bool gone = task_exiting(old) ||
+				  (syscall(SYS_tgkill, old->pid, tid, 0) && errno == ESRCH);
+		if (!gone || !gpuslot_boost_forget(&ledger, old))
+			return;
+		prune_tasks();
+		it = tasks.find(tid);
+		if (it != tasks.end())
+			return;
+	}
 	if (it == tasks.end()) {
 		auto t = std::make_unique<task_struct>();
 		t->pid = pid;
@@ -1067,21 +1163,32 @@ void LockServer::boost(Domain &d, Conn &c, pid_t pid, pid_t tid)
 	// The thread named must be the peer's: task_set_attr() checks it
 	// against the pidfd before it changes anything (a failed first boost
 	// leaves no record).
+	uint64_t budget_end = UINT64_MAX;
 	const bool boosted = gpuslot_boost_begin(&ledger, &c.boost, c.hold_seq,
-						 c.hold_boost != Conn::overrun, p, d.boost_priority);
+						 c.hold_boost != Conn::overrun, p, d.boost_priority,
+						 d.max_boost_share, &budget_end);
 	prune_tasks();
 	if (c.state == Conn::holding)
 		record_hold(d, c.slot);
 	if (!boosted || c.hold_boost != Conn::unboosted)
 		return;
 	c.hold_boost = Conn::boosted;
-	// max_hold_ms counts from the grant, as in the module.
-	if (d.max_hold_ms) {
-		c.hold_timed = true;
-		c.hold_deadline = d.hold_deadlines.emplace(
-			c.hold_start_ns + uint64_t(d.max_hold_ms) * 1000000, &c);
-		arm_timer(d);
-	}
+	arm_hold(d, c, budget_end);
+}
+
+// The boost of @c's hold ends at the max_hold_ms read at the grant
+// (counted from the grant, as in the module) or at @budget_end, when its
+// thread's boost budget runs out, whichever comes first.
+void LockServer::arm_hold(Domain &d, Conn &c, uint64_t budget_end)
+{
+	uint64_t end = budget_end;
+	if (c.hold_max_ns)
+		end = std::min(end, c.hold_start_ns + c.hold_max_ns);
+	if (end == UINT64_MAX)
+		return;
+	c.hold_timed = true;
+	c.hold_deadline = d.hold_deadlines.emplace(end, &c);
+	arm_timer(d);
 }
 
 void LockServer::unboost(Conn &c)
@@ -1208,19 +1315,25 @@ void LockServer::on_timer(Domain &d)
 	arm_timer(d);
 }
 
-// A boosted hold reached max_hold_ms: its boost ends, the slot stays held
-// (the module's overrun). A limit raised since the clock started moves
-// the deadline; a limit of 0 ends the clock.
+// A boosted hold reached the max_hold_ms it was granted under, or its
+// thread's boost budget may be spent: its boost ends, the slot stays held
+// (the module's overrun).
 void LockServer::on_hold_deadline(Domain &d, Conn &c, uint64_t now)
 {
 	d.hold_deadlines.erase(c.hold_deadline);
 	c.hold_timed = false;
-	const uint64_t max_ns = uint64_t(d.max_hold_ms) * 1000000;
-	if (c.state != Conn::holding || c.hold_boost != Conn::boosted || !max_ns)
+	if (c.state != Conn::holding || c.hold_boost != Conn::boosted)
 		return;
-	if (now - c.hold_start_ns < max_ns) {
-		c.hold_timed = true;
-		c.hold_deadline = d.hold_deadlines.emplace(c.hold_start_ns + max_ns, &c);
+	if (!c.hold_max_ns || now - c.hold_start_ns < c.hold_max_ns) {
+		uint64_t budget_end;
+		const bool spent = gpuslot_boost_expire(&ledger, &c.boost, c.hold_seq, &budget_end);
+		prune_tasks();
+		if (!spent) {
+			arm_hold(d, c, budget_end);
+			return;
+		}
+		c.hold_boost = Conn::overrun;
+		d.stats.overruns++;
 		return;
 	}
 	c.hold_boost = Conn::overrun;

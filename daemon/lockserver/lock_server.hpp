@@ -34,8 +34,14 @@
 // names in its request must be a thread of the peer process, checked
 // through a pidfd of the peer taken at connect. Without CAP_SYS_NICE the
 // boost is off and DOMAIN_INFO says boost_priority 0. max_hold_ms ends a
-// boost as in the module. Not yet: a client in another PID namespace (its
-// thread ids do not match ours: no boost).
+// boost as in the module, read when the slot is granted; the server's
+// thread runs SCHED_FIFO one above the highest boost_priority of its
+// domains (at most GPUSLOT_MAX_BOOST_PRIORITY, 98), so that a holder
+// spinning at its boost on the server's CPU cannot keep the server from
+// ending that boost. A thread that exec'd or changed credentials while
+// boosted gets back no real-time policy and no negative nice (kmod/boost.h).
+// Not yet: a client in another PID namespace (its thread ids do not match
+// ours: no boost).
 //
 // The sysfs tree's counterpart: GPUSLOT_WIRE_ATTR_READ/WRITE read and write
 // the attributes of /sys/kernel/gpuslot/gpu<N>/ with their sysfs text
@@ -182,6 +188,9 @@ private:
 	// module's boost ledger, kmod/boost.c), and the end of it.
 	void boost(Domain &d, Conn &c, pid_t pid, pid_t tid);
 	void unboost(Conn &c);
+	void arm_hold(Domain &d, Conn &c, uint64_t budget_end);
+	// SCHED_FIFO one above the highest boost_priority, on run()'s thread.
+	void run_above_boosts();
 	void release_slot(Domain &d, Conn &c);
 
 	// Whether @c may start an acquire of @allowed now: 0, or the errno
@@ -211,6 +220,8 @@ private:
 	LockServerOptions options_;
 	std::function<void(unsigned int, AdminChange)> admin_change_;
 	bool boost_ = false; // CAP_SYS_NICE: holders are boosted
+	bool running_ = false; // run() has started: its thread's priority is ours to set
+	unsigned int server_priority_ = 0; // SCHED_FIFO priority set last, 0: none
 	int epoll_fd_ = -1;
 	int stop_fd_ = -1;
 	std::vector<std::unique_ptr<Domain>> domains_;

@@ -146,13 +146,38 @@ int serve_socket_transport(const DaemonOptions &daemon, const SocketServeOptions
 		if (int err = pci.empty() ? 0 : server.set_attr(unsigned(i), "pci_bus_id", pci))
 			log(LOG_WARNING, name + ": cannot record pci_bus_id " + pci + ": " +
 						 strerror(err));
+		// The config's boost_priority, as gpuslotd writes it into the
+		// module (the server then runs one above it).
+		if (s.boost_priority && server.boosting()) {
+			if (int err = server.set_attr(unsigned(i), "boost_priority",
+						      std::to_string(*s.boost_priority))) {
+				log(LOG_ERR, name + ": cannot set boost_priority " +
+						     std::to_string(*s.boost_priority) + ": " +
+						     strerror(err));
+				return 1;
+			}
+		} else if (s.boost_priority && *s.boost_priority) {
+			log(LOG_WARNING, name + ": boost_priority " +
+						 std::to_string(*s.boost_priority) +
+						 " not applied: gpuslotd lacks CAP_SYS_NICE");
+		}
+		if (s.max_boost_share) {
+			if (int err = server.set_attr(unsigned(i), "max_boost_share",
+						      std::to_string(*s.max_boost_share))) {
+				log(LOG_ERR, name + ": cannot set max_boost_share " +
+						     std::to_string(*s.max_boost_share) + ": " +
+						     strerror(err));
+				return 1;
+			}
+		}
+		const unsigned int prio = s.boost_priority.value_or(GPUSLOT_DEFAULT_BOOST_PRIORITY);
 		log(LOG_INFO, name + ": k " + std::to_string(l.k) + ", generation " +
 				      std::to_string(l.generation) + ", served on " +
 				      domain_socket(options.socket_dir, unsigned(i)).string() +
-				      (server.boosting()
-					       ? " (holders run SCHED_FIFO " +
-							 std::to_string(GPUSLOT_DEFAULT_BOOST_PRIORITY) + ")"
-					       : " (no SCHED_FIFO boost: gpuslotd lacks CAP_SYS_NICE)"));
+				      (!server.boosting()
+					       ? " (no SCHED_FIFO boost: gpuslotd lacks CAP_SYS_NICE)"
+				       : !prio ? " (boost_priority 0: no boost)"
+					       : " (holders run SCHED_FIFO " + std::to_string(prio) + ")"));
 		for (const auto &n : notes)
 			log(LOG_INFO, name + ": note: " + n);
 	}

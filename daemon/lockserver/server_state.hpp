@@ -143,6 +143,7 @@ struct LockServer::Conn {
 	// asked for it, since when, and its boost; max_hold_ms's clock.
 	pid_t holder_pid = 0, holder_tid = 0;
 	uint64_t hold_start_ns = 0;
+	uint64_t hold_max_ns = 0; // the domain's max_hold_ms at the grant; 0: none
 	enum HoldBoost { unboosted, boosted, overrun } hold_boost = unboosted;
 	bool hold_timed = false;
 	std::multimap<uint64_t, Conn *>::iterator hold_deadline;
@@ -173,12 +174,14 @@ struct LockServer::Domain {
 	Orphan *orphan[GPUSLOT_MAX_SLOTS] = {}; // a dead gpuslotd's holds
 	unsigned int max_hold_ms = GPUSLOT_DEFAULT_MAX_HOLD_MS;
 	unsigned int boost_priority = GPUSLOT_DEFAULT_BOOST_PRIORITY;
+	unsigned int max_boost_share = GPUSLOT_DEFAULT_MAX_BOOST_SHARE;
 	gpuslot_stats stats{};
 	// Timed waits, earliest first: slots and queue reservations.
 	std::multimap<uint64_t, Conn *> deadlines;
 	std::multimap<uint64_t, Conn *> hqd_deadlines;
 	uint64_t armed_ns = 0; // the timerfd's expiry (0: disarmed)
-	// Boosted holds, by when they reach max_hold_ms.
+	// Boosted holds, by when they reach max_hold_ms or their thread's
+	// boost budget runs out.
 	std::multimap<uint64_t, Conn *> hold_deadlines;
 	std::string pci_bus_id; // DDDD:BB:DD.F, or empty while unknown
 };

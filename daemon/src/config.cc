@@ -41,6 +41,8 @@ GpuSettings Config::for_gpu(unsigned int domain) const
 		s.sizes = g.sizes;
 	if (g.boost_priority)
 		s.boost_priority = g.boost_priority;
+	if (g.max_boost_share)
+		s.max_boost_share = g.max_boost_share;
 	if (g.hqd_limit)
 		s.hqd_limit = g.hqd_limit;
 	if (g.mask_algorithm)
@@ -132,11 +134,20 @@ int on_key(void *user, const char *section, const char *key,
 				    "(50%,25%,25%)");
 		g->sizes = value;
 	} else if (name == "boost_priority") {
-		if (!number(value, 0, 99, &v))
+		if (!number(value, 0, GPUSLOT_MAX_BOOST_PRIORITY, &v))
 			return fail("boost_priority '" + std::string(value) +
 				    "': expected 0 (no boost) or a SCHED_FIFO "
-				    "priority from 1 to 99");
+				    "priority from 1 to 98 (99 is kept for what "
+				    "ends a boost at max_hold_ms: the module's "
+				    "expiry thread, gpuslotd's socket server)");
 		g->boost_priority = v;
+	} else if (name == "max_boost_share") {
+		if (!number(value, 1, 100, &v))
+			return fail("max_boost_share '" + std::string(value) +
+				    "': expected the share of time a thread may "
+				    "run boosted, 1 to 100 (percent; 100: no "
+				    "budget)");
+		g->max_boost_share = v;
 	} else if (name == "hqd_limit") {
 		if (!number(value, 1, 1024, &v))
 			return fail("hqd_limit '" + std::string(value) +
@@ -156,8 +167,8 @@ int on_key(void *user, const char *section, const char *key,
 				    "and every MI300)");
 	} else {
 		return fail("unknown key '" + name + "' in [" + sec +
-			    "]; known: k, sizes, boost_priority, hqd_limit, "
-			    "mask_algorithm");
+			    "]; known: k, sizes, boost_priority, "
+			    "max_boost_share, hqd_limit, mask_algorithm");
 	}
 	return 1;
 }

@@ -18,7 +18,8 @@ namespace gpuslot {
 struct GpuSettings {
 	std::optional<unsigned int> k;		    // 1 .. 64
 	std::optional<std::string> sizes;	    // "30,10,10,10", "50%,50%"
-	std::optional<unsigned int> boost_priority; // 0 .. 99
+	std::optional<unsigned int> boost_priority; // 0 .. 98
+	std::optional<unsigned int> max_boost_share; // 1 .. 100 (%)
 	std::optional<unsigned int> hqd_limit;	    // 1 .. 1024
 	std::optional<MaskAlgorithm> mask_algorithm; // unset: auto
 

@@ -223,6 +223,14 @@ Daemon::Applied Daemon::apply(Managed &m, const GpuSettings &settings,
 			return Applied::failed;
 		}
 	}
+	if (settings.max_boost_share) {
+		if (int err = write_domain_file(options_.sysfs, m.domain,
+						"max_boost_share",
+						std::to_string(*settings.max_boost_share))) {
+			*error = name + ": cannot set max_boost_share: " + strerror(err);
+			return Applied::failed;
+		}
+	}
 	const bool changed = layout.generation != m.generation;
 	m.generation = layout.generation;
 	m.k = k;

@@ -69,7 +69,7 @@ private:
 enum class HoldBoost {
 	unboosted, // boost_priority 0, or the thread already ran above it
 	boosted,
-	overrun, // held past max_hold_ms: the boost was taken away
+	overrun, // held past max_hold_ms or its boost budget: the boost was taken away
 };
 
 struct Holder {

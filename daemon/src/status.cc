@@ -93,10 +93,10 @@ std::string boost_note(const DomainState &s, const Holder &h)
 {
 	if (h.boost == HoldBoost::overrun)
 		return ", past max_hold_ms " + std::to_string(s.max_hold_ms) +
-		       " ms: boost taken away";
+		       " ms or out of boost budget: boost taken away";
 	if (h.boost == HoldBoost::unboosted && s.boost_priority)
 		return ", not boosted (already at or above SCHED_FIFO " +
-		       std::to_string(s.boost_priority) + ")";
+		       std::to_string(s.boost_priority) + ", or out of boost budget)";
 	return "";
 }
 

@@ -124,7 +124,7 @@ public:
 			}
 		}
 		bool got = gpuslot_boost_begin(&l_, &hold_[fl.file], fl.seq, live,
-					       &task_[fl.thread], prio);
+					       &task_[fl.thread], prio, 100, nullptr);
 		CHECK(got == expect);
 	}
 

@@ -19,6 +19,8 @@ struct task_struct {
 	bool exiting = false;
 	int refs = 0;
 	unsigned long sets = 0; // set_attr calls
+	unsigned int owner = 0; // bumped by an exec or a change of credentials
+	uint64_t cpu_ns = 0;	// CPU time used: moved by the tests
 };
 
 namespace fake_sched {
@@ -59,16 +61,41 @@ inline bool exiting(task_struct *p)
 	return p->exiting;
 }
 
+// A record, and who its thread was when it was made.
+struct thread : gpuslot_boost_thread {
+	unsigned int owner;
+};
+
 inline gpuslot_boost_thread *new_thread(task_struct *p)
 {
 	p->refs++;
-	return new gpuslot_boost_thread{};
+	auto *t = new thread{};
+	t->owner = p->owner;
+	return t;
 }
 
 inline void free_thread(gpuslot_boost_thread *t)
 {
 	t->task->refs--;
-	delete t;
+	delete static_cast<thread *>(t);
+}
+
+inline bool same_owner(gpuslot_boost_thread *t)
+{
+	return static_cast<thread *>(t)->owner == t->task->owner;
+}
+
+// The ledger's clock, in ns: moved by the tests.
+inline uint64_t clock_ns = 0;
+
+inline uint64_t now()
+{
+	return clock_ns;
+}
+
+inline uint64_t cputime(task_struct *p)
+{
+	return p->cpu_ns;
 }
 
 inline const gpuslot_boost_ops ops = {
@@ -77,6 +104,9 @@ inline const gpuslot_boost_ops ops = {
 	.exiting = exiting,
 	.new_thread = new_thread,
 	.free_thread = free_thread,
+	.same_owner = same_owner,
+	.now = now,
+	.cputime = cputime,
 };
 
 } // namespace fake_sched

@@ -207,7 +207,7 @@ TEST_F(ModuleState, StatusDrawsTheSlotsOnTheGpu)
 	EXPECT_NE(t.find("k 3, generation 9, boost SCHED_FIFO 50 for at most 500 ms "
 			 "(2 overruns), HQDs 6/24 reserved"),
 		  std::string::npos) << t;
-	EXPECT_NE(t.find("for 1.5 ms, past max_hold_ms 500 ms: boost taken away"),
+	EXPECT_NE(t.find("for 1.5 ms, past max_hold_ms 500 ms or out of boost budget: boost taken away"),
 		  std::string::npos) << t;
 	EXPECT_NE(t.find("B slot 1  15 CUs 0x222222222222222"), std::string::npos) << t;
 	EXPECT_NE(t.find("held by 700 Web Content (tid 701) for 1.5 ms"), std::string::npos) << t;

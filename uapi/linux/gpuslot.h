@@ -47,12 +47,26 @@
 /* The SCHED_FIFO priority of holders until an admin sets boost_priority. */
 #define GPUSLOT_DEFAULT_BOOST_PRIORITY	50
 /*
+ * The highest boost_priority: what ends a boost at max_hold_ms (the
+ * module's expiry thread, gpuslotd's server thread) runs above every boost,
+ * so that the holder it demotes cannot keep it from running.
+ */
+#define GPUSLOT_MAX_BOOST_PRIORITY	98
+/*
  * A holder keeps its SCHED_FIFO boost for at most max_hold_ms (0: no
  * bound); past it the boost ends and the hold counts as an overrun. The
  * slot itself stays held: the GPU work cannot be revoked.
  */
 #define GPUSLOT_DEFAULT_MAX_HOLD_MS	500
 #define GPUSLOT_MAX_MAX_HOLD_MS		3600000
+/*
+ * A thread's boost budget (max_boost_share, percent of real time; 100: no
+ * budget): it fills at that share up to that share of one second, drains
+ * by the CPU time the thread uses boosted, and a boost lasts only while it
+ * lasts. Over any interval of length T a thread runs on a CPU boosted at
+ * most max_boost_share% of (T + 1 s). The slot is not affected.
+ */
+#define GPUSLOT_DEFAULT_MAX_BOOST_SHARE	50
 /* Buckets of the log2 wait-time histogram in struct gpuslot_stats. */
 #define GPUSLOT_HIST_BUCKETS	32
 

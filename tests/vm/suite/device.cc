@@ -467,11 +467,15 @@ void reset_domain(unsigned int domain)
 	// max_hold_ms may be missing: the suite also runs against older
 	// modules, to show which of its tests they fail.
 	const bool max_hold = on_socket() || access(sysfs_path(domain, "max_hold_ms").c_str(), F_OK) == 0;
+	const bool budget = on_socket() ? !read_attr(domain, "max_boost_share").empty()
+				      : access(sysfs_path(domain, "max_boost_share").c_str(), F_OK) == 0;
 	if (d.attach(domain) || d.set_layout(none) ||
 	    write_attr(domain, "boost_priority",
 		       std::to_string(boost_available() ? GPUSLOT_DEFAULT_BOOST_PRIORITY : 0)) ||
 	    (max_hold &&
-	     write_attr(domain, "max_hold_ms", std::to_string(GPUSLOT_DEFAULT_MAX_HOLD_MS))))
+	     write_attr(domain, "max_hold_ms", std::to_string(GPUSLOT_DEFAULT_MAX_HOLD_MS))) ||
+	    (budget && write_attr(domain, "max_boost_share",
+				  std::to_string(GPUSLOT_DEFAULT_MAX_BOOST_SHARE))))
 		throw std::runtime_error("cannot reset the domain");
 }
 

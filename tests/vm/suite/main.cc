@@ -120,6 +120,8 @@ bool start_socket_server()
 	setenv("GPUSLOT_SOCKET_DIR", socket_dir.c_str(), 1);
 	setenv("GPUSLOT_TRANSPORT", "socket", 1); // libgpuslot's choice
 	setenv("GPUSLOT_TEST_SOCKET_BOOST", boost == '1' ? "1" : "0", 1);
+	// The boost tests check the server's own priority and CPU.
+	setenv("GPUSLOT_TEST_SOCKET_SERVER_PID", std::to_string(server_pid).c_str(), 1);
 	std::printf("socket transport: gpuslotd's lock server in %s, boost %s\n", dir,
 		    boost == '1' ? "on" : "off (no CAP_SYS_NICE)");
 	return true;

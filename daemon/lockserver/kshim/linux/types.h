@@ -12,4 +12,8 @@
 typedef uint32_t u32;
 typedef uint64_t u64;
 
+#ifndef U64_MAX
+#define U64_MAX UINT64_MAX
+#endif
+
 #endif
