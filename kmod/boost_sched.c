@@ -92,11 +92,13 @@ static int gpuslot_sched_set(struct task_struct *p,
 		.sched_priority = a->rt_priority,
 	};
 	int ret = sched_setattr_nocheck(p, &attr);
+	char comm[TASK_COMM_LEN];
 
-	if (ret)
+	if (ret) {
+		get_task_comm(comm, p);
 		pr_warn_ratelimited("gpuslot: cannot set policy %u priority %u of %s[%d]: %d\n",
-				    a->policy, a->rt_priority, p->comm,
-				    task_pid_nr(p), ret);
+				    a->policy, a->rt_priority, comm, task_pid_nr(p), ret);
+	}
 	return ret;
 }
 
