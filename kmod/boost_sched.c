@@ -109,7 +109,8 @@ static bool gpuslot_sched_exiting(struct task_struct *p)
 
 static struct gpuslot_boost_thread *gpuslot_sched_new_thread(struct task_struct *p)
 {
-	struct gpuslot_sched_thread *st = kzalloc(sizeof(*st), GFP_KERNEL);
+	/* Charged to the caller, as the module's other per-file memory. */
+	struct gpuslot_sched_thread *st = kzalloc(sizeof(*st), GFP_KERNEL_ACCOUNT);
 
 	if (!st)
 		return NULL;
@@ -129,12 +130,6 @@ static void gpuslot_sched_free_thread(struct gpuslot_boost_thread *t)
 	kfree(st);
 }
 
-/*
- * No exec since the boost (self_exec_id counts them), and the same
- * credentials: commit_creds() replaces the struct on every change, so an
- * unchanged pointer is unchanged credentials. A change that kept every
- * value only costs a restore without the privileged parts.
- */
 static u64 gpuslot_sched_now(void)
 {
 	return ktime_get_ns();
@@ -143,13 +138,23 @@ static u64 gpuslot_sched_now(void)
 /*
  * The CPU time @p has used: its sum_exec_runtime, brought up to date at
  * every tick and context switch, so at most a tick behind for a thread
- * that runs now; the expiry looks again if the budget is not spent yet.
+ * that runs now on a CPU with a tick; the expiry looks again if the budget
+ * is not spent yet. On a nohz_full CPU a lone running task's runtime is
+ * brought up to date only by the remote tick, about once a second, so
+ * there the budget can be overrun by up to that much (docs/device.md);
+ * max_hold_ms, a clock of its own, is not affected.
  */
 static u64 gpuslot_sched_cputime(struct task_struct *p)
 {
 	return READ_ONCE(p->se.sum_exec_runtime);
 }
 
+/*
+ * No exec since the boost (self_exec_id counts them), and the same
+ * credentials: commit_creds() replaces the struct on every change, so an
+ * unchanged pointer is unchanged credentials. A change that kept every
+ * value only costs a restore without the privileged parts.
+ */
 static bool gpuslot_sched_same_owner(struct gpuslot_boost_thread *t)
 {
 	struct gpuslot_sched_thread *st =
@@ -410,7 +415,8 @@ static void gpuslot_overrun_work_fn(struct kthread_work *work)
 	rt_mutex_lock(&gpuslot_boost_lock);
 	spent = gpuslot_boost_expire(&gpuslot_ledger, &f->boost, seq,
 				     &budget_end);
-	spin_lock(&d->lock);
+	/* The file may have moved to another domain meanwhile. */
+	d = gpuslot_file_lock(f);
 	if (f->state == GPUSLOT_FILE_HOLDING && f->hold_seq == seq &&
 	    f->hold_boost == GPUSLOT_HOLD_BOOSTED) {
 		if (spent) {
