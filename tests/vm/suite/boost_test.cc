@@ -598,27 +598,36 @@ TEST_F(Boost, ABoostHasABudgetAcrossHolds)
 		Sched before = get_sched();
 		Dev d;
 		clock::duration boosted{};
+		long cuts = 0; // boosts the budget ended within a hold
 		const auto start = clock::now();
 		while (clock::now() - start < std::chrono::seconds(3)) {
 			CHILD_REQUIRE(d.acquire().err == 0);
 			auto last = clock::now();
 			const auto end = last + std::chrono::milliseconds(90);
+			bool was_fifo = false;
 			for (auto t = last; t < end; last = t) {
 				const bool fifo = get_sched().policy == SCHED_FIFO;
 				t = clock::now();
 				if (fifo)
 					boosted += t - last;
+				cuts += was_fifo && !fifo;
+				was_fifo = fifo;
 			}
 			CHILD_REQUIRE(d.release() == 0);
 			CHILD_REQUIRE(same_sched(get_sched(), before));
 		}
 		const auto total = clock::now() - start;
 		*boosted_ms = long(std::chrono::duration_cast<std::chrono::milliseconds>(boosted).count());
-		// 25 % of (T + 1 s), T about 3 s: 1 s at most (a few ms over: the
-		// end of a boost is seen a few system calls late).
+		// 25 % of (T + 1 s), T about 3 s: 1 s at most, plus for each boost
+		// the budget ended the expiry thread's wake-up (docs/device.md:
+		// microseconds on a host, a few ms in this TCG VM on a loaded
+		// machine; 5 ms each), and 50 ms for the end of a boost seen a few
+		// system calls late.
 		const long bound = long(std::chrono::duration_cast<std::chrono::milliseconds>(
 						total + std::chrono::seconds(1)).count()) / 4;
-		CHILD_REQUIRE(*boosted_ms <= bound + 50);
+		std::printf("boost budget: %ld ms boosted, bound %ld ms, %ld boosts ended by it\n",
+			    *boosted_ms, bound, cuts);
+		CHILD_REQUIRE(*boosted_ms <= bound + 50 + 5 * cuts);
 		// The budget is used, not withheld: a quarter of the time and more.
 		CHILD_REQUIRE(*boosted_ms >= 500);
 		return 0;
