@@ -845,12 +845,8 @@ void LockServer::set_member_paused(Member &m, bool paused)
 	}
 }
 
-bool LockServer::charge(Conn &c, uint64_t cost)
+void LockServer::refill(Member &m, uint64_t now)
 {
-	Member &m = *c.member;
-	if (!m.limited)
-		return true;
-	const uint64_t now = now_ns();
 	const int64_t rate = std::max(1u, options_.member_rate);
 	const int64_t burst = std::max(1u, options_.member_burst);
 	// Whole tokens earned since the last refill; the rest of the time
@@ -865,6 +861,17 @@ bool LockServer::charge(Conn &c, uint64_t cost)
 		if (m.tokens == burst)
 			m.refilled_ns = now;
 	}
+}
+
+bool LockServer::charge(Conn &c, uint64_t cost)
+{
+	Member &m = *c.member;
+	if (!m.limited)
+		return true;
+	const uint64_t now = now_ns();
+	const int64_t rate = std::max(1u, options_.member_rate);
+	const int64_t burst = std::max(1u, options_.member_burst);
+	refill(m, now);
 	m.tokens -= int64_t(std::min<uint64_t>(cost, uint64_t(burst)));
 	if (m.tokens >= 0 || m.paused)
 		return m.tokens >= 0;
@@ -984,6 +991,18 @@ void LockServer::accept_on(Domain &d)
 			::close(fd);
 			continue;
 		}
+		// What the rest of the accept costs (a pidfd, /proc reads) comes
+		// out of the uid's request budget: a member without the tokens
+		// is closed at once, and owes nothing for it (a connect loop
+		// cannot push its bucket into debt).
+		if (m.limited) {
+			refill(m, now_ns());
+			if (m.tokens < int64_t(std::min(kAcceptCost, std::max(1u, options_.member_burst)))) {
+				::close(fd);
+				continue;
+			}
+			m.tokens -= std::min(kAcceptCost, std::max(1u, options_.member_burst));
+		}
 		auto c = std::make_unique<Conn>();
 		c->fd = fd;
 		c->domain = &d;
@@ -1084,7 +1103,10 @@ void LockServer::arm_timer(Domain &d)
 // interrupt thread runs above the tasks it wakes: a holder spinning at its
 // boost on the server's CPU (RT throttling off) is then preempted when its
 // time is up. boost_priority is at most GPUSLOT_MAX_BOOST_PRIORITY, so
-// there is always a priority above it.
+// there is always a priority above it. Above the boosts already granted
+// too: a hold keeps the priority it was boosted at when an admin lowers
+// boost_priority, so the server comes down only as those boosts end
+// (boost_ended()).
 void LockServer::run_above_boosts()
 {
 	if (!boost_ || !running_)
@@ -1092,7 +1114,12 @@ void LockServer::run_above_boosts()
 	unsigned int top = 0;
 	for (const auto &d : domains_)
 		top = std::max(top, d->boost_priority);
-	const unsigned int prio = std::max(top, unsigned(GPUSLOT_DEFAULT_BOOST_PRIORITY)) + 1;
+	top = std::max(top, unsigned(GPUSLOT_DEFAULT_BOOST_PRIORITY));
+	configured_priority_ = top + 1;
+	for (const auto &[fd, c] : conns_)
+		if (const gpuslot_boost_thread *t = c->boost.thread)
+			top = std::max(top, t->applied);
+	const unsigned int prio = top + 1;
 	if (prio == server_priority_)
 		return;
 	sched_param p{};
@@ -1102,6 +1129,15 @@ void LockServer::run_above_boosts()
 			     strerror(err));
 	else
 		server_priority_ = prio;
+}
+
+// A boost ended: if the server runs above boost_priority for boosts
+// granted before it was lowered, it may come down (a compare, no system
+// call, in the common case).
+void LockServer::boost_ended()
+{
+	if (server_priority_ > configured_priority_)
+		run_above_boosts();
 }
 
 void LockServer::grant(Domain &d, Conn &c, unsigned int slot)
@@ -1170,6 +1206,7 @@ void LockServer::boost(Domain &d, Conn &c, pid_t pid, pid_t tid)
 	prune_tasks();
 	if (c.state == Conn::holding)
 		record_hold(d, c.slot);
+	boost_ended(); // a boost of an older hold of @c's may have ended
 	if (!boosted || c.hold_boost != Conn::unboosted)
 		return;
 	c.hold_boost = Conn::boosted;
@@ -1197,6 +1234,7 @@ void LockServer::unboost(Conn &c)
 	prune_tasks();
 	if (c.state == Conn::holding && c.domain->holder[c.slot] == &c)
 		record_hold(*c.domain, c.slot);
+	boost_ended();
 }
 
 void LockServer::finish(Domain &d, ::list_head *done)
@@ -1334,6 +1372,10 @@ void LockServer::on_hold_deadline(Domain &d, Conn &c, uint64_t now)
 		}
 		c.hold_boost = Conn::overrun;
 		d.stats.overruns++;
+		// The thread has its attributes back: the state file must not
+		// tell a next server to give them back again.
+		record_hold(d, c.slot);
+		boost_ended();
 		return;
 	}
 	c.hold_boost = Conn::overrun;

@@ -608,6 +608,54 @@ TEST_F(Socket, HoldersAreBoostedAndRestoredExactly)
 	t.join();
 }
 
+// The server runs above every boost it has granted, not only above the
+// current boost_priority: a hold boosted at 80 keeps its priority when an
+// admin lowers boost_priority to 50, so the server stays at 81 until that
+// boost ends (a holder spinning on its CPU would starve max_hold_ms).
+TEST_F(Socket, LoweringBoostPriorityKeepsTheServerAboveGrantedBoosts)
+{
+	auto admin = file();
+	if (info(*admin).boost_priority == 0)
+		GTEST_SKIP() << "gpuslotd's lock server has no CAP_SYS_NICE here: no boost";
+	auto server_prio = [this] {
+		sched_param p{};
+		int policy = -1;
+		EXPECT_EQ(pthread_getschedparam(thread_.native_handle(), &policy, &p), 0);
+		EXPECT_EQ(policy & ~SCHED_RESET_ON_FORK, SCHED_FIFO);
+		return p.sched_priority;
+	};
+	ASSERT_EQ(admin->write_attr("boost_priority", "80"), 0);
+	EXPECT_EQ(server_prio(), 81);
+	std::mutex m;
+	std::condition_variable cv;
+	int step = 0;
+	std::thread holder([&] {
+		auto f = file();
+		ASSERT_EQ(acquire(*f).err, 0);
+		EXPECT_EQ(policy_of().priority, 80);
+		std::unique_lock<std::mutex> g(m);
+		step = 1;
+		cv.notify_all();
+		cv.wait(g, [&] { return step == 2; });
+		EXPECT_EQ(release(*f), 0);
+	});
+	{
+		std::unique_lock<std::mutex> g(m);
+		cv.wait(g, [&] { return step == 1; });
+	}
+	ASSERT_EQ(admin->write_attr("boost_priority", "50"), 0);
+	EXPECT_GE(server_prio(), 81) << "the server went below a boost it granted at 80";
+	{
+		std::unique_lock<std::mutex> g(m);
+		step = 2;
+		cv.notify_all();
+	}
+	holder.join();
+	// That boost ended: the server may come down to one above 50.
+	info(*admin); // a round trip: the release has been handled
+	EXPECT_EQ(server_prio(), 51);
+}
+
 TEST_F(Socket, AThreadIdOfAnotherProcessIsNotBoosted)
 {
 	// A child stands for another process; its main thread's id is its pid.
@@ -980,6 +1028,120 @@ TEST_F(Socket, AMembersRequestsAreRateLimited)
 	EXPECT_GT(reads, 100);
 	close(fds[0]);
 	close(fds[1]);
+}
+
+// A member's connect/close loop is charged too: each accept takes tokens
+// from its uid's bucket (the pidfd and /proc reads it costs at real-time
+// priority), and a uid with too few gets its new connection closed at
+// once. Served connections (one DOMAIN_INFO each, a token) in 1 s: at most
+// the burst and a second at the rate, over an accept's and a request's
+// cost.
+TEST_F(Socket, AMembersConnectionsAreRateLimited)
+{
+	stop_server();
+	gpuslot::LockServerOptions o;
+	o.member_rate = 200;
+	o.member_burst = 200;
+	start_server(o);
+	open_to_members(dir_);
+	int fds[2];
+	ASSERT_EQ(pipe(fds), 0);
+	pid_t child = fork();
+	if (child == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (!become(65534))
+			_exit(100);
+		const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+		int served = 0, tried = 0;
+		while (std::chrono::steady_clock::now() < end) {
+			std::unique_ptr<LockFile> f;
+			std::string error;
+			tried++;
+			if (gpuslot::open_lock_file(gpuslot::Transport::socket, dir_, 0, &f, &error))
+				continue;
+			gpuslot_domain_info i{};
+			i.size = sizeof(i);
+			if (f->call(GPUSLOT_IOC_DOMAIN_INFO, &i) == 0)
+				served++;
+		}
+		int r[2] = {served, tried};
+		(void)!write(fds[1], r, sizeof(r));
+		_exit(0);
+	}
+	// Meanwhile root (not limited) connects and is served.
+	for (int i = 0; i < 20; i++) {
+		auto f = file();
+		EXPECT_EQ(info(*f).k, 1u);
+	}
+	int r[2] = {0, 0};
+	ASSERT_EQ(read(fds[0], r, sizeof(r)), ssize_t(sizeof(r)));
+	waitpid(child, nullptr, 0);
+	EXPECT_LE(r[0], (200 + 200) / int(gpuslot::kAcceptCost) + 10)
+		<< "connections a member got served in 1 s (of " << r[1] << " tried)";
+	EXPECT_GT(r[0], 10);
+	close(fds[0]);
+	close(fds[1]);
+}
+
+// The state file of a server of two domains: slot @slot of domain 0's
+// record's state (server_state.hpp: a 16-byte header whose last 32 bits
+// are a record's size, then per domain a 64-bit generation and the slots'
+// records, the state first).
+uint32_t recorded_state(const fs::path &dir, unsigned int slot)
+{
+	constexpr size_t kHeader = 16;
+	uint32_t state = ~0u, hold = 0;
+	int fd = open((dir / "gpuslotd.state").c_str(), O_RDONLY | O_CLOEXEC);
+	EXPECT_GE(fd, 0);
+	EXPECT_EQ(pread(fd, &hold, sizeof(hold), 12), ssize_t(sizeof(hold)));
+	EXPECT_EQ(pread(fd, &state, sizeof(state), off_t(kHeader + 8 + slot * hold)),
+		  ssize_t(sizeof(state)));
+	close(fd);
+	return state;
+}
+
+// A boost whose thread's budget is spent ends, and the state file says so
+// at once: a server that died now must not "give back" attributes over
+// a thread that already has them back (item 4's record, kept true).
+TEST_F(Socket, ABoostEndedByItsBudgetIsRecordedAsEnded)
+{
+	auto admin = file();
+	if (info(*admin).boost_priority == 0)
+		GTEST_SKIP() << "gpuslotd's lock server has no CAP_SYS_NICE here: no boost";
+	ASSERT_EQ(admin->write_attr("max_hold_ms", "0"), 0);
+	ASSERT_EQ(admin->write_attr("max_boost_share", "1"), 0);
+	std::mutex m;
+	std::condition_variable cv;
+	int step = 0;
+	std::thread holder([&] {
+		auto f = file();
+		ASSERT_EQ(acquire(*f).err, 0);
+		EXPECT_EQ(policy_of().policy, SCHED_FIFO);
+		// Spin through the budget (1 % of a second: 10 ms of CPU).
+		const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+		while (policy_of().policy == SCHED_FIFO && std::chrono::steady_clock::now() < end)
+			;
+		EXPECT_NE(policy_of().policy, SCHED_FIFO) << "the budget did not end the boost";
+		std::unique_lock<std::mutex> g(m);
+		step = 1;
+		cv.notify_all();
+		cv.wait(g, [&] { return step == 2; });
+		EXPECT_EQ(release(*f), 0);
+	});
+	{
+		std::unique_lock<std::mutex> g(m);
+		cv.wait(g, [&] { return step == 1; });
+	}
+	info(*admin); // a round trip: the server is done with the expiry
+	EXPECT_EQ(recorded_state(dir_, 0), 1u) << "1: held, 2: boosted";
+	{
+		std::unique_lock<std::mutex> g(m);
+		step = 2;
+		cv.notify_all();
+	}
+	holder.join();
+	info(*admin);
+	EXPECT_EQ(recorded_state(dir_, 0), 0u);
 }
 
 Policy policy_of_tid(pid_t tid)
