@@ -39,6 +39,7 @@
 struct task_struct {
 	pid_t pid = 0;
 	pid_t tid = 0;
+	uid_t uid = 0; // the uid of the connection it was boosted through
 	int pidfd = -1; // its own, pinning the process
 	unsigned int records = 0; // boost records that point here
 	// Who the thread was when its boost record was made: its credentials
@@ -157,6 +158,11 @@ int checked_pidfd(pid_t pid, uid_t uid, uint64_t *start)
 }
 
 constexpr unsigned int kRootReserve = 16; // connections only root may take
+
+// Idle thread records (kept for their boost budget only, each with a
+// pidfd) per uid, at most: beyond, the oldest goes. The budget is per
+// thread, so a record dropped weakens nothing a new thread would not.
+constexpr unsigned int kMaxIdleRecordsPerUid = 64;
 
 // One ledger for the server, as the module has one: every call runs on the
 // server's thread.
@@ -380,6 +386,32 @@ void prune_tasks()
 	std::erase_if(tasks, [](const auto &t) { return !t.second->records; });
 }
 
+// Before a new thread record of @uid's: its idle records (kept for their
+// budget only) whose thread is gone are dropped (task_exiting() only sees
+// the process), and of the rest, the oldest beyond
+// kMaxIdleRecordsPerUid - 1. Bounds the pidfds a member rotating thread
+// ids makes gpuslotd keep.
+void trim_idle_records(uid_t uid)
+{
+	std::vector<task_struct *> live, drop;
+	::list_head *n;
+	for (n = ledger.idle.next; n != &ledger.idle; n = n->next) {
+		task_struct *p = list_entry(n, gpuslot_boost_thread, idle_node)->task;
+		if (!p || p->uid != uid)
+			continue;
+		if (task_exiting(p) || (syscall(SYS_tgkill, p->pid, p->tid, 0) && errno == ESRCH))
+			drop.push_back(p);
+		else
+			live.push_back(p); // oldest first, as the list is
+	}
+	if (live.size() >= kMaxIdleRecordsPerUid)
+		drop.insert(drop.end(), live.begin(),
+			    live.begin() + long(live.size() - kMaxIdleRecordsPerUid + 1));
+	for (task_struct *p : drop)
+		gpuslot_boost_forget(&ledger, p);
+	prune_tasks();
+}
+
 uint64_t task_now()
 {
 	return now_ns();
@@ -513,13 +545,18 @@ int LockServer::start(std::string *error)
 	e.data.ptr = sources_.back().get();
 	if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, housekeeping_fd_, &e))
 		return fail("epoll_ctl");
-	// Each connection costs two fds (the socket, the peer's pidfd): half
-	// the limit, less a reserve for ours (epoll, timers, the state file).
+	// Each connection costs up to five fds: the socket, the peer's pidfd,
+	// a forked child's request and queued-acquire pidfds, and the pidfd
+	// its holder's thread record dups. A fifth of the limit, less a
+	// reserve for ours (epoll, timers, the state file) and root's.
 	rlimit nofile{};
 	getrlimit(RLIMIT_NOFILE, &nofile);
+	constexpr unsigned int kFdsPerConn = 5, kOwnFds = 64;
 	max_conns_ = options_.max_conns
 			     ? options_.max_conns
-			     : unsigned(std::max<rlim_t>(nofile.rlim_cur, 256) / 2 - 64 - kRootReserve);
+			     : unsigned(std::max<rlim_t>(nofile.rlim_cur / kFdsPerConn,
+							 kOwnFds + kRootReserve + 16) -
+					kOwnFds - kRootReserve);
 	std::error_code ec;
 	std::filesystem::create_directories(options_.socket_dir, ec);
 	// One server per socket directory, and what the last one left.
@@ -1181,9 +1218,11 @@ void LockServer::boost(Domain &d, Conn &c, pid_t pid, pid_t tid)
 			return;
 	}
 	if (it == tasks.end()) {
+		trim_idle_records(c.uid);
 		auto t = std::make_unique<task_struct>();
 		t->pid = pid;
 		t->tid = tid;
+		t->uid = c.uid;
 		// The connecting process, pinned at connect; another process
 		// sharing the connection (a forked child) as the kernel named it
 		// in the message's credentials.

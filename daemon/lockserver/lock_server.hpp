@@ -75,8 +75,9 @@ struct LockServerOptions {
 	// The sockets' group and mode: members of the group may connect.
 	gid_t group = gid_t(-1);
 	mode_t mode = 0660;
-	// Connections: per uid (root is not counted) and in all (0: half
-	// of RLIMIT_NOFILE, less a reserve: each costs a socket and a pidfd).
+	// Connections: per uid (root is not counted) and in all (0: a fifth
+	// of RLIMIT_NOFILE, less a reserve: each costs up to five fds, its
+	// socket and pidfds).
 	unsigned int max_conns_per_uid = 256;
 	unsigned int max_conns = 0;
 	// Requests per second a uid other than root and gpuslotd's may make

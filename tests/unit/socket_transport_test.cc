@@ -1144,6 +1144,104 @@ TEST_F(Socket, ABoostEndedByItsBudgetIsRecordedAsEnded)
 	EXPECT_EQ(recorded_state(dir_, 0), 0u);
 }
 
+size_t open_fds()
+{
+	return size_t(std::distance(fs::directory_iterator("/proc/self/fd"),
+				    fs::directory_iterator()));
+}
+
+// A thread's boost record outlives its hold (up to 1 s, for its budget),
+// with a pidfd in gpuslotd: a member whose threads each take one boosted
+// hold leaves gpuslotd at most 64 such records (the oldest go first), and
+// none of threads that have exited.
+TEST_F(Socket, IdleThreadRecordsAreBoundedPerUid)
+{
+	auto watcher = file();
+	if (info(*watcher).boost_priority == 0)
+		GTEST_SKIP() << "gpuslotd's lock server has no CAP_SYS_NICE here: no boost";
+	open_to_members(dir_);
+	int done[2], go[2];
+	ASSERT_EQ(pipe(done), 0);
+	ASSERT_EQ(pipe(go), 0);
+	const size_t before = open_fds();
+	constexpr int kThreads = 150;
+	pid_t child = fork();
+	if (child == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (!become(65534))
+			_exit(100);
+		std::unique_ptr<LockFile> f;
+		std::string error;
+		if (gpuslot::open_lock_file(gpuslot::Transport::socket, dir_, 0, &f, &error))
+			_exit(101);
+		std::mutex m;
+		std::condition_variable cv;
+		bool stop = false;
+		std::atomic<int> boosted{0};
+		std::vector<std::thread> threads;
+		auto hold_once = [&] {
+			if (acquire(*f).err == 0) {
+				if (policy_of().policy == SCHED_FIFO)
+					boosted++;
+				// Some CPU time at the boost: a budget to keep.
+				const auto end = std::chrono::steady_clock::now() +
+						 std::chrono::microseconds(200);
+				while (std::chrono::steady_clock::now() < end)
+					;
+				release(*f);
+			}
+		};
+		// Each thread holds once, then lives on (idle records of
+		// living threads).
+		for (int i = 0; i < kThreads; i++) {
+			std::atomic<bool> held{false};
+			threads.emplace_back([&] {
+				hold_once();
+				held = true;
+				std::unique_lock<std::mutex> g(m);
+				cv.wait(g, [&] { return stop; });
+			});
+			while (!held)
+				usleep(100);
+		}
+		int r = boosted.load();
+		(void)!write(done[1], &r, sizeof(r));
+		char c;
+		(void)!read(go[0], &c, 1);
+		// They exit; one more thread holds: records of the exited
+		// ones go.
+		{
+			std::lock_guard<std::mutex> g(m);
+			stop = true;
+		}
+		cv.notify_all();
+		for (auto &t : threads)
+			t.join();
+		std::thread(hold_once).join();
+		(void)!write(done[1], &r, sizeof(r));
+		(void)!read(go[0], &c, 1);
+		_exit(0);
+	}
+	int boosted = 0;
+	ASSERT_EQ(read(done[0], &boosted, sizeof(boosted)), ssize_t(sizeof(boosted)));
+	EXPECT_EQ(boosted, kThreads);
+	info(*watcher);
+	const size_t living = open_fds();
+	ASSERT_EQ(write(go[1], "x", 1), 1);
+	ASSERT_EQ(read(done[0], &boosted, sizeof(boosted)), ssize_t(sizeof(boosted)));
+	info(*watcher);
+	const size_t exited = open_fds();
+	ASSERT_EQ(write(go[1], "x", 1), 1);
+	waitpid(child, nullptr, 0);
+	// The member's connection: its socket and pidfd; then the records
+	// (the last thread's, once the others exited), and a little slack.
+	EXPECT_LE(living, before + 64 + 2 + 2) << "fds gpuslotd keeps for " << kThreads
+					       << " idle threads of one uid";
+	EXPECT_LE(exited, before + 2 + 2 + 2) << "fds gpuslotd keeps for exited threads";
+	for (int fd : {done[0], done[1], go[0], go[1]})
+		close(fd);
+}
+
 Policy policy_of_tid(pid_t tid)
 {
 	return policy_of(tid);
