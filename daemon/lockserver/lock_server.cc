@@ -685,6 +685,14 @@ int LockServer::open_state(std::string *error)
 			o->pidfd = pidfd;
 			o->source.orphan = o.get();
 			orphans_.push_back(std::move(o));
+			// Recorded again at once, unboosted: a server that dies
+			// before run() adopts it leaves it to the next one.
+			StateHold &kept = state_domain(state_, i)->slot[s];
+			kept = {};
+			kept.state = StateHold::held;
+			kept.pid = r.pid;
+			kept.tid = r.tid;
+			kept.start_time = r.start_time;
 		}
 	}
 	return 0;
@@ -708,6 +716,8 @@ void LockServer::adopt_orphans()
 		    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, o.pidfd, &e)) {
 			recovered_.push_back("gpu" + std::to_string(o.domain) + " slot " +
 					     std::to_string(o.slot) + ": not kept (the layout changed)");
+			if (!d.holder[o.slot])
+				state_domain(state_, o.domain)->slot[o.slot] = {};
 			::close(o.pidfd);
 			it = orphans_.erase(it);
 			continue;

@@ -1401,6 +1401,52 @@ TEST_F(Socket, AKeptHoldEndsAtItsHoldersExitOrAtTheGracePeriod)
 	close(ready[1]);
 }
 
+// The holds a dead server left are in the state file again as soon as the
+// next server has opened it (start()), not only once it serves (run()): a
+// server that dies in between leaves them to the one after it, which then
+// does not grant their slots twice.
+TEST_F(Socket, KeptHoldsAreRecordedFromTheStart)
+{
+	int ready[2];
+	ASSERT_EQ(pipe(ready), 0);
+	pid_t holder = fork();
+	if (holder == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		auto f = file();
+		char c = acquire(*f).err ? 'e' : 'k';
+		(void)!write(ready[1], &c, 1);
+		pause();
+		_exit(0);
+	}
+	char c;
+	ASSERT_EQ(read(ready[0], &c, 1), 1);
+	ASSERT_EQ(c, 'k');
+	stop_server();
+	EXPECT_EQ(recorded_state(dir_, 0), 1u);
+	// The next server opens the state, and goes before it serves.
+	gpuslot::LockServerOptions o;
+	o.grace_ms = 60000;
+	start_server(o, false);
+	EXPECT_EQ(recorded_state(dir_, 0), 1u) << "the kept hold, between start() and run()";
+	server_.reset();
+	// The one after it still keeps slot 0 for its holder.
+	start_server(o);
+	EXPECT_EQ(in_child([&] {
+			  std::unique_ptr<LockFile> f;
+			  std::string error;
+			  if (gpuslot::open_lock_file(gpuslot::Transport::socket, dir_, 0, &f,
+						      &error))
+				  return 100;
+			  return acquire(*f, GPUSLOT_ACQUIRE_TRY).err;
+		  }),
+		  EAGAIN)
+		<< "slot 0 granted while its holder still lives";
+	kill(holder, SIGKILL);
+	waitpid(holder, nullptr, 0);
+	close(ready[0]);
+	close(ready[1]);
+}
+
 // Make the next process forked get pid @pid (root: ns_last_pid); the
 // child runs as @uid and pauses. 0 if the pid could not be had.
 pid_t fork_with_pid(pid_t pid, uid_t uid)
