@@ -200,6 +200,22 @@ bool sched_attr_of(pid_t tid, SchedAttr *attr)
 	return syscall(SYS_sched_getattr, tid, attr, sizeof(*attr), 0) == 0;
 }
 
+std::string owner_of(const task_struct *p);
+
+// A fingerprint of owner_of()'s text, for the state file (FNV-1a, 64
+// bits); 0 for "" (unknown), never 0 otherwise.
+uint64_t owner_fingerprint(const std::string &owner)
+{
+	if (owner.empty())
+		return 0;
+	uint64_t h = 0xcbf29ce484222325ULL;
+	for (unsigned char ch : owner) {
+		h ^= ch;
+		h *= 0x100000001b3ULL;
+	}
+	return h ? h : 1;
+}
+
 // A boost a dead server left on @h's holder thread, given back if the
 // holder (pid and start time) still lives and the thread still runs at
 // the boost (a thread that changed its policy since keeps its own). The
@@ -223,18 +239,37 @@ bool give_back_boost(StateHold &h, unsigned int domain, unsigned int slot,
 				  sched_attr_of(h.tid, &now) && now.sched_policy == SCHED_FIFO &&
 				  now.sched_priority == h.prio;
 		if (ours) {
+			// As the normal restore (task_same_owner()): a thread that
+			// exec'd or changed credentials since its boost, or one we
+			// cannot tell of, gets back nothing privileged.
+			task_struct now_owner;
+			now_owner.pid = h.pid;
+			now_owner.tid = h.tid;
+			now_owner.pidfd = pidfd;
+			const uint64_t owner = owner_fingerprint(owner_of(&now_owner));
+			now_owner.pidfd = -1; // not its to close
+			gpuslot_sched_attr saved{h.policy, h.rt_priority, h.nice, h.reset_on_fork != 0};
+			const bool same = h.owner && owner == h.owner;
+			if (!same) {
+				gpuslot_sched_attr safe;
+				gpuslot_boost_unprivileged(&saved, &safe);
+				saved = safe;
+			}
 			SchedAttr back{};
 			back.size = sizeof(back);
-			back.sched_policy = h.policy;
-			back.sched_flags = h.reset_on_fork ? kResetOnFork : 0;
-			back.sched_nice = h.nice;
-			back.sched_priority = h.rt_priority;
+			back.sched_policy = saved.policy;
+			back.sched_flags = saved.reset_on_fork ? kResetOnFork : 0;
+			back.sched_nice = saved.nice;
+			back.sched_priority = saved.rt_priority;
 			// The pidfd still names the holder: the tid is its thread.
 			if (pidfd_alive(pidfd) && !syscall(SYS_sched_setattr, h.tid, &back, 0))
 				notes->push_back(who + ": SCHED_FIFO " + std::to_string(h.prio) +
-						 " given back (policy " + std::to_string(h.policy) +
-						 ", priority " + std::to_string(h.rt_priority) +
-						 ", nice " + std::to_string(h.nice) + ")");
+						 " given back (policy " + std::to_string(saved.policy) +
+						 ", priority " + std::to_string(saved.rt_priority) +
+						 ", nice " + std::to_string(saved.nice) +
+						 (same ? ")"
+						       : "; no privilege back: its credentials or "
+							 "program changed, or are unknown)"));
 			else
 				notes->push_back(who + ": cannot give its boost back: " +
 						 strerror(errno));
@@ -286,18 +321,42 @@ int lock_state_file(const std::filesystem::path &path, bool create, std::string 
 	return fd;
 }
 
-// The table a previous server left in @fd: its domains, or empty.
+// The table a previous server left in @fd: its domains, or empty (no
+// file, or one of a layout we do not know). A version-1 file (an older
+// gpuslotd's) is read as one whose holders' owners are unknown.
 std::vector<StateDomain> read_state(int fd)
 {
 	StateHeader h{};
 	std::vector<StateDomain> out;
-	if (pread(fd, &h, sizeof(h), 0) != ssize_t(sizeof(h)) || h.magic != kStateMagic ||
-	    h.size != sizeof(StateHold) || h.nr_domains > 4096)
+	if (pread(fd, &h, sizeof(h), 0) != ssize_t(sizeof(h)) || h.nr_domains > 4096)
 		return out;
-	out.resize(h.nr_domains);
-	const ssize_t want = ssize_t(out.size() * sizeof(StateDomain));
-	if (pread(fd, out.data(), size_t(want), sizeof(h)) != want)
-		out.clear();
+	if (h.magic == kStateMagic && h.size == sizeof(StateHold)) {
+		out.resize(h.nr_domains);
+		const ssize_t want = ssize_t(out.size() * sizeof(StateDomain));
+		if (pread(fd, out.data(), size_t(want), sizeof(h)) != want)
+			out.clear();
+		return out;
+	}
+	if (h.magic != kStateMagicV1 || h.size != sizeof(StateHoldV1))
+		return out;
+	struct V1 {
+		uint64_t generation;
+		StateHoldV1 slot[GPUSLOT_MAX_SLOTS];
+	};
+	std::vector<V1> old(h.nr_domains);
+	const ssize_t want = ssize_t(old.size() * sizeof(V1));
+	if (pread(fd, old.data(), size_t(want), sizeof(h)) != want)
+		return out;
+	out.resize(old.size());
+	for (size_t i = 0; i < old.size(); i++) {
+		out[i].generation = old[i].generation;
+		for (unsigned int s = 0; s < GPUSLOT_MAX_SLOTS; s++) {
+			const StateHoldV1 &o = old[i].slot[s];
+			out[i].slot[s] = StateHold{o.state,	  o.pid,	 o.tid,  o.prio,
+						   o.start_time, o.policy,	 o.rt_priority,
+						   o.nice,	  o.reset_on_fork, 0};
+		}
+	}
 	return out;
 }
 
@@ -465,10 +524,15 @@ int restore_boosts(const std::filesystem::path &state, std::vector<std::string> 
 		for (unsigned int s = 0; s < GPUSLOT_MAX_SLOTS; s++)
 			if (table[i].slot[s].state == StateHold::boosted)
 				give_back_boost(table[i].slot[s], i, s, notes, nullptr);
-	// The holds stay for the next server's grace period, unboosted now.
+	// The holds stay for the next server's grace period, unboosted now
+	// (in this version's layout, whichever the file had).
 	int err = 0;
 	const ssize_t size = ssize_t(table.size() * sizeof(StateDomain));
-	if (!table.empty() && pwrite(fd, table.data(), size_t(size), sizeof(StateHeader)) != size)
+	const StateHeader h{kStateMagic, uint32_t(table.size()), sizeof(StateHold)};
+	if (!table.empty() &&
+	    (ftruncate(fd, off_t(sizeof(h) + size_t(size))) ||
+	     pwrite(fd, table.data(), size_t(size), sizeof(h)) != size ||
+	     pwrite(fd, &h, sizeof(h), 0) != ssize_t(sizeof(h))))
 		err = -errno;
 	::close(fd);
 	return err;
@@ -795,8 +859,10 @@ void LockServer::record_hold(const Domain &d, unsigned int slot)
 		h.rt_priority = t->saved.rt_priority;
 		h.nice = t->saved.nice;
 		h.reset_on_fork = t->saved.reset_on_fork;
-		if (t->task)
+		if (t->task) {
 			h.tid = t->task->tid;
+			h.owner = owner_fingerprint(t->task->owner);
+		}
 	}
 	r = h;
 }

@@ -1703,4 +1703,91 @@ TEST_F(Socket, RestoreBoostsGivesAKilledServersBoostsBack)
 		GTEST_SKIP() << "no CAP_SYS_NICE: no boost";
 }
 
+// Defect 6: the restore after a server's death checks the holder as the
+// normal restore does. A root holder at SCHED_FIFO 10, boosted, then
+// setuid to nobody while gpuslotd is dead: --restore-boosts gives it back
+// no real-time policy (its old credentials allowed it, its new ones do
+// not), as a live server's restore would.
+TEST_F(Socket, ACrashRestoreGivesNoPrivilegeBackAfterACredentialChange)
+{
+	stop_server();
+	for (bool change : {false, true}) {
+	SCOPED_TRACE(change ? "setuid nobody after the boost" : "unchanged");
+	for (unsigned int d = 0; d < 2; d++) // the killed server's, if any
+		fs::remove(gpuslot::domain_socket(dir_, d));
+	pid_t server = fork();
+	if (server == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		gpuslot::LockServerOptions o;
+		o.socket_dir = dir_;
+		o.nr_domains = 2;
+		gpuslot::LockServer s(o);
+		std::string e;
+		if (s.start(&e))
+			_exit(1);
+		s.run(&e);
+		_exit(0);
+	}
+	for (int i = 0; i < 5000 && !fs::exists(gpuslot::domain_socket(dir_, 1)); i++)
+		usleep(1000);
+	auto f = file();
+	if (info(*f).boost_priority == 0) {
+		kill(server, SIGKILL);
+		waitpid(server, nullptr, 0);
+		f.reset();
+		start_server();
+		GTEST_SKIP() << "no CAP_SYS_NICE: no boost";
+	}
+	f.reset();
+	int ready[2], go[2];
+	ASSERT_EQ(pipe(ready), 0);
+	ASSERT_EQ(pipe(go), 0);
+	pid_t holder = fork();
+	if (holder == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		sched_param ten{10};
+		char c = 'e';
+		std::unique_ptr<LockFile> mine;
+		std::string error;
+		if (sched_setscheduler(0, SCHED_FIFO, &ten) == 0 &&
+		    gpuslot::open_lock_file(gpuslot::Transport::socket, dir_, 0, &mine, &error) == 0 &&
+		    acquire(*mine).err == 0 && policy_of().priority == GPUSLOT_DEFAULT_BOOST_PRIORITY)
+			c = 'k';
+		(void)!write(ready[1], &c, 1);
+		(void)!read(go[0], &c, 1);
+		c = !change || become(65534) ? 'k' : 'e';
+		(void)!write(ready[1], &c, 1);
+		pause();
+		_exit(0);
+	}
+	char c;
+	ASSERT_EQ(read(ready[0], &c, 1), 1);
+	ASSERT_EQ(c, 'k');
+	kill(server, SIGKILL);
+	waitpid(server, nullptr, 0);
+	ASSERT_EQ(write(go[1], "x", 1), 1);
+	ASSERT_EQ(read(ready[0], &c, 1), 1);
+	ASSERT_EQ(c, 'k');
+	EXPECT_EQ(policy_of(holder).policy, SCHED_FIFO);
+	std::vector<std::string> notes;
+	EXPECT_EQ(gpuslot::restore_boosts(dir_ / "gpuslotd.state", &notes), 0);
+	const Policy back = policy_of(holder);
+	if (change) {
+		EXPECT_EQ(back.policy, SCHED_OTHER) << "priority " << back.priority;
+		EXPECT_GE(back.nice, 0);
+	} else {
+		// The same owner gets its own attributes back, privileged ones too.
+		EXPECT_EQ(back.policy, SCHED_FIFO);
+		EXPECT_EQ(back.priority, 10);
+	}
+	for (const auto &n : notes)
+		std::printf("note: %s\n", n.c_str());
+	kill(holder, SIGKILL);
+	waitpid(holder, nullptr, 0);
+	for (int fd : {ready[0], ready[1], go[0], go[1]})
+		close(fd);
+	}
+	start_server();
+}
+
 } // namespace
