@@ -39,6 +39,7 @@
 struct task_struct {
 	pid_t pid = 0;
 	pid_t tid = 0;
+	uid_t uid = 0; // the uid of the connection it was boosted through
 	int pidfd = -1; // its own, pinning the process
 	unsigned int records = 0; // boost records that point here
 	// Who the thread was when its boost record was made: its credentials
@@ -158,6 +159,11 @@ int checked_pidfd(pid_t pid, uid_t uid, uint64_t *start)
 
 constexpr unsigned int kRootReserve = 16; // connections only root may take
 
+// Idle thread records (kept for their boost budget only, each with a
+// pidfd) per uid, at most: beyond, the oldest goes. The budget is per
+// thread, so a record dropped weakens nothing a new thread would not.
+constexpr unsigned int kMaxIdleRecordsPerUid = 64;
+
 // One ledger for the server, as the module has one: every call runs on the
 // server's thread.
 std::map<pid_t, std::unique_ptr<task_struct>> tasks;
@@ -194,6 +200,22 @@ bool sched_attr_of(pid_t tid, SchedAttr *attr)
 	return syscall(SYS_sched_getattr, tid, attr, sizeof(*attr), 0) == 0;
 }
 
+std::string owner_of(const task_struct *p);
+
+// A fingerprint of owner_of()'s text, for the state file (FNV-1a, 64
+// bits); 0 for "" (unknown), never 0 otherwise.
+uint64_t owner_fingerprint(const std::string &owner)
+{
+	if (owner.empty())
+		return 0;
+	uint64_t h = 0xcbf29ce484222325ULL;
+	for (unsigned char ch : owner) {
+		h ^= ch;
+		h *= 0x100000001b3ULL;
+	}
+	return h ? h : 1;
+}
+
 // A boost a dead server left on @h's holder thread, given back if the
 // holder (pid and start time) still lives and the thread still runs at
 // the boost (a thread that changed its policy since keeps its own). The
@@ -217,18 +239,37 @@ bool give_back_boost(StateHold &h, unsigned int domain, unsigned int slot,
 				  sched_attr_of(h.tid, &now) && now.sched_policy == SCHED_FIFO &&
 				  now.sched_priority == h.prio;
 		if (ours) {
+			// As the normal restore (task_same_owner()): a thread that
+			// exec'd or changed credentials since its boost, or one we
+			// cannot tell of, gets back nothing privileged.
+			task_struct now_owner;
+			now_owner.pid = h.pid;
+			now_owner.tid = h.tid;
+			now_owner.pidfd = pidfd;
+			const uint64_t owner = owner_fingerprint(owner_of(&now_owner));
+			now_owner.pidfd = -1; // not its to close
+			gpuslot_sched_attr saved{h.policy, h.rt_priority, h.nice, h.reset_on_fork != 0};
+			const bool same = h.owner && owner == h.owner;
+			if (!same) {
+				gpuslot_sched_attr safe;
+				gpuslot_boost_unprivileged(&saved, &safe);
+				saved = safe;
+			}
 			SchedAttr back{};
 			back.size = sizeof(back);
-			back.sched_policy = h.policy;
-			back.sched_flags = h.reset_on_fork ? kResetOnFork : 0;
-			back.sched_nice = h.nice;
-			back.sched_priority = h.rt_priority;
+			back.sched_policy = saved.policy;
+			back.sched_flags = saved.reset_on_fork ? kResetOnFork : 0;
+			back.sched_nice = saved.nice;
+			back.sched_priority = saved.rt_priority;
 			// The pidfd still names the holder: the tid is its thread.
 			if (pidfd_alive(pidfd) && !syscall(SYS_sched_setattr, h.tid, &back, 0))
 				notes->push_back(who + ": SCHED_FIFO " + std::to_string(h.prio) +
-						 " given back (policy " + std::to_string(h.policy) +
-						 ", priority " + std::to_string(h.rt_priority) +
-						 ", nice " + std::to_string(h.nice) + ")");
+						 " given back (policy " + std::to_string(saved.policy) +
+						 ", priority " + std::to_string(saved.rt_priority) +
+						 ", nice " + std::to_string(saved.nice) +
+						 (same ? ")"
+						       : "; no privilege back: its credentials or "
+							 "program changed, or are unknown)"));
 			else
 				notes->push_back(who + ": cannot give its boost back: " +
 						 strerror(errno));
@@ -280,18 +321,42 @@ int lock_state_file(const std::filesystem::path &path, bool create, std::string 
 	return fd;
 }
 
-// The table a previous server left in @fd: its domains, or empty.
+// The table a previous server left in @fd: its domains, or empty (no
+// file, or one of a layout we do not know). A version-1 file (an older
+// gpuslotd's) is read as one whose holders' owners are unknown.
 std::vector<StateDomain> read_state(int fd)
 {
 	StateHeader h{};
 	std::vector<StateDomain> out;
-	if (pread(fd, &h, sizeof(h), 0) != ssize_t(sizeof(h)) || h.magic != kStateMagic ||
-	    h.size != sizeof(StateHold) || h.nr_domains > 4096)
+	if (pread(fd, &h, sizeof(h), 0) != ssize_t(sizeof(h)) || h.nr_domains > 4096)
 		return out;
-	out.resize(h.nr_domains);
-	const ssize_t want = ssize_t(out.size() * sizeof(StateDomain));
-	if (pread(fd, out.data(), size_t(want), sizeof(h)) != want)
-		out.clear();
+	if (h.magic == kStateMagic && h.size == sizeof(StateHold)) {
+		out.resize(h.nr_domains);
+		const ssize_t want = ssize_t(out.size() * sizeof(StateDomain));
+		if (pread(fd, out.data(), size_t(want), sizeof(h)) != want)
+			out.clear();
+		return out;
+	}
+	if (h.magic != kStateMagicV1 || h.size != sizeof(StateHoldV1))
+		return out;
+	struct V1 {
+		uint64_t generation;
+		StateHoldV1 slot[GPUSLOT_MAX_SLOTS];
+	};
+	std::vector<V1> old(h.nr_domains);
+	const ssize_t want = ssize_t(old.size() * sizeof(V1));
+	if (pread(fd, old.data(), size_t(want), sizeof(h)) != want)
+		return out;
+	out.resize(old.size());
+	for (size_t i = 0; i < old.size(); i++) {
+		out[i].generation = old[i].generation;
+		for (unsigned int s = 0; s < GPUSLOT_MAX_SLOTS; s++) {
+			const StateHoldV1 &o = old[i].slot[s];
+			out[i].slot[s] = StateHold{o.state,	  o.pid,	 o.tid,  o.prio,
+						   o.start_time, o.policy,	 o.rt_priority,
+						   o.nice,	  o.reset_on_fork, 0};
+		}
+	}
 	return out;
 }
 
@@ -380,6 +445,32 @@ void prune_tasks()
 	std::erase_if(tasks, [](const auto &t) { return !t.second->records; });
 }
 
+// Before a new thread record of @uid's: its idle records (kept for their
+// budget only) whose thread is gone are dropped (task_exiting() only sees
+// the process), and of the rest, the oldest beyond
+// kMaxIdleRecordsPerUid - 1. Bounds the pidfds a member rotating thread
+// ids makes gpuslotd keep.
+void trim_idle_records(uid_t uid)
+{
+	std::vector<task_struct *> live, drop;
+	::list_head *n;
+	for (n = ledger.idle.next; n != &ledger.idle; n = n->next) {
+		task_struct *p = list_entry(n, gpuslot_boost_thread, idle_node)->task;
+		if (!p || p->uid != uid)
+			continue;
+		if (task_exiting(p) || (syscall(SYS_tgkill, p->pid, p->tid, 0) && errno == ESRCH))
+			drop.push_back(p);
+		else
+			live.push_back(p); // oldest first, as the list is
+	}
+	if (live.size() >= kMaxIdleRecordsPerUid)
+		drop.insert(drop.end(), live.begin(),
+			    live.begin() + long(live.size() - kMaxIdleRecordsPerUid + 1));
+	for (task_struct *p : drop)
+		gpuslot_boost_forget(&ledger, p);
+	prune_tasks();
+}
+
 uint64_t task_now()
 {
 	return now_ns();
@@ -433,10 +524,15 @@ int restore_boosts(const std::filesystem::path &state, std::vector<std::string> 
 		for (unsigned int s = 0; s < GPUSLOT_MAX_SLOTS; s++)
 			if (table[i].slot[s].state == StateHold::boosted)
 				give_back_boost(table[i].slot[s], i, s, notes, nullptr);
-	// The holds stay for the next server's grace period, unboosted now.
+	// The holds stay for the next server's grace period, unboosted now
+	// (in this version's layout, whichever the file had).
 	int err = 0;
 	const ssize_t size = ssize_t(table.size() * sizeof(StateDomain));
-	if (!table.empty() && pwrite(fd, table.data(), size_t(size), sizeof(StateHeader)) != size)
+	const StateHeader h{kStateMagic, uint32_t(table.size()), sizeof(StateHold)};
+	if (!table.empty() &&
+	    (ftruncate(fd, off_t(sizeof(h) + size_t(size))) ||
+	     pwrite(fd, table.data(), size_t(size), sizeof(h)) != size ||
+	     pwrite(fd, &h, sizeof(h), 0) != ssize_t(sizeof(h))))
 		err = -errno;
 	::close(fd);
 	return err;
@@ -513,13 +609,18 @@ int LockServer::start(std::string *error)
 	e.data.ptr = sources_.back().get();
 	if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, housekeeping_fd_, &e))
 		return fail("epoll_ctl");
-	// Each connection costs two fds (the socket, the peer's pidfd): half
-	// the limit, less a reserve for ours (epoll, timers, the state file).
+	// Each connection costs up to five fds: the socket, the peer's pidfd,
+	// a forked child's request and queued-acquire pidfds, and the pidfd
+	// its holder's thread record dups. A fifth of the limit, less a
+	// reserve for ours (epoll, timers, the state file) and root's.
 	rlimit nofile{};
 	getrlimit(RLIMIT_NOFILE, &nofile);
+	constexpr unsigned int kFdsPerConn = 5, kOwnFds = 64;
 	max_conns_ = options_.max_conns
 			     ? options_.max_conns
-			     : unsigned(std::max<rlim_t>(nofile.rlim_cur, 256) / 2 - 64 - kRootReserve);
+			     : unsigned(std::max<rlim_t>(nofile.rlim_cur / kFdsPerConn,
+							 kOwnFds + kRootReserve + 16) -
+					kOwnFds - kRootReserve);
 	std::error_code ec;
 	std::filesystem::create_directories(options_.socket_dir, ec);
 	// One server per socket directory, and what the last one left.
@@ -648,6 +749,14 @@ int LockServer::open_state(std::string *error)
 			o->pidfd = pidfd;
 			o->source.orphan = o.get();
 			orphans_.push_back(std::move(o));
+			// Recorded again at once, unboosted: a server that dies
+			// before run() adopts it leaves it to the next one.
+			StateHold &kept = state_domain(state_, i)->slot[s];
+			kept = {};
+			kept.state = StateHold::held;
+			kept.pid = r.pid;
+			kept.tid = r.tid;
+			kept.start_time = r.start_time;
 		}
 	}
 	return 0;
@@ -671,6 +780,8 @@ void LockServer::adopt_orphans()
 		    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, o.pidfd, &e)) {
 			recovered_.push_back("gpu" + std::to_string(o.domain) + " slot " +
 					     std::to_string(o.slot) + ": not kept (the layout changed)");
+			if (!d.holder[o.slot])
+				state_domain(state_, o.domain)->slot[o.slot] = {};
 			::close(o.pidfd);
 			it = orphans_.erase(it);
 			continue;
@@ -748,8 +859,10 @@ void LockServer::record_hold(const Domain &d, unsigned int slot)
 		h.rt_priority = t->saved.rt_priority;
 		h.nice = t->saved.nice;
 		h.reset_on_fork = t->saved.reset_on_fork;
-		if (t->task)
+		if (t->task) {
 			h.tid = t->task->tid;
+			h.owner = owner_fingerprint(t->task->owner);
+		}
 	}
 	r = h;
 }
@@ -845,12 +958,8 @@ void LockServer::set_member_paused(Member &m, bool paused)
 	}
 }
 
-bool LockServer::charge(Conn &c, uint64_t cost)
+void LockServer::refill(Member &m, uint64_t now)
 {
-	Member &m = *c.member;
-	if (!m.limited)
-		return true;
-	const uint64_t now = now_ns();
 	const int64_t rate = std::max(1u, options_.member_rate);
 	const int64_t burst = std::max(1u, options_.member_burst);
 	// Whole tokens earned since the last refill; the rest of the time
@@ -865,6 +974,17 @@ bool LockServer::charge(Conn &c, uint64_t cost)
 		if (m.tokens == burst)
 			m.refilled_ns = now;
 	}
+}
+
+bool LockServer::charge(Conn &c, uint64_t cost)
+{
+	Member &m = *c.member;
+	if (!m.limited)
+		return true;
+	const uint64_t now = now_ns();
+	const int64_t rate = std::max(1u, options_.member_rate);
+	const int64_t burst = std::max(1u, options_.member_burst);
+	refill(m, now);
 	m.tokens -= int64_t(std::min<uint64_t>(cost, uint64_t(burst)));
 	if (m.tokens >= 0 || m.paused)
 		return m.tokens >= 0;
@@ -984,6 +1104,18 @@ void LockServer::accept_on(Domain &d)
 			::close(fd);
 			continue;
 		}
+		// What the rest of the accept costs (a pidfd, /proc reads) comes
+		// out of the uid's request budget: a member without the tokens
+		// is closed at once, and owes nothing for it (a connect loop
+		// cannot push its bucket into debt).
+		if (m.limited) {
+			refill(m, now_ns());
+			if (m.tokens < int64_t(std::min(kAcceptCost, std::max(1u, options_.member_burst)))) {
+				::close(fd);
+				continue;
+			}
+			m.tokens -= std::min(kAcceptCost, std::max(1u, options_.member_burst));
+		}
 		auto c = std::make_unique<Conn>();
 		c->fd = fd;
 		c->domain = &d;
@@ -1084,7 +1216,10 @@ void LockServer::arm_timer(Domain &d)
 // interrupt thread runs above the tasks it wakes: a holder spinning at its
 // boost on the server's CPU (RT throttling off) is then preempted when its
 // time is up. boost_priority is at most GPUSLOT_MAX_BOOST_PRIORITY, so
-// there is always a priority above it.
+// there is always a priority above it. Above the boosts already granted
+// too: a hold keeps the priority it was boosted at when an admin lowers
+// boost_priority, so the server comes down only as those boosts end
+// (boost_ended()).
 void LockServer::run_above_boosts()
 {
 	if (!boost_ || !running_)
@@ -1092,7 +1227,12 @@ void LockServer::run_above_boosts()
 	unsigned int top = 0;
 	for (const auto &d : domains_)
 		top = std::max(top, d->boost_priority);
-	const unsigned int prio = std::max(top, unsigned(GPUSLOT_DEFAULT_BOOST_PRIORITY)) + 1;
+	top = std::max(top, unsigned(GPUSLOT_DEFAULT_BOOST_PRIORITY));
+	configured_priority_ = top + 1;
+	for (const auto &[fd, c] : conns_)
+		if (const gpuslot_boost_thread *t = c->boost.thread)
+			top = std::max(top, t->applied);
+	const unsigned int prio = top + 1;
 	if (prio == server_priority_)
 		return;
 	sched_param p{};
@@ -1102,6 +1242,15 @@ void LockServer::run_above_boosts()
 			     strerror(err));
 	else
 		server_priority_ = prio;
+}
+
+// A boost ended: if the server runs above boost_priority for boosts
+// granted before it was lowered, it may come down (a compare, no system
+// call, in the common case).
+void LockServer::boost_ended()
+{
+	if (server_priority_ > configured_priority_)
+		run_above_boosts();
 }
 
 void LockServer::grant(Domain &d, Conn &c, unsigned int slot)
@@ -1145,9 +1294,11 @@ void LockServer::boost(Domain &d, Conn &c, pid_t pid, pid_t tid)
 			return;
 	}
 	if (it == tasks.end()) {
+		trim_idle_records(c.uid);
 		auto t = std::make_unique<task_struct>();
 		t->pid = pid;
 		t->tid = tid;
+		t->uid = c.uid;
 		// The connecting process, pinned at connect; another process
 		// sharing the connection (a forked child) as the kernel named it
 		// in the message's credentials.
@@ -1170,6 +1321,7 @@ void LockServer::boost(Domain &d, Conn &c, pid_t pid, pid_t tid)
 	prune_tasks();
 	if (c.state == Conn::holding)
 		record_hold(d, c.slot);
+	boost_ended(); // a boost of an older hold of @c's may have ended
 	if (!boosted || c.hold_boost != Conn::unboosted)
 		return;
 	c.hold_boost = Conn::boosted;
@@ -1197,6 +1349,7 @@ void LockServer::unboost(Conn &c)
 	prune_tasks();
 	if (c.state == Conn::holding && c.domain->holder[c.slot] == &c)
 		record_hold(*c.domain, c.slot);
+	boost_ended();
 }
 
 void LockServer::finish(Domain &d, ::list_head *done)
@@ -1334,6 +1487,10 @@ void LockServer::on_hold_deadline(Domain &d, Conn &c, uint64_t now)
 		}
 		c.hold_boost = Conn::overrun;
 		d.stats.overruns++;
+		// The thread has its attributes back: the state file must not
+		// tell a next server to give them back again.
+		record_hold(d, c.slot);
+		boost_ended();
 		return;
 	}
 	c.hold_boost = Conn::overrun;

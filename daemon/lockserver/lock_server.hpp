@@ -64,14 +64,20 @@ struct list_head; // kmod's lists, of the lock core
 
 namespace gpuslot {
 
+// What accepting a member's connection costs its uid's request budget
+// (tokens, as one request costs one): the accept, the peer's credentials,
+// a pidfd and two /proc reads, at real-time priority.
+constexpr unsigned int kAcceptCost = 4;
+
 struct LockServerOptions {
 	std::filesystem::path socket_dir = "/run/gpuslot";
 	unsigned int nr_domains = 1;
 	// The sockets' group and mode: members of the group may connect.
 	gid_t group = gid_t(-1);
 	mode_t mode = 0660;
-	// Connections: per uid (root is not counted) and in all (0: half
-	// of RLIMIT_NOFILE, less a reserve: each costs a socket and a pidfd).
+	// Connections: per uid (root is not counted) and in all (0: a fifth
+	// of RLIMIT_NOFILE, less a reserve: each costs up to five fds, its
+	// socket and pidfds).
 	unsigned int max_conns_per_uid = 256;
 	unsigned int max_conns = 0;
 	// Requests per second a uid other than root and gpuslotd's may make
@@ -155,6 +161,8 @@ private:
 	// A uid's request budget: false (and its connections paused until it
 	// refills) once it is spent.
 	bool charge(Conn &c, uint64_t cost);
+	// The tokens @m has earned since its last refill, added.
+	void refill(Member &m, uint64_t now);
 	void set_member_paused(Member &m, bool paused);
 	// Work at a time (the watchdog, retries, refills, grace): the
 	// housekeeping timer.
@@ -189,8 +197,10 @@ private:
 	void boost(Domain &d, Conn &c, pid_t pid, pid_t tid);
 	void unboost(Conn &c);
 	void arm_hold(Domain &d, Conn &c, uint64_t budget_end);
-	// SCHED_FIFO one above the highest boost_priority, on run()'s thread.
+	// SCHED_FIFO one above the highest boost_priority and every boost
+	// still granted, on run()'s thread; boost_ended() after a boost ends.
 	void run_above_boosts();
+	void boost_ended();
 	void release_slot(Domain &d, Conn &c);
 
 	// Whether @c may start an acquire of @allowed now: 0, or the errno
@@ -222,6 +232,9 @@ private:
 	bool boost_ = false; // CAP_SYS_NICE: holders are boosted
 	bool running_ = false; // run() has started: its thread's priority is ours to set
 	unsigned int server_priority_ = 0; // SCHED_FIFO priority set last, 0: none
+	// One above the highest boost_priority, what the server comes down to
+	// once the boosts granted above it have ended.
+	unsigned int configured_priority_ = 0;
 	int epoll_fd_ = -1;
 	int stop_fd_ = -1;
 	std::vector<std::unique_ptr<Domain>> domains_;

@@ -75,6 +75,22 @@ struct StateHold {
 	uint32_t policy, rt_priority;
 	int32_t nice;
 	uint32_t reset_on_fork;
+	// Who the thread was when boosted: a hash of what owner_of() read
+	// (uids, gids, groups, CapEff/CapPrm, the program's device and inode);
+	// 0: unknown. A restore after a change gives back nothing privileged.
+	uint64_t owner;
+};
+
+// The record of a state file of version 1 (gpuslotd before the owner was
+// recorded): read, as if the owner were unknown.
+struct StateHoldV1 {
+	uint32_t state;
+	int32_t pid, tid;
+	uint32_t prio;
+	uint64_t start_time;
+	uint32_t policy, rt_priority;
+	int32_t nice;
+	uint32_t reset_on_fork;
 };
 
 struct StateDomain {
@@ -88,7 +104,8 @@ struct StateHeader {
 	uint32_t size; // sizeof(StateHold), a check of the layout
 };
 
-constexpr uint64_t kStateMagic = 0x31657461736c7367ULL; // "gslstat1"
+constexpr uint64_t kStateMagic = 0x32657461736c7367ULL; // "gslstat2"
+constexpr uint64_t kStateMagicV1 = 0x31657461736c7367ULL; // "gslstat1"
 
 inline StateDomain *state_domain(void *state, unsigned int i)
 {

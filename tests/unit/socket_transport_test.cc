@@ -608,6 +608,54 @@ TEST_F(Socket, HoldersAreBoostedAndRestoredExactly)
 	t.join();
 }
 
+// The server runs above every boost it has granted, not only above the
+// current boost_priority: a hold boosted at 80 keeps its priority when an
+// admin lowers boost_priority to 50, so the server stays at 81 until that
+// boost ends (a holder spinning on its CPU would starve max_hold_ms).
+TEST_F(Socket, LoweringBoostPriorityKeepsTheServerAboveGrantedBoosts)
+{
+	auto admin = file();
+	if (info(*admin).boost_priority == 0)
+		GTEST_SKIP() << "gpuslotd's lock server has no CAP_SYS_NICE here: no boost";
+	auto server_prio = [this] {
+		sched_param p{};
+		int policy = -1;
+		EXPECT_EQ(pthread_getschedparam(thread_.native_handle(), &policy, &p), 0);
+		EXPECT_EQ(policy & ~SCHED_RESET_ON_FORK, SCHED_FIFO);
+		return p.sched_priority;
+	};
+	ASSERT_EQ(admin->write_attr("boost_priority", "80"), 0);
+	EXPECT_EQ(server_prio(), 81);
+	std::mutex m;
+	std::condition_variable cv;
+	int step = 0;
+	std::thread holder([&] {
+		auto f = file();
+		ASSERT_EQ(acquire(*f).err, 0);
+		EXPECT_EQ(policy_of().priority, 80);
+		std::unique_lock<std::mutex> g(m);
+		step = 1;
+		cv.notify_all();
+		cv.wait(g, [&] { return step == 2; });
+		EXPECT_EQ(release(*f), 0);
+	});
+	{
+		std::unique_lock<std::mutex> g(m);
+		cv.wait(g, [&] { return step == 1; });
+	}
+	ASSERT_EQ(admin->write_attr("boost_priority", "50"), 0);
+	EXPECT_GE(server_prio(), 81) << "the server went below a boost it granted at 80";
+	{
+		std::unique_lock<std::mutex> g(m);
+		step = 2;
+		cv.notify_all();
+	}
+	holder.join();
+	// That boost ended: the server may come down to one above 50.
+	info(*admin); // a round trip: the release has been handled
+	EXPECT_EQ(server_prio(), 51);
+}
+
 TEST_F(Socket, AThreadIdOfAnotherProcessIsNotBoosted)
 {
 	// A child stands for another process; its main thread's id is its pid.
@@ -982,6 +1030,218 @@ TEST_F(Socket, AMembersRequestsAreRateLimited)
 	close(fds[1]);
 }
 
+// A member's connect/close loop is charged too: each accept takes tokens
+// from its uid's bucket (the pidfd and /proc reads it costs at real-time
+// priority), and a uid with too few gets its new connection closed at
+// once. Served connections (one DOMAIN_INFO each, a token) in 1 s: at most
+// the burst and a second at the rate, over an accept's and a request's
+// cost.
+TEST_F(Socket, AMembersConnectionsAreRateLimited)
+{
+	stop_server();
+	gpuslot::LockServerOptions o;
+	o.member_rate = 200;
+	o.member_burst = 200;
+	start_server(o);
+	open_to_members(dir_);
+	int fds[2];
+	ASSERT_EQ(pipe(fds), 0);
+	pid_t child = fork();
+	if (child == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (!become(65534))
+			_exit(100);
+		const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+		int served = 0, tried = 0;
+		while (std::chrono::steady_clock::now() < end) {
+			std::unique_ptr<LockFile> f;
+			std::string error;
+			tried++;
+			if (gpuslot::open_lock_file(gpuslot::Transport::socket, dir_, 0, &f, &error))
+				continue;
+			gpuslot_domain_info i{};
+			i.size = sizeof(i);
+			if (f->call(GPUSLOT_IOC_DOMAIN_INFO, &i) == 0)
+				served++;
+		}
+		int r[2] = {served, tried};
+		(void)!write(fds[1], r, sizeof(r));
+		_exit(0);
+	}
+	// Meanwhile root (not limited) connects and is served.
+	for (int i = 0; i < 20; i++) {
+		auto f = file();
+		EXPECT_EQ(info(*f).k, 1u);
+	}
+	int r[2] = {0, 0};
+	ASSERT_EQ(read(fds[0], r, sizeof(r)), ssize_t(sizeof(r)));
+	waitpid(child, nullptr, 0);
+	EXPECT_LE(r[0], (200 + 200) / int(gpuslot::kAcceptCost) + 10)
+		<< "connections a member got served in 1 s (of " << r[1] << " tried)";
+	EXPECT_GT(r[0], 10);
+	close(fds[0]);
+	close(fds[1]);
+}
+
+// The state file of a server of two domains: slot @slot of domain 0's
+// record's state (server_state.hpp: a 16-byte header whose last 32 bits
+// are a record's size, then per domain a 64-bit generation and the slots'
+// records, the state first).
+uint32_t recorded_state(const fs::path &dir, unsigned int slot)
+{
+	constexpr size_t kHeader = 16;
+	uint32_t state = ~0u, hold = 0;
+	int fd = open((dir / "gpuslotd.state").c_str(), O_RDONLY | O_CLOEXEC);
+	EXPECT_GE(fd, 0);
+	EXPECT_EQ(pread(fd, &hold, sizeof(hold), 12), ssize_t(sizeof(hold)));
+	EXPECT_EQ(pread(fd, &state, sizeof(state), off_t(kHeader + 8 + slot * hold)),
+		  ssize_t(sizeof(state)));
+	close(fd);
+	return state;
+}
+
+// A boost whose thread's budget is spent ends, and the state file says so
+// at once: a server that died now must not "give back" attributes over
+// a thread that already has them back (item 4's record, kept true).
+TEST_F(Socket, ABoostEndedByItsBudgetIsRecordedAsEnded)
+{
+	auto admin = file();
+	if (info(*admin).boost_priority == 0)
+		GTEST_SKIP() << "gpuslotd's lock server has no CAP_SYS_NICE here: no boost";
+	ASSERT_EQ(admin->write_attr("max_hold_ms", "0"), 0);
+	ASSERT_EQ(admin->write_attr("max_boost_share", "1"), 0);
+	std::mutex m;
+	std::condition_variable cv;
+	int step = 0;
+	std::thread holder([&] {
+		auto f = file();
+		ASSERT_EQ(acquire(*f).err, 0);
+		EXPECT_EQ(policy_of().policy, SCHED_FIFO);
+		// Spin through the budget (1 % of a second: 10 ms of CPU).
+		const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+		while (policy_of().policy == SCHED_FIFO && std::chrono::steady_clock::now() < end)
+			;
+		EXPECT_NE(policy_of().policy, SCHED_FIFO) << "the budget did not end the boost";
+		std::unique_lock<std::mutex> g(m);
+		step = 1;
+		cv.notify_all();
+		cv.wait(g, [&] { return step == 2; });
+		EXPECT_EQ(release(*f), 0);
+	});
+	{
+		std::unique_lock<std::mutex> g(m);
+		cv.wait(g, [&] { return step == 1; });
+	}
+	info(*admin); // a round trip: the server is done with the expiry
+	EXPECT_EQ(recorded_state(dir_, 0), 1u) << "1: held, 2: boosted";
+	{
+		std::unique_lock<std::mutex> g(m);
+		step = 2;
+		cv.notify_all();
+	}
+	holder.join();
+	info(*admin);
+	EXPECT_EQ(recorded_state(dir_, 0), 0u);
+}
+
+size_t open_fds()
+{
+	return size_t(std::distance(fs::directory_iterator("/proc/self/fd"),
+				    fs::directory_iterator()));
+}
+
+// A thread's boost record outlives its hold (up to 1 s, for its budget),
+// with a pidfd in gpuslotd: a member whose threads each take one boosted
+// hold leaves gpuslotd at most 64 such records (the oldest go first), and
+// none of threads that have exited.
+TEST_F(Socket, IdleThreadRecordsAreBoundedPerUid)
+{
+	auto watcher = file();
+	if (info(*watcher).boost_priority == 0)
+		GTEST_SKIP() << "gpuslotd's lock server has no CAP_SYS_NICE here: no boost";
+	open_to_members(dir_);
+	int done[2], go[2];
+	ASSERT_EQ(pipe(done), 0);
+	ASSERT_EQ(pipe(go), 0);
+	const size_t before = open_fds();
+	constexpr int kThreads = 150;
+	pid_t child = fork();
+	if (child == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (!become(65534))
+			_exit(100);
+		std::unique_ptr<LockFile> f;
+		std::string error;
+		if (gpuslot::open_lock_file(gpuslot::Transport::socket, dir_, 0, &f, &error))
+			_exit(101);
+		std::mutex m;
+		std::condition_variable cv;
+		bool stop = false;
+		std::atomic<int> boosted{0};
+		std::vector<std::thread> threads;
+		auto hold_once = [&] {
+			if (acquire(*f).err == 0) {
+				if (policy_of().policy == SCHED_FIFO)
+					boosted++;
+				// Some CPU time at the boost: a budget to keep.
+				const auto end = std::chrono::steady_clock::now() +
+						 std::chrono::microseconds(200);
+				while (std::chrono::steady_clock::now() < end)
+					;
+				release(*f);
+			}
+		};
+		// Each thread holds once, then lives on (idle records of
+		// living threads).
+		for (int i = 0; i < kThreads; i++) {
+			std::atomic<bool> held{false};
+			threads.emplace_back([&] {
+				hold_once();
+				held = true;
+				std::unique_lock<std::mutex> g(m);
+				cv.wait(g, [&] { return stop; });
+			});
+			while (!held)
+				usleep(100);
+		}
+		int r = boosted.load();
+		(void)!write(done[1], &r, sizeof(r));
+		char c;
+		(void)!read(go[0], &c, 1);
+		// They exit; one more thread holds: records of the exited
+		// ones go.
+		{
+			std::lock_guard<std::mutex> g(m);
+			stop = true;
+		}
+		cv.notify_all();
+		for (auto &t : threads)
+			t.join();
+		std::thread(hold_once).join();
+		(void)!write(done[1], &r, sizeof(r));
+		(void)!read(go[0], &c, 1);
+		_exit(0);
+	}
+	int boosted = 0;
+	ASSERT_EQ(read(done[0], &boosted, sizeof(boosted)), ssize_t(sizeof(boosted)));
+	EXPECT_EQ(boosted, kThreads);
+	info(*watcher);
+	const size_t living = open_fds();
+	ASSERT_EQ(write(go[1], "x", 1), 1);
+	ASSERT_EQ(read(done[0], &boosted, sizeof(boosted)), ssize_t(sizeof(boosted)));
+	info(*watcher);
+	const size_t exited = open_fds();
+	ASSERT_EQ(write(go[1], "x", 1), 1);
+	waitpid(child, nullptr, 0);
+	// The member's connection: its socket and pidfd; then the records
+	// (the last thread's, once the others exited), and a little slack.
+	EXPECT_LE(living, before + 64 + 2 + 2) << "fds gpuslotd keeps for " << kThreads
+					       << " idle threads of one uid";
+	EXPECT_LE(exited, before + 2 + 2 + 2) << "fds gpuslotd keeps for exited threads";
+	for (int fd : {done[0], done[1], go[0], go[1]})
+		close(fd);
+}
+
 Policy policy_of_tid(pid_t tid)
 {
 	return policy_of(tid);
@@ -1137,6 +1397,52 @@ TEST_F(Socket, AKeptHoldEndsAtItsHoldersExitOrAtTheGracePeriod)
 	EXPECT_EQ(acquire(*b, 0, 0, 2).slot, 1u) << "after the grace period";
 	kill(holders[1], SIGKILL);
 	waitpid(holders[1], nullptr, 0);
+	close(ready[0]);
+	close(ready[1]);
+}
+
+// The holds a dead server left are in the state file again as soon as the
+// next server has opened it (start()), not only once it serves (run()): a
+// server that dies in between leaves them to the one after it, which then
+// does not grant their slots twice.
+TEST_F(Socket, KeptHoldsAreRecordedFromTheStart)
+{
+	int ready[2];
+	ASSERT_EQ(pipe(ready), 0);
+	pid_t holder = fork();
+	if (holder == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		auto f = file();
+		char c = acquire(*f).err ? 'e' : 'k';
+		(void)!write(ready[1], &c, 1);
+		pause();
+		_exit(0);
+	}
+	char c;
+	ASSERT_EQ(read(ready[0], &c, 1), 1);
+	ASSERT_EQ(c, 'k');
+	stop_server();
+	EXPECT_EQ(recorded_state(dir_, 0), 1u);
+	// The next server opens the state, and goes before it serves.
+	gpuslot::LockServerOptions o;
+	o.grace_ms = 60000;
+	start_server(o, false);
+	EXPECT_EQ(recorded_state(dir_, 0), 1u) << "the kept hold, between start() and run()";
+	server_.reset();
+	// The one after it still keeps slot 0 for its holder.
+	start_server(o);
+	EXPECT_EQ(in_child([&] {
+			  std::unique_ptr<LockFile> f;
+			  std::string error;
+			  if (gpuslot::open_lock_file(gpuslot::Transport::socket, dir_, 0, &f,
+						      &error))
+				  return 100;
+			  return acquire(*f, GPUSLOT_ACQUIRE_TRY).err;
+		  }),
+		  EAGAIN)
+		<< "slot 0 granted while its holder still lives";
+	kill(holder, SIGKILL);
+	waitpid(holder, nullptr, 0);
 	close(ready[0]);
 	close(ready[1]);
 }
@@ -1395,6 +1701,93 @@ TEST_F(Socket, RestoreBoostsGivesAKilledServersBoostsBack)
 	start_server();
 	if (!boost)
 		GTEST_SKIP() << "no CAP_SYS_NICE: no boost";
+}
+
+// Defect 6: the restore after a server's death checks the holder as the
+// normal restore does. A root holder at SCHED_FIFO 10, boosted, then
+// setuid to nobody while gpuslotd is dead: --restore-boosts gives it back
+// no real-time policy (its old credentials allowed it, its new ones do
+// not), as a live server's restore would.
+TEST_F(Socket, ACrashRestoreGivesNoPrivilegeBackAfterACredentialChange)
+{
+	stop_server();
+	for (bool change : {false, true}) {
+	SCOPED_TRACE(change ? "setuid nobody after the boost" : "unchanged");
+	for (unsigned int d = 0; d < 2; d++) // the killed server's, if any
+		fs::remove(gpuslot::domain_socket(dir_, d));
+	pid_t server = fork();
+	if (server == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		gpuslot::LockServerOptions o;
+		o.socket_dir = dir_;
+		o.nr_domains = 2;
+		gpuslot::LockServer s(o);
+		std::string e;
+		if (s.start(&e))
+			_exit(1);
+		s.run(&e);
+		_exit(0);
+	}
+	for (int i = 0; i < 5000 && !fs::exists(gpuslot::domain_socket(dir_, 1)); i++)
+		usleep(1000);
+	auto f = file();
+	if (info(*f).boost_priority == 0) {
+		kill(server, SIGKILL);
+		waitpid(server, nullptr, 0);
+		f.reset();
+		start_server();
+		GTEST_SKIP() << "no CAP_SYS_NICE: no boost";
+	}
+	f.reset();
+	int ready[2], go[2];
+	ASSERT_EQ(pipe(ready), 0);
+	ASSERT_EQ(pipe(go), 0);
+	pid_t holder = fork();
+	if (holder == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		sched_param ten{10};
+		char c = 'e';
+		std::unique_ptr<LockFile> mine;
+		std::string error;
+		if (sched_setscheduler(0, SCHED_FIFO, &ten) == 0 &&
+		    gpuslot::open_lock_file(gpuslot::Transport::socket, dir_, 0, &mine, &error) == 0 &&
+		    acquire(*mine).err == 0 && policy_of().priority == GPUSLOT_DEFAULT_BOOST_PRIORITY)
+			c = 'k';
+		(void)!write(ready[1], &c, 1);
+		(void)!read(go[0], &c, 1);
+		c = !change || become(65534) ? 'k' : 'e';
+		(void)!write(ready[1], &c, 1);
+		pause();
+		_exit(0);
+	}
+	char c;
+	ASSERT_EQ(read(ready[0], &c, 1), 1);
+	ASSERT_EQ(c, 'k');
+	kill(server, SIGKILL);
+	waitpid(server, nullptr, 0);
+	ASSERT_EQ(write(go[1], "x", 1), 1);
+	ASSERT_EQ(read(ready[0], &c, 1), 1);
+	ASSERT_EQ(c, 'k');
+	EXPECT_EQ(policy_of(holder).policy, SCHED_FIFO);
+	std::vector<std::string> notes;
+	EXPECT_EQ(gpuslot::restore_boosts(dir_ / "gpuslotd.state", &notes), 0);
+	const Policy back = policy_of(holder);
+	if (change) {
+		EXPECT_EQ(back.policy, SCHED_OTHER) << "priority " << back.priority;
+		EXPECT_GE(back.nice, 0);
+	} else {
+		// The same owner gets its own attributes back, privileged ones too.
+		EXPECT_EQ(back.policy, SCHED_FIFO);
+		EXPECT_EQ(back.priority, 10);
+	}
+	for (const auto &n : notes)
+		std::printf("note: %s\n", n.c_str());
+	kill(holder, SIGKILL);
+	waitpid(holder, nullptr, 0);
+	for (int fd : {ready[0], ready[1], go[0], go[1]})
+		close(fd);
+	}
+	start_server();
 }
 
 } // namespace
