@@ -32,19 +32,8 @@ fi
 mount -t tmpfs -o mode=0755 cdi-test /etc/cdi
 mount -t tmpfs -o mode=0755 cdi-test /var/run/cdi
 
-passed=0 failed=0
-ok() { echo "cdi-test: ok:     $*"; passed=$((passed + 1)); }
-bad() { echo "cdi-test: FAILED: $*"; failed=$((failed + 1)); }
-check() { # check WHAT COMMAND...: passes when the command succeeds
-	local what=$1
-	shift
-	if "$@"; then ok "$what"; else bad "$what"; return 1; fi
-}
-finish() {
-	echo "$passed passed, $failed failed"
-	[ "$failed" -eq 0 ]
-	exit
-}
+test_name=cdi-test
+. "$(dirname "$(realpath "$0")")/report.sh"
 
 w=$(mktemp -d /tmp/gpuslot-cdi-test.XXXXXX)
 chmod 0755 "$w"

@@ -23,19 +23,8 @@ here=$(dirname "$(realpath "$0")")
 root=$(realpath "$here/../..")
 [ "$(id -u)" -eq 0 ] || exec sudo "$0" "$@"
 
-passed=0 failed=0
-ok() { echo "prometheus-test: ok:     $*"; passed=$((passed + 1)); }
-bad() { echo "prometheus-test: FAILED: $*"; failed=$((failed + 1)); }
-check() {
-	local what=$1
-	shift
-	if "$@"; then ok "$what"; else bad "$what"; return 1; fi
-}
-finish() {
-	echo "$passed passed, $failed failed"
-	[ "$failed" -eq 0 ]
-	exit
-}
+test_name=prometheus-test
+. "$(dirname "$(realpath "$0")")/report.sh"
 
 w=$(mktemp -d /tmp/gpuslot-prom-test.XXXXXX)
 chmod 0755 "$w"
