@@ -93,6 +93,28 @@ protected:
 		start_server();
 	}
 
+	// A server in a child process (one that can be SIGKILLed, as gpuslotd
+	// can), serving the fixture's sockets once this returns (or 5 s on).
+	pid_t fork_server()
+	{
+		pid_t server = fork();
+		if (server == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			gpuslot::LockServerOptions o;
+			o.socket_dir = dir_;
+			o.nr_domains = 2;
+			gpuslot::LockServer s(o);
+			std::string e;
+			if (s.start(&e))
+				_exit(1);
+			s.run(&e);
+			_exit(0);
+		}
+		for (int i = 0; i < 5000 && !fs::exists(gpuslot::domain_socket(dir_, 1)); i++)
+			usleep(1000);
+		return server;
+	}
+
 	std::unique_ptr<LockFile> file(unsigned int domain = 0)
 	{
 		std::unique_ptr<LockFile> f;
@@ -1253,21 +1275,7 @@ Policy policy_of_tid(pid_t tid)
 TEST_F(Socket, AKilledServersBoostsAreGivenBackAndItsHoldsReclaimed)
 {
 	stop_server();
-	pid_t server = fork();
-	if (server == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		gpuslot::LockServerOptions o;
-		o.socket_dir = dir_;
-		o.nr_domains = 2;
-		gpuslot::LockServer s(o);
-		std::string e;
-		if (s.start(&e))
-			_exit(1);
-		s.run(&e);
-		_exit(0);
-	}
-	for (int i = 0; i < 5000 && !fs::exists(gpuslot::domain_socket(dir_, 1)); i++)
-		usleep(1000);
+	pid_t server = fork_server();
 	auto watcher = file();
 	if (info(*watcher).boost_priority == 0) {
 		kill(server, SIGKILL);
@@ -1662,21 +1670,7 @@ TEST_F(Socket, RestoreBoostsGivesAKilledServersBoostsBack)
 	EXPECT_EQ(gpuslot::restore_boosts(dir_ / "gpuslotd.state", &notes), -EBUSY)
 		<< "the state file of a running server";
 	stop_server();
-	pid_t server = fork();
-	if (server == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		gpuslot::LockServerOptions o;
-		o.socket_dir = dir_;
-		o.nr_domains = 2;
-		gpuslot::LockServer s(o);
-		std::string e;
-		if (s.start(&e))
-			_exit(1);
-		s.run(&e);
-		_exit(0);
-	}
-	for (int i = 0; i < 5000 && !fs::exists(gpuslot::domain_socket(dir_, 1)); i++)
-		usleep(1000);
+	pid_t server = fork_server();
 	auto f = file();
 	const bool boost = info(*f).boost_priority != 0;
 	if (boost) {
@@ -1715,21 +1709,7 @@ TEST_F(Socket, ACrashRestoreGivesNoPrivilegeBackAfterACredentialChange)
 	SCOPED_TRACE(change ? "setuid nobody after the boost" : "unchanged");
 	for (unsigned int d = 0; d < 2; d++) // the killed server's, if any
 		fs::remove(gpuslot::domain_socket(dir_, d));
-	pid_t server = fork();
-	if (server == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		gpuslot::LockServerOptions o;
-		o.socket_dir = dir_;
-		o.nr_domains = 2;
-		gpuslot::LockServer s(o);
-		std::string e;
-		if (s.start(&e))
-			_exit(1);
-		s.run(&e);
-		_exit(0);
-	}
-	for (int i = 0; i < 5000 && !fs::exists(gpuslot::domain_socket(dir_, 1)); i++)
-		usleep(1000);
+	pid_t server = fork_server();
 	auto f = file();
 	if (info(*f).boost_priority == 0) {
 		kill(server, SIGKILL);
