@@ -31,19 +31,8 @@ import torch
 import torchvision
 
 import gpuslot
+from torch_slots import SMID  # the %smid kernel, beside this file
 
-SMID = cupy.RawKernel(r"""
-extern "C" __global__ void smid(unsigned int *out, long long spin)
-{
-	unsigned int id;
-	asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
-	long long start = clock64();
-	while (clock64() - start < spin)
-		;
-	if (threadIdx.x == 0)
-		out[blockIdx.x] = id;
-}
-""", "smid")
 BLOCKS = 4096
 
 
