@@ -16,6 +16,13 @@
 #include <linux/list.h>
 #include <linux/types.h>
 
+/*
+ * The budget a domain starts with: the HQDs amdgpu leaves to user queues on
+ * gfx9/MI (KFD topology num_cp_queues). AMD's number, not kernel ABI:
+ * gpuslotd writes each GPU's own (8 on RX 6000/7000).
+ */
+#define GPUSLOT_DEFAULT_HQD_LIMIT	24
+
 struct gpuslot_budget_waiter {
 	struct list_head node;	/* in gpuslot_budget.waiters, then @done */
 	unsigned int count;	/* queues asked for */

@@ -21,9 +21,29 @@
  * state write the struct back before they act (EFAULT, nothing changed, if
  * it is not writable), and ATTACH writes nothing back.
  *
- * The command numbers carry no size: the size lives in the struct, as in
- * iommufd. The magic 0xC6 is unassigned in
+ * The command numbers are _IOW/_IOWR with the size of each struct's first
+ * published version (GPUSLOT_*_SIZE_VER0), and the struct carries its own
+ * size as well. Both, because they say different things: the number says
+ * what the command is and which way data flows (strace, seccomp filters and
+ * LSMs decode it without knowing gpuslot), and stays the same for the life
+ * of the command; the size field says which version of the struct this
+ * caller has, so that structs grow by appending members without a new
+ * command number (as in drm and iommufd). The kernel ignores the number's
+ * size bits for that and trusts the size field, checked as above.
+ *
+ * Waits take absolute CLOCK_MONOTONIC deadlines (deadline_ns), not relative
+ * timeouts: a call interrupted by a signal and restarted, by the kernel
+ * (ERESTARTSYS under SA_RESTART) or by a library, waits until the same
+ * instant instead of from the start again. A deadline already past tries
+ * once. No relative form is kept: every caller can read CLOCK_MONOTONIC.
+ *
+ * The magic 0xC6 is unassigned in
  * Documentation/userspace-api/ioctl/ioctl-number.rst (Linux 6.1).
+ *
+ * API 2 (this header) changed every command number (API 1 used _IO(0xC6,
+ * nr)), the timeouts to deadlines and added slot priorities. An API 1
+ * library gets ENOTTY from an API 2 module, and the reverse: ask
+ * GPUSLOT_IOC_VERSION_LEGACY, which every module answers, to tell the two.
  */
 #ifndef _UAPI_LINUX_GPUSLOT_H
 #define _UAPI_LINUX_GPUSLOT_H
@@ -32,7 +52,7 @@
 #include <linux/ioctl.h>
 #include <linux/types.h>
 
-#define GPUSLOT_API_VERSION	1
+#define GPUSLOT_API_VERSION	2
 /* The largest struct size a caller may pass (E2BIG above). */
 #define GPUSLOT_MAX_STRUCT_SIZE	4096
 
@@ -42,8 +62,6 @@
 #define GPUSLOT_MAX_DOMAINS	16
 /* Upper bound on a domain's hardware-queue budget (hqd_limit). */
 #define GPUSLOT_MAX_HQD		1024
-/* Default hqd_limit: the HQDs amdgpu leaves to user queues on gfx9/MI. */
-#define GPUSLOT_DEFAULT_HQD_LIMIT	24
 /* The SCHED_FIFO priority of holders until an admin sets boost_priority. */
 #define GPUSLOT_DEFAULT_BOOST_PRIORITY	50
 /*
@@ -67,6 +85,16 @@
  * most max_boost_share% of (T + 1 s). The slot is not affected.
  */
 #define GPUSLOT_DEFAULT_MAX_BOOST_SHARE	50
+/*
+ * The highest slot priority. A slot's priority is the GPU stream priority
+ * its work runs at, in levels above the default: 0 (the default) ..
+ * GPUSLOT_MAX_SLOT_PRIORITY, more is more urgent. It orders the GPU's work,
+ * not the CPU's: the holder's CPU boost is boost_priority, whatever the
+ * slot. libgpuslot creates each slot's stream at its priority and refuses a
+ * priority the GPU does not offer (CUDA offers 5 levels above the default
+ * on Hopper).
+ */
+#define GPUSLOT_MAX_SLOT_PRIORITY	15
 /* Buckets of the log2 wait-time histogram in struct gpuslot_stats. */
 #define GPUSLOT_HIST_BUCKETS	32
 
@@ -82,6 +110,8 @@
 #define GPUSLOT_FEATURE_HQD	_BITULL(1)	/* RESERVE/UNRESERVE_QUEUES */
 #define GPUSLOT_FEATURE_LAYOUT	_BITULL(2)	/* SET_LAYOUT/GET_LAYOUT */
 #define GPUSLOT_FEATURE_ASYNC	_BITULL(3)	/* ACQUIRE_ASYNC/_COMPLETE/_CANCEL */
+#define GPUSLOT_FEATURE_DEADLINE	_BITULL(4)	/* absolute deadlines (API 2) */
+#define GPUSLOT_FEATURE_SLOT_PRIORITY	_BITULL(5)	/* gpuslot_layout.priority */
 
 struct gpuslot_version {
 	__u32 size;
@@ -110,10 +140,13 @@ struct gpuslot_attach {
  *
  * @flags:        in, at most one of
  *                GPUSLOT_ACQUIRE_TRY      fail with EAGAIN instead of waiting;
- *                GPUSLOT_ACQUIRE_TIMEOUT  wait at most @timeout_ns, then
- *                                         fail with ETIMEDOUT.
+ *                GPUSLOT_ACQUIRE_DEADLINE wait until CLOCK_MONOTONIC reaches
+ *                                         @deadline_ns at most, then fail
+ *                                         with ETIMEDOUT (a deadline already
+ *                                         past: one try, ETIMEDOUT).
  *                Neither: wait until granted or interrupted.
- * @timeout_ns:   in, relative timeout; must be 0 unless ACQUIRE_TIMEOUT.
+ * @deadline_ns:  in, absolute CLOCK_MONOTONIC time in ns; must be 0 unless
+ *                ACQUIRE_DEADLINE.
  * @allowed_mask: in, bit i set = slot i acceptable; 0 = any slot. It must
  *                allow at least one slot below the current k (EINVAL).
  * @slot:         out, the slot granted, 0 .. k - 1.
@@ -124,7 +157,8 @@ struct gpuslot_attach {
  * already acquiring on this file; EAGAIN (TRY) no slot free now;
  * ETIMEDOUT; EINTR a signal arrived before a slot was granted (the waiter
  * left the queue; if the grant and the signal race, the grant wins and the
- * call succeeds); EINVAL also when k shrinks, while the call waits, below
+ * call succeeds; under SA_RESTART the kernel restarts the call, which
+ * queues again at the end, with the same deadline); EINVAL also when k shrinks, while the call waits, below
  * every slot of @allowed_mask: the waiter leaves the queue at once, as a
  * new call with that mask would be refused; ENOSPC the call would wait and
  * the domain's lock queue holds 1024 waiters (sleeping and asynchronous)
@@ -146,12 +180,12 @@ struct gpuslot_attach {
  * SCHED_DEADLINE meanwhile. max_hold_ms bounds the boost of one hold.
  */
 #define GPUSLOT_ACQUIRE_TRY	_BITUL(0)
-#define GPUSLOT_ACQUIRE_TIMEOUT	_BITUL(1)
+#define GPUSLOT_ACQUIRE_DEADLINE	_BITUL(1)
 
 struct gpuslot_acquire {
 	__u32 size;
 	__u32 flags;
-	__u64 timeout_ns;
+	__u64 deadline_ns;
 	__u64 allowed_mask;
 	__u32 slot;
 	__u32 __reserved;
@@ -164,17 +198,17 @@ struct gpuslot_acquire {
  *
  * GPUSLOT_IOC_ACQUIRE_ASYNC (struct gpuslot_acquire) - queue this file for a
  * slot and return at once. @allowed_mask as for ACQUIRE; @flags and
- * @timeout_ns must be 0 (the caller's loop keeps the time); nothing is
+ * @deadline_ns must be 0 (the caller's loop keeps the time); nothing is
  * written back. The file takes the same FIFO place a sleeping ACQUIRE
  * would, and keeps it until granted, cancelled or closed. poll() then
  * reports EPOLLIN when the slot is granted (or the wait failed). From the
  * grant the slot is the file's: held, shown as "pending" in the holders
- * table, not yet boosted. Errors: EDEADLK the file holds a slot; EBUSY it
+ * table (debugfs) and the file's fdinfo, not yet boosted. Errors: EDEADLK the file holds a slot; EBUSY it
  * is acquiring already (either way); EINVAL as for ACQUIRE; ENOSPC no slot
  * is free and the lock queue is full, as for ACQUIRE (nothing queued).
  *
  * GPUSLOT_IOC_ACQUIRE_COMPLETE (struct gpuslot_acquire) - take the grant.
- * @flags, @timeout_ns and @allowed_mask must be 0. @slot, @generation: out,
+ * @flags, @deadline_ns and @allowed_mask must be 0. @slot, @generation: out,
  * as for ACQUIRE. The calling thread becomes the holder and gets the boost
  * now; the holders table names it and its own process (a forked child that
  * completes is the holder, not the process that queued). Errors: EAGAIN
@@ -239,7 +273,8 @@ struct gpuslot_domain_info {
 
 /*
  * GPUSLOT_IOC_GET_STATS - counters of the attached domain (all out), the
- * same numbers as /sys/kernel/gpuslot/gpu<N>/stats.
+ * same numbers as /sys/class/gpuslot/gpu<N>/stats/ (one file each) and
+ * debugfs's gpuslot/gpu<N>/wait_hist.
  * @wait_hist[i] counts granted waits of [2^i, 2^(i+1)) ns, with 0 ns in
  * bucket 0 and everything of 2^31 ns or more in the last bucket.
  * @overruns: holds that outlived max_hold_ms and lost their boost (since
@@ -271,12 +306,14 @@ struct gpuslot_stats {
  *
  * @flags:      in, at most one of
  *              GPUSLOT_RESERVE_WAIT     wait until the budget holds @count;
- *              GPUSLOT_RESERVE_TIMEOUT  wait at most @timeout_ns, then
- *                                       fail with ETIMEDOUT.
+ *              GPUSLOT_RESERVE_DEADLINE wait until CLOCK_MONOTONIC reaches
+ *                                       @deadline_ns at most, then fail
+ *                                       with ETIMEDOUT.
  *              Neither: fail with ENOSPC at once. Waiters are served in
  *              strict FIFO order, and a request that does not wait never
  *              overtakes a waiting one.
- * @timeout_ns: in, relative; must be 0 unless RESERVE_TIMEOUT.
+ * @deadline_ns: in, absolute CLOCK_MONOTONIC ns; must be 0 unless
+ *              RESERVE_DEADLINE.
  * @count:      in, queues to add, 1 .. the domain's limit (EINVAL
  *              otherwise: such a request could never be served).
  * @reserved:   out, this file's reservation after the call.
@@ -285,17 +322,18 @@ struct gpuslot_stats {
  *
  * Errors: ENOSPC the budget cannot hold @count now (the library turns it
  * into a message naming who holds the budget), or a waiting request no
- * longer fits under a lowered limit, or (WAIT, TIMEOUT) 1024 requests wait
- * in the domain already; ETIMEDOUT; EINTR.
+ * longer fits under a lowered limit, or (WAIT, DEADLINE) 1024 requests
+ * wait in the domain already; ETIMEDOUT; EINTR. When @reserved cannot be
+ * written back (EFAULT), exactly the @count this call added is returned.
  * Everything a file reserved returns when its last descriptor closes.
  */
 #define GPUSLOT_RESERVE_WAIT	_BITUL(0)
-#define GPUSLOT_RESERVE_TIMEOUT	_BITUL(1)
+#define GPUSLOT_RESERVE_DEADLINE	_BITUL(1)
 
 struct gpuslot_reserve_queues {
 	__u32 size;
 	__u32 flags;
-	__u64 timeout_ns;
+	__u64 deadline_ns;
 	__u32 count;
 	__u32 reserved;
 	__u32 hqd_used;
@@ -325,6 +363,14 @@ struct gpuslot_unreserve_queues {
  *   GPUSLOT_UNIT_NV_SM_GROUP  bit i is group i of a deterministic split of
  *                             the SMs into groups of unit_size SMs.
  * A partition whose bitmap is all zero stands for the whole GPU.
+ *
+ * Each slot also has a priority (see GPUSLOT_MAX_SLOT_PRIORITY). Two
+ * partitions may share units only when their priorities differ: the GPU
+ * then orders their work by priority where they meet, which is what an
+ * overlapping layout is for (a high-priority slot on the whole GPU, or most
+ * of it, beside confined low-priority slots that leave it SMs always free).
+ * Partitions that overlap at the same priority isolate nothing and are
+ * refused. A partition of the whole GPU overlaps every other one.
  */
 #define GPUSLOT_MAX_UNITS	1024
 #define GPUSLOT_UNIT_WORDS	(GPUSLOT_MAX_UNITS / 64)
@@ -370,11 +416,16 @@ struct gpuslot_partition {
  *                 GPUSLOT_MAX_MAX_HOLD_MS; GET out (since size 56).
  * @expected_generation: SET in with GPUSLOT_LAYOUT_EXPECT_GENERATION, else
  *                 0; GET ignores it, whatever it holds (since size 64).
+ * @priority:      SET in, slot i's priority, 0 .. GPUSLOT_MAX_SLOT_PRIORITY,
+ *                 for i < k; entries from k on must be 0. GET out, zero
+ *                 from k on (since size 128, API 2; a shorter SET sets
+ *                 every slot to 0). A change of priority alone is a new
+ *                 generation: clients make their streams again.
  *
  * SET fails with EINVAL, changing nothing, when a field is out of range, a
  * partition uses a unit at or past @nr_units, a partition is given with
- * unit kind NONE, or two partitions that are not the whole GPU share a
- * unit: partitions that overlap are not isolated from each other.
+ * unit kind NONE, or two partitions of the same priority share a unit
+ * (the whole GPU included): they would not be isolated from each other.
  */
 #define GPUSLOT_LAYOUT_MAX_HOLD		_BITUL(0)
 #define GPUSLOT_LAYOUT_EXPECT_GENERATION	_BITUL(1)
@@ -393,6 +444,7 @@ struct gpuslot_layout {
 	__u32 max_hold_ms;
 	__u32 __reserved;
 	__u64 expected_generation;
+	__u8 priority[GPUSLOT_MAX_SLOTS];
 };
 
 /*
@@ -410,66 +462,38 @@ struct gpuslot_layout {
 #define GPUSLOT_UNRESERVE_QUEUES_SIZE_VER0	16
 #define GPUSLOT_LAYOUT_SIZE_VER0	48
 
-#define GPUSLOT_IOC_VERSION	_IO(GPUSLOT_IOC_MAGIC, 0x00)
-#define GPUSLOT_IOC_ATTACH	_IO(GPUSLOT_IOC_MAGIC, 0x01)
-#define GPUSLOT_IOC_ACQUIRE	_IO(GPUSLOT_IOC_MAGIC, 0x02)
-#define GPUSLOT_IOC_RELEASE	_IO(GPUSLOT_IOC_MAGIC, 0x03)
-#define GPUSLOT_IOC_SET_K	_IO(GPUSLOT_IOC_MAGIC, 0x04)
-#define GPUSLOT_IOC_DOMAIN_INFO	_IO(GPUSLOT_IOC_MAGIC, 0x05)
-#define GPUSLOT_IOC_GET_STATS	_IO(GPUSLOT_IOC_MAGIC, 0x06)
-#define GPUSLOT_IOC_RESERVE_QUEUES	_IO(GPUSLOT_IOC_MAGIC, 0x07)
-#define GPUSLOT_IOC_UNRESERVE_QUEUES	_IO(GPUSLOT_IOC_MAGIC, 0x08)
-#define GPUSLOT_IOC_SET_LAYOUT	_IO(GPUSLOT_IOC_MAGIC, 0x09)
-#define GPUSLOT_IOC_GET_LAYOUT	_IO(GPUSLOT_IOC_MAGIC, 0x0A)
-#define GPUSLOT_IOC_ACQUIRE_ASYNC	_IO(GPUSLOT_IOC_MAGIC, 0x0B)
-#define GPUSLOT_IOC_ACQUIRE_COMPLETE	_IO(GPUSLOT_IOC_MAGIC, 0x0C)
-#define GPUSLOT_IOC_ACQUIRE_CANCEL	_IO(GPUSLOT_IOC_MAGIC, 0x0D)
+/*
+ * The direction says what the kernel reads and writes of the struct: _IOWR
+ * for commands with out members, _IOW for those that only read it.
+ */
+#define GPUSLOT_IOC(dir, nr, ver0)	_IOC(dir, GPUSLOT_IOC_MAGIC, nr, ver0)
+#define GPUSLOT_RW	(_IOC_READ | _IOC_WRITE)
+
+#define GPUSLOT_IOC_VERSION	GPUSLOT_IOC(GPUSLOT_RW, 0x00, GPUSLOT_VERSION_SIZE_VER0)
+#define GPUSLOT_IOC_ATTACH	GPUSLOT_IOC(_IOC_WRITE, 0x01, GPUSLOT_ATTACH_SIZE_VER0)
+#define GPUSLOT_IOC_ACQUIRE	GPUSLOT_IOC(GPUSLOT_RW, 0x02, GPUSLOT_ACQUIRE_SIZE_VER0)
+#define GPUSLOT_IOC_RELEASE	GPUSLOT_IOC(GPUSLOT_RW, 0x03, GPUSLOT_RELEASE_SIZE_VER0)
+#define GPUSLOT_IOC_SET_K	GPUSLOT_IOC(GPUSLOT_RW, 0x04, GPUSLOT_SET_K_SIZE_VER0)
+#define GPUSLOT_IOC_DOMAIN_INFO	GPUSLOT_IOC(GPUSLOT_RW, 0x05, GPUSLOT_DOMAIN_INFO_SIZE_VER0)
+#define GPUSLOT_IOC_GET_STATS	GPUSLOT_IOC(GPUSLOT_RW, 0x06, GPUSLOT_STATS_SIZE_VER0)
+#define GPUSLOT_IOC_RESERVE_QUEUES \
+	GPUSLOT_IOC(GPUSLOT_RW, 0x07, GPUSLOT_RESERVE_QUEUES_SIZE_VER0)
+#define GPUSLOT_IOC_UNRESERVE_QUEUES \
+	GPUSLOT_IOC(GPUSLOT_RW, 0x08, GPUSLOT_UNRESERVE_QUEUES_SIZE_VER0)
+#define GPUSLOT_IOC_SET_LAYOUT	GPUSLOT_IOC(GPUSLOT_RW, 0x09, GPUSLOT_LAYOUT_SIZE_VER0)
+#define GPUSLOT_IOC_GET_LAYOUT	GPUSLOT_IOC(GPUSLOT_RW, 0x0A, GPUSLOT_LAYOUT_SIZE_VER0)
+#define GPUSLOT_IOC_ACQUIRE_ASYNC \
+	GPUSLOT_IOC(_IOC_WRITE, 0x0B, GPUSLOT_ACQUIRE_SIZE_VER0)
+#define GPUSLOT_IOC_ACQUIRE_COMPLETE \
+	GPUSLOT_IOC(GPUSLOT_RW, 0x0C, GPUSLOT_ACQUIRE_SIZE_VER0)
+#define GPUSLOT_IOC_ACQUIRE_CANCEL \
+	GPUSLOT_IOC(GPUSLOT_RW, 0x0D, GPUSLOT_RELEASE_SIZE_VER0)
 
 /*
- * The socket transport. Where /dev/gpuslot cannot exist (no module), gpuslotd
- * serves each domain on a SOCK_SEQPACKET Unix socket with the same commands:
- * a connection stands for one open file of the device. A request is one
- * message: struct gpuslot_wire (@cmd the ioctl's command number,
- * _IOC_NR(GPUSLOT_IOC_*); @size the bytes that follow) and the command's
- * struct, as the ioctl takes it. GET_LAYOUT and SET_LAYOUT carry their
- * partitions after the struct instead of behind a pointer. The reply is one
- * message: struct gpuslot_wire with @error 0 or a positive errno, and the
- * struct as the ioctl writes it back (and GET_LAYOUT's partitions). An
- * untimed or timed ACQUIRE is answered when it is granted or fails; an
- * ACQUIRE_ASYNC grant is announced by a message with @cmd
- * GPUSLOT_WIRE_GRANTED and no struct, which makes the socket readable; it
- * comes again after each reply while the grant waits for its COMPLETE. An
- * ACQUIRE_ASYNC granted at once is answered with the __u32
- * GPUSLOT_WIRE_GRANTED instead of a struct, and announced right after.
- * @tid names the calling thread (for the boost); gpuslotd checks that it
- * belongs to the peer process. @seq, chosen by the caller, comes back in
- * the reply, so that threads sharing a connection (as threads share an
- * open file) each get their own answer; announcements carry 0.
+ * VERSION as API 1 numbered it. Every module answers it, so that a library
+ * can tell an older module (ENOTTY to GPUSLOT_IOC_VERSION, api_version 1
+ * here) from no module, and say what to upgrade.
  */
-#define GPUSLOT_WIRE_MAGIC	0x67736c31	/* "gsl1" */
-#define GPUSLOT_WIRE_GRANTED	0xff
-
-/*
- * The socket's counterpart of /sys/kernel/gpuslot/gpu<N>/: a request with
- * @cmd GPUSLOT_WIRE_ATTR_READ carries an attribute's name; one with
- * GPUSLOT_WIRE_ATTR_WRITE carries the name, a NUL, and the text to store.
- * The reply carries the attribute's text exactly as sysfs shows it (empty
- * for a write). Errors as sysfs gives them: ENOENT no such attribute;
- * EACCES a write to a read-only one, or by a peer that was no admin when
- * it connected (sysfs: the file mode); EPERM a write by a peer that is no
- * admin now (sysfs: capable() at the write); EINVAL a bad value.
- */
-#define GPUSLOT_WIRE_ATTR_READ	0xf0
-#define GPUSLOT_WIRE_ATTR_WRITE	0xf1
-#define GPUSLOT_WIRE_ATTR_MAX	4096	/* a sysfs page */
-
-struct gpuslot_wire {
-	__u32 magic;
-	__u32 cmd;
-	__s32 error;
-	__u32 size;
-	__s32 tid;
-	__u32 seq;
-};
+#define GPUSLOT_IOC_VERSION_LEGACY	_IO(GPUSLOT_IOC_MAGIC, 0x00)
 
 #endif /* _UAPI_LINUX_GPUSLOT_H */
