@@ -18,6 +18,8 @@ struct gpuslot_partitions {
 	u32 nr_units;
 	/* Per slot; all zero is the whole GPU. Slots >= k are zero. */
 	u64 units[GPUSLOT_MAX_SLOTS][GPUSLOT_UNIT_WORDS];
+	/* Per slot, 0 .. GPUSLOT_MAX_SLOT_PRIORITY; slots >= k are 0. */
+	u8 priority[GPUSLOT_MAX_SLOTS];
 };
 
 /* The unit kind and its sizes are consistent: 0 or -EINVAL. */
