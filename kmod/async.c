@@ -55,7 +55,7 @@ int gpuslot_file_acquire_async(struct gpuslot_file *f,
 	int slot, ret;
 
 	/* No TRY, no timeout: the caller's event loop keeps the time. */
-	if (a->flags || a->timeout_ns || a->__reserved)
+	if (a->flags || a->deadline_ns || a->__reserved)
 		return -EINVAL;
 
 	get_task_comm(comm, current);
@@ -96,7 +96,7 @@ int gpuslot_file_acquire_complete(struct gpuslot_file *f,
 	struct gpuslot_domain *d;
 	int ret;
 
-	if (a->flags || a->timeout_ns || a->allowed_mask || a->__reserved)
+	if (a->flags || a->deadline_ns || a->allowed_mask || a->__reserved)
 		return -EINVAL;
 
 	get_task_comm(comm, current);

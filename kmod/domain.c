@@ -131,10 +131,9 @@ int gpuslot_file_attach(struct gpuslot_file *f, unsigned int id)
 	return ret;
 }
 
-ktime_t gpuslot_deadline(u64 start_ns, u64 timeout_ns)
+ktime_t gpuslot_deadline(u64 deadline_ns)
 {
-	return ktime_add_safe(ns_to_ktime(start_ns),
-			      ns_to_ktime(min_t(u64, timeout_ns, KTIME_MAX)));
+	return ns_to_ktime(min_t(u64, deadline_ns, KTIME_MAX));
 }
 
 int gpuslot_domain_wait(struct gpuslot_domain *d, const bool *done,
@@ -402,7 +401,7 @@ pid_t gpuslot_pid_for_reader(struct pid *pid)
 	return pid_nr_ns(pid, task_active_pid_ns(current));
 }
 
-#define GPUSLOT_ACQUIRE_FLAGS (GPUSLOT_ACQUIRE_TRY | GPUSLOT_ACQUIRE_TIMEOUT)
+#define GPUSLOT_ACQUIRE_FLAGS (GPUSLOT_ACQUIRE_TRY | GPUSLOT_ACQUIRE_DEADLINE)
 
 int gpuslot_file_may_acquire(struct gpuslot_domain *d, struct gpuslot_file *f,
 			     u64 allowed)
@@ -435,7 +434,7 @@ static void gpuslot_wait_ready(struct gpuslot_waiter *w)
 int gpuslot_file_acquire(struct gpuslot_file *f, struct gpuslot_acquire *a,
 			 u64 *seq)
 {
-	bool timed = a->flags & GPUSLOT_ACQUIRE_TIMEOUT;
+	bool timed = a->flags & GPUSLOT_ACQUIRE_DEADLINE;
 	u64 allowed = a->allowed_mask ? a->allowed_mask : ~0ULL;
 	struct gpuslot_domain *d;
 	struct gpuslot_waiter w;
@@ -445,13 +444,13 @@ int gpuslot_file_acquire(struct gpuslot_file *f, struct gpuslot_acquire *a,
 
 	if (a->__reserved || (a->flags & ~GPUSLOT_ACQUIRE_FLAGS) ||
 	    (a->flags & GPUSLOT_ACQUIRE_TRY && timed) ||
-	    (!timed && a->timeout_ns))
+	    (!timed && a->deadline_ns))
 		return -EINVAL;
 
 	gpuslot_waiter_init(&w, f);
 	get_task_comm(w.comm, current);
 	if (timed)
-		expires = gpuslot_deadline(ktime_get_ns(), a->timeout_ns);
+		expires = gpuslot_deadline(a->deadline_ns);
 
 	d = gpuslot_file_lock(f);
 	ret = gpuslot_file_may_acquire(d, f, allowed);

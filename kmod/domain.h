@@ -263,8 +263,8 @@ static inline u64 gpuslot_since(u64 now, u64 start)
 	return now > start ? now - start : 0;
 }
 
-/* The absolute end of a relative timeout that starts at @start_ns. */
-ktime_t gpuslot_deadline(u64 start_ns, u64 timeout_ns);
+/* An absolute CLOCK_MONOTONIC deadline from userspace, as a ktime. */
+ktime_t gpuslot_deadline(u64 deadline_ns);
 /*
  * Sleep with d->lock held (dropped while asleep) until a waker sets *done
  * under d->lock, a signal arrives (-EINTR) or *expires passes (-ETIMEDOUT;

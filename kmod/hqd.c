@@ -86,12 +86,12 @@ void gpuslot_hqd_cleanup_locked(struct gpuslot_domain *d,
 		gpuslot_hqd_debit(d, f, f->hqd_reserved);
 }
 
-#define GPUSLOT_RESERVE_FLAGS (GPUSLOT_RESERVE_WAIT | GPUSLOT_RESERVE_TIMEOUT)
+#define GPUSLOT_RESERVE_FLAGS (GPUSLOT_RESERVE_WAIT | GPUSLOT_RESERVE_DEADLINE)
 
 int gpuslot_file_reserve_queues(struct gpuslot_file *f,
 				struct gpuslot_reserve_queues *r)
 {
-	bool timed = r->flags & GPUSLOT_RESERVE_TIMEOUT;
+	bool timed = r->flags & GPUSLOT_RESERVE_DEADLINE;
 	struct gpuslot_hqd_waiter w = {
 		.file = f,
 		.task = current,
@@ -103,12 +103,12 @@ int gpuslot_file_reserve_queues(struct gpuslot_file *f,
 
 	if ((r->flags & ~GPUSLOT_RESERVE_FLAGS) ||
 	    (r->flags & GPUSLOT_RESERVE_WAIT && timed) ||
-	    (!timed && r->timeout_ns) ||
+	    (!timed && r->deadline_ns) ||
 	    r->count < 1 || r->count > GPUSLOT_MAX_HQD)
 		return -EINVAL;
 	get_task_comm(w.comm, current);
 	if (timed)
-		expires = gpuslot_deadline(ktime_get_ns(), r->timeout_ns);
+		expires = gpuslot_deadline(r->deadline_ns);
 
 	d = gpuslot_file_lock(f);
 	/* More than the limit could never be served, and would block the queue. */

@@ -37,7 +37,8 @@ static int gpuslot_ioc_version(struct gpuslot_file *f, void *arg, u64 *cookie)
 	v->api_version = GPUSLOT_API_VERSION;
 	v->nr_domains = gpuslot_nr_domains();
 	v->features = GPUSLOT_FEATURE_LOCK | GPUSLOT_FEATURE_HQD |
-		      GPUSLOT_FEATURE_LAYOUT | GPUSLOT_FEATURE_ASYNC;
+		      GPUSLOT_FEATURE_LAYOUT | GPUSLOT_FEATURE_ASYNC |
+		      GPUSLOT_FEATURE_DEADLINE;
 	return 0;
 }
 
@@ -173,6 +174,7 @@ enum gpuslot_copy_back {
 };
 
 struct gpuslot_ioctl_op {
+	unsigned int cmd;	/* the whole number: direction, size, nr */
 	unsigned int size;	/* the struct as this module knows it */
 	unsigned int min_size;	/* the first version of the struct */
 	enum gpuslot_copy_back copy;
@@ -182,6 +184,7 @@ struct gpuslot_ioctl_op {
 
 #define GPUSLOT_OP(_cmd, _fn, _copy, _undo, _type, _size_ver0)		\
 	[_IOC_NR(_cmd)] = {						\
+		.cmd = _cmd,						\
 		.size = sizeof(_type),					\
 		.min_size = _size_ver0,					\
 		.copy = _copy,						\
@@ -254,9 +257,11 @@ static_assert(sizeof(struct gpuslot_layout) >= GPUSLOT_LAYOUT_SIZE_VER0);
 static_assert(sizeof(union gpuslot_ioctl_buf) <= GPUSLOT_MAX_STRUCT_SIZE);
 
 /*
- * Every command is _IO(GPUSLOT_IOC_MAGIC, nr) and its struct starts with
- * __u32 size; copy_struct_from_user() gives old and new userspace the
- * semantics described in the uapi header.
+ * Every command is GPUSLOT_IOC(dir, nr, VER0 size) and its struct starts
+ * with __u32 size; copy_struct_from_user() gives old and new userspace the
+ * semantics described in the uapi header. The number must match exactly:
+ * API 1's _IO numbers get ENOTTY, but for VERSION, which every module
+ * answers so that a library can say what to upgrade.
  */
 static long gpuslot_ioctl(struct file *file, unsigned int cmd,
 			  unsigned long arg)
@@ -270,13 +275,17 @@ static long gpuslot_ioctl(struct file *file, unsigned int cmd,
 	u32 usize, out;
 	int ret;
 
-	if (cmd != _IO(GPUSLOT_IOC_MAGIC, nr) ||
+	if (cmd == GPUSLOT_IOC_VERSION_LEGACY) {
+		cmd = GPUSLOT_IOC_VERSION;
+		nr = _IOC_NR(cmd);
+	}
+	if (_IOC_TYPE(cmd) != GPUSLOT_IOC_MAGIC ||
 	    nr >= ARRAY_SIZE(gpuslot_ioctl_ops))
 		return -ENOTTY;
 	/* @nr is the caller's: no speculative read past the table. */
 	op = &gpuslot_ioctl_ops[array_index_nospec(nr,
 						   ARRAY_SIZE(gpuslot_ioctl_ops))];
-	if (!op->execute)
+	if (!op->execute || cmd != op->cmd)
 		return -ENOTTY;
 
 	if (get_user(usize, (u32 __user *)uarg))

@@ -55,6 +55,8 @@ struct task_struct {
 
 namespace gpuslot {
 
+static_assert(kDefaultHqdLimit == GPUSLOT_DEFAULT_HQD_LIMIT);
+
 namespace {
 
 // What the ioctl dispatcher checks of a struct's size (main.c).
@@ -1568,10 +1570,10 @@ int LockServer::may_acquire(const Domain &d, const Conn &c, uint64_t allowed) co
 int LockServer::cmd_acquire(Conn &c, gpuslot_acquire &a, uint32_t usize, bool *later)
 {
 	Domain &d = *c.domain;
-	const bool timed = a.flags & GPUSLOT_ACQUIRE_TIMEOUT;
+	const bool timed = a.flags & GPUSLOT_ACQUIRE_DEADLINE;
 	const uint64_t allowed = a.allowed_mask ? a.allowed_mask : ~0ULL;
-	if (a.__reserved || (a.flags & ~(GPUSLOT_ACQUIRE_TRY | GPUSLOT_ACQUIRE_TIMEOUT)) ||
-	    ((a.flags & GPUSLOT_ACQUIRE_TRY) && timed) || (!timed && a.timeout_ns))
+	if (a.__reserved || (a.flags & ~(GPUSLOT_ACQUIRE_TRY | GPUSLOT_ACQUIRE_DEADLINE)) ||
+	    ((a.flags & GPUSLOT_ACQUIRE_TRY) && timed) || (!timed && a.deadline_ns))
 		return EINVAL;
 	if (int err = may_acquire(d, c, allowed))
 		return err;
@@ -1599,9 +1601,8 @@ int LockServer::cmd_acquire(Conn &c, gpuslot_acquire &a, uint32_t usize, bool *l
 	d.stats.contended++;
 	if (timed) {
 		c.timed = true;
-		const uint64_t end = a.timeout_ns > UINT64_MAX - c.start_ns ? UINT64_MAX
-									     : c.start_ns + a.timeout_ns;
-		c.deadline = d.deadlines.emplace(end, &c);
+		// An absolute CLOCK_MONOTONIC deadline, the clock of now_ns().
+		c.deadline = d.deadlines.emplace(a.deadline_ns, &c);
 		arm_timer(d);
 	}
 	*later = true;
@@ -1625,7 +1626,7 @@ int LockServer::cmd_async(Conn &c, gpuslot_acquire &a)
 {
 	Domain &d = *c.domain;
 	const uint64_t allowed = a.allowed_mask ? a.allowed_mask : ~0ULL;
-	if (a.flags || a.timeout_ns || a.__reserved)
+	if (a.flags || a.deadline_ns || a.__reserved)
 		return EINVAL;
 	if (int err = may_acquire(d, c, allowed))
 		return err;
@@ -1650,7 +1651,7 @@ int LockServer::cmd_async(Conn &c, gpuslot_acquire &a)
 
 int LockServer::cmd_complete(Conn &c, gpuslot_acquire &a)
 {
-	if (a.flags || a.timeout_ns || a.allowed_mask || a.__reserved)
+	if (a.flags || a.deadline_ns || a.allowed_mask || a.__reserved)
 		return EINVAL;
 	if (c.state == Conn::queued)
 		return EAGAIN;
@@ -1711,9 +1712,9 @@ int LockServer::cmd_cancel(Conn &c, gpuslot_release &r)
 int LockServer::cmd_reserve(Conn &c, gpuslot_reserve_queues &r, uint32_t usize, bool *later)
 {
 	Domain &d = *c.domain;
-	const bool timed = r.flags & GPUSLOT_RESERVE_TIMEOUT;
-	if ((r.flags & ~(GPUSLOT_RESERVE_WAIT | GPUSLOT_RESERVE_TIMEOUT)) ||
-	    ((r.flags & GPUSLOT_RESERVE_WAIT) && timed) || (!timed && r.timeout_ns) || !r.count ||
+	const bool timed = r.flags & GPUSLOT_RESERVE_DEADLINE;
+	if ((r.flags & ~(GPUSLOT_RESERVE_WAIT | GPUSLOT_RESERVE_DEADLINE)) ||
+	    ((r.flags & GPUSLOT_RESERVE_WAIT) && timed) || (!timed && r.deadline_ns) || !r.count ||
 	    r.count > d.budget.limit)
 		return EINVAL;
 	if (c.hqd_waiting)
@@ -1736,11 +1737,8 @@ int LockServer::cmd_reserve(Conn &c, gpuslot_reserve_queues &r, uint32_t usize, 
 	c.reserve_size = usize;
 	if (timed) {
 		c.hqd_timed = true;
-		// UINT64_MAX (and whatever passes the clock's end) waits
-		// forever, as ACQUIRE's timeout does.
-		const uint64_t now = now_ns();
-		c.hqd_deadline = d.hqd_deadlines.emplace(
-			r.timeout_ns > UINT64_MAX - now ? UINT64_MAX : now + r.timeout_ns, &c);
+		// An absolute CLOCK_MONOTONIC deadline, as ACQUIRE's.
+		c.hqd_deadline = d.hqd_deadlines.emplace(r.deadline_ns, &c);
 		arm_timer(d);
 	}
 	*later = true;

@@ -59,10 +59,16 @@
 #include <vector>
 
 #include <linux/gpuslot.h>
+#include <gpuslot_wire.h>
 
 struct list_head; // kmod's lists, of the lock core
 
 namespace gpuslot {
+
+// A domain's hardware-queue budget when no topology says otherwise: the
+// module's default (GPUSLOT_DEFAULT_HQD_LIMIT, kmod/budget.h; AMD's number,
+// not kernel ABI, so not in the uapi).
+inline constexpr unsigned int kDefaultHqdLimit = 24;
 
 // What accepting a member's connection costs its uid's request budget
 // (tokens, as one request costs one): the accept, the peer's credentials,

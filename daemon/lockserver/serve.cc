@@ -134,7 +134,7 @@ int serve_socket_transport(const DaemonOptions &daemon, const SocketServeOptions
 		std::vector<std::string> notes;
 		const unsigned int hqd = s.hqd_limit.value_or(nv.gpus.empty()
 								  ? topo.gpus[i].num_cp_queues
-								  : GPUSLOT_DEFAULT_HQD_LIMIT);
+								  : kDefaultHqdLimit);
 		gpuslot_layout l;
 		if (!apply(i, s.k_or(1), hqd, &notes, &l, &error)) {
 			log(LOG_ERR, name + ": " + error);

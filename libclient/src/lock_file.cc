@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <linux/gpuslot.h>
+#include <gpuslot_wire.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>

@@ -374,9 +374,10 @@ int ProcessDomain::acquire(int64_t timeout_ns, uint64_t allowed, gpuslot_slot *s
 		if (timeout_ns == 0) {
 			a.flags = GPUSLOT_ACQUIRE_TRY;
 		} else if (timeout_ns > 0) {
-			a.flags = GPUSLOT_ACQUIRE_TIMEOUT;
-			uint64_t now = now_ns();
-			a.timeout_ns = deadline > now ? deadline - now : 0;
+			// One absolute deadline for every round: a regrant
+			// after a layout change waits no longer in total.
+			a.flags = GPUSLOT_ACQUIRE_DEADLINE;
+			a.deadline_ns = deadline;
 		}
 		if (int err = lane->file->call(GPUSLOT_IOC_ACQUIRE, &a)) {
 			const int ret = err == ECONNRESET ? connection_lost(lane, "ACQUIRE", error)

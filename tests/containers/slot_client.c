@@ -20,6 +20,7 @@
 #define _GNU_SOURCE /* gettid() */
 #include <errno.h>
 #include <linux/gpuslot.h>
+#include <gpuslot_wire.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <linux/gpuslot.h>
+#include <gpuslot_wire.h>
 #include <poll.h>
 #include <signal.h>
 #include <sched.h>
@@ -145,7 +146,13 @@ protected:
 		gpuslot_acquire a{};
 		a.size = sizeof(a);
 		a.flags = flags;
-		a.timeout_ns = timeout;
+		if (flags & GPUSLOT_ACQUIRE_DEADLINE) {
+			timespec ts;
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			a.deadline_ns = uint64_t(ts.tv_sec) * 1000000000 + uint64_t(ts.tv_nsec) + timeout;
+		} else {
+			a.deadline_ns = timeout;
+		}
 		a.allowed_mask = mask;
 		int err = f.call(GPUSLOT_IOC_ACQUIRE, &a);
 		return {err, a.slot};
@@ -219,7 +226,7 @@ TEST_F(Socket, TryTimeoutAndMasks)
 	ASSERT_EQ(acquire(*a, 0, 0, 1).slot, 0u);
 	EXPECT_EQ(acquire(*b, GPUSLOT_ACQUIRE_TRY, 0, 1).err, EAGAIN);
 	const auto t0 = std::chrono::steady_clock::now();
-	EXPECT_EQ(acquire(*b, GPUSLOT_ACQUIRE_TIMEOUT, 30'000'000, 1).err, ETIMEDOUT);
+	EXPECT_EQ(acquire(*b, GPUSLOT_ACQUIRE_DEADLINE, 30'000'000, 1).err, ETIMEDOUT);
 	EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(30));
 	EXPECT_EQ(info(*a).nr_waiters, 0u);
 	// A masked waiter waits while another slot is free.
@@ -413,7 +420,7 @@ TEST_F(Socket, BadMessagesGetTheIoctlsErrnos)
 	a.__reserved = 1;
 	EXPECT_EQ(f->call(GPUSLOT_IOC_ACQUIRE, &a), EINVAL);
 	a.__reserved = 0;
-	a.flags = GPUSLOT_ACQUIRE_TRY | GPUSLOT_ACQUIRE_TIMEOUT;
+	a.flags = GPUSLOT_ACQUIRE_TRY | GPUSLOT_ACQUIRE_DEADLINE;
 	EXPECT_EQ(f->call(GPUSLOT_IOC_ACQUIRE, &a), EINVAL);
 	struct {
 		gpuslot_acquire a;
@@ -1644,8 +1651,8 @@ TEST_F(Socket, AReserveTimeoutOfUint64MaxWaits)
 		gpuslot_reserve_queues w{};
 		w.size = sizeof(w);
 		w.count = 1;
-		w.flags = GPUSLOT_RESERVE_TIMEOUT;
-		w.timeout_ns = UINT64_MAX;
+		w.flags = GPUSLOT_RESERVE_DEADLINE;
+		w.deadline_ns = UINT64_MAX;
 		got = b->call(GPUSLOT_IOC_RESERVE_QUEUES, &w);
 	});
 	auto watcher = file();

@@ -274,7 +274,7 @@ TEST_F(Async, BadUseIsRefusedAndAShrinkFailsTheWaitOnce)
 	a.flags = GPUSLOT_ACQUIRE_TRY;
 	EXPECT_EQ(d.call(GPUSLOT_IOC_ACQUIRE_ASYNC, &a), EINVAL);
 	a.flags = 0;
-	a.timeout_ns = 1;
+	a.deadline_ns = 1;
 	EXPECT_EQ(d.call(GPUSLOT_IOC_ACQUIRE_ASYNC, &a), EINVAL);
 	EXPECT_EQ(d.acquire_async(1ULL << 5), EINVAL);
 	EXPECT_EQ(d.complete().err, EPERM);

@@ -260,7 +260,7 @@ TEST_F(Boost, AWaiterWhoseWaitFailsReturnsAtItsOwnAttributes)
 			Dev d;
 			Dev::Acquired r{};
 			if (how == kTimeout)
-				r = d.acquire(GPUSLOT_ACQUIRE_TIMEOUT, 500'000'000ULL, 2);
+				r = d.acquire(GPUSLOT_ACQUIRE_DEADLINE, 500'000'000ULL, 2);
 			else
 				r = d.acquire(0, 0, 2);
 			CHILD_REQUIRE(r.err == (how == kTimeout ? ETIMEDOUT :
@@ -268,7 +268,7 @@ TEST_F(Boost, AWaiterWhoseWaitFailsReturnsAtItsOwnAttributes)
 			CHILD_REQUIRE(same_sched(get_sched(), before));
 			// The file is idle again, and its next hold is boosted
 			// and restored as usual.
-			CHILD_REQUIRE(d.acquire(GPUSLOT_ACQUIRE_TIMEOUT,
+			CHILD_REQUIRE(d.acquire(GPUSLOT_ACQUIRE_DEADLINE,
 						5'000'000'000ULL, 1).err == 0);
 			Sched held = get_sched();
 			CHILD_REQUIRE(held.policy == SCHED_FIFO && held.priority == 50);

@@ -86,7 +86,7 @@ TEST_F(Bounds, LockWaitersOfADomainAreBounded)
 		Dev &extra = *files[kMaxWaiters];
 		CHILD_REQUIRE(extra.acquire_async() == ENOSPC);
 		CHILD_REQUIRE(extra.acquire().err == ENOSPC);
-		CHILD_REQUIRE(extra.acquire(GPUSLOT_ACQUIRE_TIMEOUT, 1000000000).err == ENOSPC);
+		CHILD_REQUIRE(extra.acquire(GPUSLOT_ACQUIRE_DEADLINE, 1000000000).err == ENOSPC);
 		CHILD_REQUIRE(extra.try_acquire().err == EAGAIN);
 		// Refused, not queued: nothing to cancel or complete.
 		CHILD_REQUIRE(extra.cancel() == EPERM);
@@ -115,7 +115,7 @@ TEST_F(Bounds, LockWaitersOfADomainAreBounded)
 	}
 	// The bound is the domain's: root's waiter is refused too.
 	EXPECT_EQ(root_file.acquire_async(), ENOSPC);
-	EXPECT_EQ(root_file.acquire(GPUSLOT_ACQUIRE_TIMEOUT, 1000000).err, ENOSPC);
+	EXPECT_EQ(root_file.acquire(GPUSLOT_ACQUIRE_DEADLINE, 1000000).err, ENOSPC);
 	// The log says why, and whose call it was.
 	EXPECT_TRUE(kernel_log_has("gpuslot: gpu0: 1024 waiters queued, the most a domain takes: "
 				   "ENOSPC for pid " + std::to_string(member) + "\n"));
@@ -159,7 +159,7 @@ TEST_F(Bounds, QueueWaitersOfADomainAreBounded)
 {
 	SKIP_ON_SOCKET("the module's per-domain bound; gpuslotd bounds connections per member");
 	Dev budget, root_file;
-	ASSERT_EQ(budget.reserve(GPUSLOT_DEFAULT_HQD_LIMIT).err, 0);
+	ASSERT_EQ(budget.reserve(kDefaultHqdLimit).err, 0);
 	auto waiting = [] { return read_attr(0, "hqd_waiters"); };
 
 	Pipe full;
@@ -180,7 +180,7 @@ TEST_F(Bounds, QueueWaitersOfADomainAreBounded)
 		}, 60000));
 		full.put(0);
 		CHILD_REQUIRE(d.reserve(1, GPUSLOT_RESERVE_WAIT).err == ENOSPC);
-		CHILD_REQUIRE(d.reserve(1, GPUSLOT_RESERVE_TIMEOUT, 1000000000).err == ENOSPC);
+		CHILD_REQUIRE(d.reserve(1, GPUSLOT_RESERVE_DEADLINE, 1000000000).err == ENOSPC);
 		CHILD_REQUIRE(d.reserve(1).err == ENOSPC);
 		CHILD_REQUIRE(waiting() == std::to_string(kMaxWaiters) + "\n");
 		full.put(1);
@@ -193,7 +193,7 @@ TEST_F(Bounds, QueueWaitersOfADomainAreBounded)
 	if (refused == 1) {
 		EXPECT_TRUE(kernel_log_has("gpuslot: gpu0: 1024 queue reservations waiting, the most a "
 					   "domain takes: ENOSPC for pid " + std::to_string(member) + "\n"));
-		EXPECT_EQ(root_file.reserve(1, GPUSLOT_RESERVE_TIMEOUT, 1000000).err, ENOSPC);
+		EXPECT_EQ(root_file.reserve(1, GPUSLOT_RESERVE_DEADLINE, 1000000).err, ENOSPC);
 		EXPECT_EQ(waiting(), std::to_string(kMaxWaiters) + "\n");
 	}
 	ASSERT_EQ(kill(member, SIGKILL), 0);
@@ -203,7 +203,7 @@ TEST_F(Bounds, QueueWaitersOfADomainAreBounded)
 			      << status << ", line " << *child_failed_line();
 	EXPECT_EQ(status, 128 + SIGKILL);
 	EXPECT_EQ(waiting(), "0\n");
-	EXPECT_EQ(budget.unreserve(GPUSLOT_DEFAULT_HQD_LIMIT), 0);
+	EXPECT_EQ(budget.unreserve(kDefaultHqdLimit), 0);
 	EXPECT_EQ(read_attr(0, "hqd_used"), "0\n");
 	EXPECT_EQ(read_attr(0, "queues"), "");
 	EXPECT_EQ(root_file.reserve(1, GPUSLOT_RESERVE_WAIT).err, 0);

@@ -90,13 +90,23 @@ int Dev::call(unsigned long cmd, void *arg) const
 	return file_ ? file_->call(cmd, arg) : EBADF;
 }
 
+// The tests speak relative timeouts; the ioctls take absolute
+// CLOCK_MONOTONIC deadlines (saturating: UINT64_MAX waits forever).
+uint64_t deadline_after(uint64_t timeout_ns)
+{
+	timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	const uint64_t now = uint64_t(ts.tv_sec) * 1000000000 + uint64_t(ts.tv_nsec);
+	return timeout_ns > UINT64_MAX - now ? UINT64_MAX : now + timeout_ns;
+}
+
 Dev::Acquired Dev::acquire(uint32_t flags, uint64_t timeout_ns,
 			   uint64_t mask) const
 {
 	gpuslot_acquire a{};
 	a.size = sizeof(a);
 	a.flags = flags;
-	a.timeout_ns = timeout_ns;
+	a.deadline_ns = flags & GPUSLOT_ACQUIRE_DEADLINE ? deadline_after(timeout_ns) : timeout_ns;
 	a.allowed_mask = mask;
 	int err = call(GPUSLOT_IOC_ACQUIRE, &a);
 	return {err, a.slot, a.generation};
@@ -150,7 +160,7 @@ Dev::Reserved Dev::reserve(unsigned int count, uint32_t flags,
 	gpuslot_reserve_queues r{};
 	r.size = sizeof(r);
 	r.flags = flags;
-	r.timeout_ns = timeout_ns;
+	r.deadline_ns = flags & GPUSLOT_RESERVE_DEADLINE ? deadline_after(timeout_ns) : timeout_ns;
 	r.count = count;
 	int err = call(GPUSLOT_IOC_RESERVE_QUEUES, &r);
 	return {err, r.reserved, r.hqd_used, r.hqd_limit};
@@ -463,7 +473,7 @@ void reset_domain(unsigned int domain)
 {
 	Dev d;
 	Layout none;
-	none.hqd_limit = GPUSLOT_DEFAULT_HQD_LIMIT;
+	none.hqd_limit = kDefaultHqdLimit;
 	// max_hold_ms may be missing: the suite also runs against older
 	// modules, to show which of its tests they fail.
 	const bool max_hold = on_socket() || access(sysfs_path(domain, "max_hold_ms").c_str(), F_OK) == 0;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <linux/gpuslot.h>
+#include <gpuslot_wire.h>
 #include <sys/types.h>
 
 #include <gtest/gtest.h>
@@ -47,8 +48,18 @@ bool on_socket();
 			GTEST_SKIP() << "socket transport: " << why;	\
 	} while (0)
 
+// The hardware-queue budget a domain starts with (GPUSLOT_DEFAULT_HQD_LIMIT
+// in kmod/budget.h, kDefaultHqdLimit in the lock server): AMD's number,
+// which left the uapi in API 2.
+constexpr unsigned int kDefaultHqdLimit = 24;
+
+// CLOCK_MONOTONIC now + @timeout_ns, saturating at UINT64_MAX (waits
+// forever): the deadline the ioctls take for a test's relative timeout.
+uint64_t deadline_after(uint64_t timeout_ns);
+
 // One open file of /dev/gpuslot, or one connection to gpuslotd's socket;
 // every call returns 0 or an errno.
+
 class Dev {
 public:
 	Dev();

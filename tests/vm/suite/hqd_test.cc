@@ -172,14 +172,14 @@ TEST_F(Hqd, WaitingReservationsAreServedInFifoOrderAndTimeOut)
 
 	// A timed reservation times out and leaves no trace.
 	Dev t;
-	auto r = t.reserve(3, GPUSLOT_RESERVE_TIMEOUT, 50'000'000);
+	auto r = t.reserve(3, GPUSLOT_RESERVE_DEADLINE, 50'000'000);
 	EXPECT_EQ(r.err, ETIMEDOUT);
 	EXPECT_EQ(domain_file("hqd_waiters"), "0\n");
 	EXPECT_EQ(hqd_used(), 24u);
 	// And one served within its deadline succeeds.
 	Pipe report_c, go_c;
 	pid_t c = spawn_reserver(report_c, go_c, "timed", 3,
-				 GPUSLOT_RESERVE_TIMEOUT, 30'000'000'000ULL);
+				 GPUSLOT_RESERVE_DEADLINE, 30'000'000'000ULL);
 	ASSERT_TRUE(wait_queue_waiters(1));
 	go_a.put(1);
 	expect_child_ok(a);
@@ -193,7 +193,7 @@ TEST_F(Hqd, WaitingReservationsAreServedInFifoOrderAndTimeOut)
 	// Bad requests change nothing.
 	EXPECT_EQ(t.reserve(0).err, EINVAL);
 	EXPECT_EQ(t.reserve(GPUSLOT_MAX_HQD + 1).err, EINVAL);
-	EXPECT_EQ(t.reserve(1, GPUSLOT_RESERVE_WAIT | GPUSLOT_RESERVE_TIMEOUT).err,
+	EXPECT_EQ(t.reserve(1, GPUSLOT_RESERVE_WAIT | GPUSLOT_RESERVE_DEADLINE).err,
 		  EINVAL);
 	EXPECT_EQ(t.reserve(1, 0, 5).err, EINVAL);
 	EXPECT_EQ(t.reserve(1, 1u << 5).err, EINVAL);
@@ -246,7 +246,7 @@ int churn(const Dev &d, ChurnShared *sh, int seed, int ops)
 			continue;
 		}
 		unsigned int n = 1 + rng() % 6;
-		uint32_t flags = rng() % 2 ? GPUSLOT_RESERVE_TIMEOUT : 0;
+		uint32_t flags = rng() % 2 ? GPUSLOT_RESERVE_DEADLINE : 0;
 		auto r = d.reserve(n, flags, flags ? 2'000'000 : 0);
 		if (r.err) {
 			CHURN_REQUIRE(r.err == ENOSPC || r.err == ETIMEDOUT);
@@ -346,17 +346,17 @@ TEST_F(Hqd, RequestsOverTheLimitNeverBlockTheQueue)
 		EXPECT_EQ(a.reserve(25, flags).err, EINVAL);
 		EXPECT_EQ(a.reserve(GPUSLOT_MAX_HQD, flags).err, EINVAL);
 	}
-	EXPECT_EQ(a.reserve(25, GPUSLOT_RESERVE_TIMEOUT, 200'000'000).err, EINVAL);
+	EXPECT_EQ(a.reserve(25, GPUSLOT_RESERVE_DEADLINE, 200'000'000).err, EINVAL);
 	EXPECT_EQ(hqd_used(), 0u);
 	EXPECT_EQ(domain_file("hqd_waiters"), "0\n");
 
 	// Two waiters behind a holder of 20: one for 10, one for 4.
 	ASSERT_EQ(a.reserve(20).err, 0);
 	Pipe r10, r4, go;
-	pid_t w10 = spawn_reserver(r10, go, "big", 10, GPUSLOT_RESERVE_TIMEOUT,
+	pid_t w10 = spawn_reserver(r10, go, "big", 10, GPUSLOT_RESERVE_DEADLINE,
 				   20'000'000'000ULL);
 	ASSERT_TRUE(wait_queue_waiters(1));
-	pid_t w4 = spawn_reserver(r4, go, "small", 4, GPUSLOT_RESERVE_TIMEOUT,
+	pid_t w4 = spawn_reserver(r4, go, "small", 4, GPUSLOT_RESERVE_DEADLINE,
 				  20'000'000'000ULL);
 	ASSERT_TRUE(wait_queue_waiters(2));
 	// Limit 8: the request for 10 can never fit and fails now; the one

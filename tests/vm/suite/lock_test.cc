@@ -270,9 +270,9 @@ TEST_F(Lock, TryAndTimedAcquire)
 	uint64_t timeouts = d.stats().timeouts;
 
 	EXPECT_EQ(d.try_acquire().err, EAGAIN);
-	EXPECT_EQ(d.acquire(GPUSLOT_ACQUIRE_TIMEOUT, 0).err, ETIMEDOUT);
+	EXPECT_EQ(d.acquire(GPUSLOT_ACQUIRE_DEADLINE, 0).err, ETIMEDOUT);
 	auto t0 = std::chrono::steady_clock::now();
-	EXPECT_EQ(d.acquire(GPUSLOT_ACQUIRE_TIMEOUT, 50'000'000).err, ETIMEDOUT);
+	EXPECT_EQ(d.acquire(GPUSLOT_ACQUIRE_DEADLINE, 50'000'000).err, ETIMEDOUT);
 	EXPECT_GE(std::chrono::steady_clock::now() - t0,
 		  std::chrono::milliseconds(50));
 	EXPECT_EQ(domain_file("waiters"), "");
@@ -282,7 +282,7 @@ TEST_F(Lock, TryAndTimedAcquire)
 	Pipe report, go_b, go_c;
 	pid_t a = spawn([] {
 		Dev x;
-		CHILD_REQUIRE(x.acquire(GPUSLOT_ACQUIRE_TIMEOUT, 300'000'000).err ==
+		CHILD_REQUIRE(x.acquire(GPUSLOT_ACQUIRE_DEADLINE, 300'000'000).err ==
 			      ETIMEDOUT);
 		return 0;
 	});
@@ -299,7 +299,7 @@ TEST_F(Lock, TryAndTimedAcquire)
 	// A timed waiter served before its deadline succeeds.
 	pid_t c = spawn([&report, &go_c] {
 		Dev x;
-		auto r = x.acquire(GPUSLOT_ACQUIRE_TIMEOUT, 30'000'000'000ULL);
+		auto r = x.acquire(GPUSLOT_ACQUIRE_DEADLINE, 30'000'000'000ULL);
 		CHILD_REQUIRE(r.err == 0);
 		report.put(200 + int(r.slot));
 		CHILD_REQUIRE(go_c.get() == 1);
@@ -514,7 +514,7 @@ TEST_F(Lock, ShrinkingKFailsWaitersThatCanNeverBeServed)
 	ASSERT_TRUE(wait_waiters(1));
 	pid_t one_or_3 = spawn([&kept, &go] {
 		Dev d;
-		auto r = d.acquire(GPUSLOT_ACQUIRE_TIMEOUT, 20'000'000'000ULL,
+		auto r = d.acquire(GPUSLOT_ACQUIRE_DEADLINE, 20'000'000'000ULL,
 				   bit(1) | bit(3));
 		kept.put(r.err ? -r.err : int(r.slot));
 		CHILD_REQUIRE(go.get() == 1);
@@ -789,9 +789,9 @@ TEST_F(Lock, BadIoctlsFailCleanly)
 	EXPECT_EQ(acquire_with([](auto &b) { b.a.__reserved = 1; }), EINVAL);
 	EXPECT_EQ(acquire_with([](auto &b) { b.a.flags = 1u << 7; }), EINVAL);
 	EXPECT_EQ(acquire_with([](auto &b) {
-		b.a.flags = GPUSLOT_ACQUIRE_TRY | GPUSLOT_ACQUIRE_TIMEOUT;
+		b.a.flags = GPUSLOT_ACQUIRE_TRY | GPUSLOT_ACQUIRE_DEADLINE;
 	}), EINVAL);
-	EXPECT_EQ(acquire_with([](auto &b) { b.a.timeout_ns = 5; }), EINVAL);
+	EXPECT_EQ(acquire_with([](auto &b) { b.a.deadline_ns = 5; }), EINVAL);
 	EXPECT_EQ(acquire_with([](auto &b) { b.a.allowed_mask = bit(5); }),
 		  EINVAL);
 
@@ -925,7 +925,7 @@ TEST_F(Lock, StressRandomModesKChangesAndKills)
 					switch (mode) {
 					case 0: flags = GPUSLOT_ACQUIRE_TRY; break;
 					case 1:
-						flags = GPUSLOT_ACQUIRE_TIMEOUT;
+						flags = GPUSLOT_ACQUIRE_DEADLINE;
 						timeout = r() % 3'000'000;
 						break;
 					default: break;

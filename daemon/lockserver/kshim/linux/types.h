@@ -9,6 +9,7 @@
 #endif
 #include <stdint.h>
 
+typedef uint8_t u8;
 typedef uint32_t u32;
 typedef uint64_t u64;
 
