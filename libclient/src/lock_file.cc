@@ -95,6 +95,32 @@ int32_t this_thread_id()
 	return cached_tid;
 }
 
+// The module answers exactly the uapi's numbers (direction and VER0 size
+// included); the socket takes _IOC_NR of them, so the library checks the
+// whole number first, as the module's dispatcher would.
+bool known_command(unsigned long cmd)
+{
+	switch (cmd) {
+	case GPUSLOT_IOC_VERSION:
+	case GPUSLOT_IOC_ATTACH:
+	case GPUSLOT_IOC_ACQUIRE:
+	case GPUSLOT_IOC_RELEASE:
+	case GPUSLOT_IOC_SET_K:
+	case GPUSLOT_IOC_DOMAIN_INFO:
+	case GPUSLOT_IOC_GET_STATS:
+	case GPUSLOT_IOC_RESERVE_QUEUES:
+	case GPUSLOT_IOC_UNRESERVE_QUEUES:
+	case GPUSLOT_IOC_SET_LAYOUT:
+	case GPUSLOT_IOC_GET_LAYOUT:
+	case GPUSLOT_IOC_ACQUIRE_ASYNC:
+	case GPUSLOT_IOC_ACQUIRE_COMPLETE:
+	case GPUSLOT_IOC_ACQUIRE_CANCEL:
+		return true;
+	default:
+		return false;
+	}
+}
+
 // One connection to gpuslotd. Threads may share it as they share an open
 // file of the device: each request carries a sequence number that its
 // reply echoes, one caller at a time reads the socket (the reader) and
@@ -109,8 +135,7 @@ public:
 	{
 		// What the module's dispatcher refuses before it reads anything:
 		// a command it does not know (this library knows the uapi's).
-		const uint32_t nr = _IOC_NR(cmd);
-		if (cmd != _IO(GPUSLOT_IOC_MAGIC, nr) || nr > _IOC_NR(GPUSLOT_IOC_ACQUIRE_CANCEL))
+		if (!known_command(cmd))
 			return ENOTTY;
 		if (!arg)
 			return EFAULT;
@@ -138,7 +163,7 @@ public:
 		}
 		std::memcpy(msg.data() + sizeof(gpuslot_wire), arg, std::min<uint32_t>(size, sent));
 		std::vector<char> reply;
-		if (int err = exchange(nr, &msg, &reply))
+		if (int err = exchange(_IOC_NR(cmd), &msg, &reply))
 			return err;
 		gpuslot_wire h;
 		std::memcpy(&h, reply.data(), sizeof(h));
