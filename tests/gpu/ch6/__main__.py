@@ -2,6 +2,7 @@
 """python3 -m ch6 run|report — see tests/gpu/ch6.sh."""
 
 import argparse
+import dataclasses
 import csv
 import os
 import subprocess
@@ -70,8 +71,9 @@ def pick_scenarios(a, wanted, calibration, notes):
                 notes[f"camera-{load}"] = dict(
                     load_percent=load, period_ms=round(period * 1e3, 3), busy_ms=busy,
                     busy_from=source, cameras=a.cameras, size=f"{size.batch}x{size.resolution}")
-                picked += scenarios.camera_load(size, period, f"camera-{load}", a.cameras,
-                                                techniques)
+                picked += [dataclasses.replace(s, duration_s=a.camera_duration)
+                           for s in scenarios.camera_load(size, period, f"camera-{load}",
+                                                          a.cameras, techniques)]
         elif e == "only":
             picked += scenarios.only(techniques=techniques)
         elif e == "only-graph":
@@ -149,6 +151,8 @@ def main(argv):
     r.add_argument("--camera-busy-ms", type=float, default=0.0,
                    help="camera: a frame's GPU-busy ms alone (default: measured)")
     r.add_argument("--cameras", type=int, default=8)
+    r.add_argument("--camera-duration", type=float, default=0.0,
+                   help="camera: seconds of jobs per repetition (default --duration)")
     r.add_argument("--camera-18", default="1x800,1x1280",
                    help="camera-18: BATCHxPIXELS,...: one pipeline each")
     r.add_argument("--only", default="", help="run scenarios whose name contains this")
@@ -197,9 +201,10 @@ def main(argv):
     picked = pick_scenarios(a, wanted, calibration, notes)
     if a.plan:
         order = runner.interleave(len(picked), a.reps, a.seed)
-        per = a.duration + a.overhead
+        total = sum((picked[i].duration_s or a.duration) + a.overhead for i, _ in order)
         print(f"ch6: {len(picked)} scenarios x {a.reps} repetitions = {len(order)} runs of "
-              f"{a.duration:g} s + ~{a.overhead:g} s: ~{len(order) * per / 60:.1f} min")
+              f"{a.duration:g} s (cameras {a.camera_duration or a.duration:g} s) + "
+              f"~{a.overhead:g} s each: ~{total / 60:.1f} min")
         for e, n in notes.items():
             print(f"  {e}: {n}")
         for n, (i, rep) in enumerate(order):

@@ -147,7 +147,7 @@ def run_rows(run_dir, jobs):
             p99=round(percentile(v, 99), 3), mean=round(statistics.fmean(v), 3),
             misses=sum(1 for x in v if periodic and x > first["period_ms"]),
             competitor_jobs=len(others),
-            competitor_jobs_per_s=round(len(others) / duration, 2),
+            competitor_jobs_per_s=round(len(others) / info.get("duration", duration), 2),
             others_jobs=len(others), others_misses=missed,
             others_miss_share=round(missed / len(others), 4) if others else 0,
             launch_ms=_median([_num(r.get("launch_ms")) for r in mine]),

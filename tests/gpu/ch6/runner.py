@@ -239,6 +239,9 @@ def run_scenario(scenario, pool, duration, workdir, gpuslotd=None, log=sys.stder
                                  task=task.name, size=task.size.name,
                                  technique=task.technique, measured=int(task.measured),
                                  period_ms=task.period_s * 1000, **r))
+        # Every job is in OUT/jobs.csv (a run must fit the device's
+        # transfer limits); the collections and the monitors stay here.
+        os.remove(out)
     with open(os.path.join(workdir, "info.json"), "w") as f:
         json.dump(dict(scenario=scenario.to_json(), start=start, duration=duration,
                        suspects=sorted(suspects), tasks=infos, cpus=dict(
@@ -338,12 +341,13 @@ class Schedule:
         far; else the longest overhead (beyond the jobs' duration) any
         scenario had, plus the duration; else the duration plus 30 s (a
         fresh worker's PyTorch, CUDA context and networks)."""
-        duration = self.meta["duration"]
         i = self.order[n][0]
+        duration = self.scenarios[i].duration_s or self.meta["duration"]
         same = [d["elapsed_s"] for d in done if d["scenario_index"] == i]
         if same:
             return max(same)
-        over = [d["elapsed_s"] - duration for d in done]
+        over = [d["elapsed_s"] - (self.scenarios[d["scenario_index"]].duration_s
+                                  or self.meta["duration"]) for d in done]
         return duration + (max(over) if over else 30.0)
 
 
@@ -411,7 +415,8 @@ def _run_pending(schedule, gpuslotd, budget_s, call, max_runs, t_call, suspects,
                 rundir = os.path.join(outdir, "runs", str(n))
                 error = None
                 try:
-                    rows, status, _ = run_scenario(s, pool, meta["duration"], rundir,
+                    rows, status, _ = run_scenario(s, pool, s.duration_s or meta["duration"],
+                                                   rundir,
                                                    gpuslotd, log, suspects)
                 except RuntimeError as e:
                     error = str(e)

@@ -52,6 +52,9 @@ class Scenario:
     # What the scenario compares (issue 32's report groups by it): one of
     # TECHNIQUES, or "" for the dissertation's tables.
     technique: str = ""
+    # Seconds of jobs per repetition, where not the run's (0): a camera
+    # releases a frame every 50-150 ms and needs longer for a p99.
+    duration_s: float = 0.0
 
     def __post_init__(self):
         uses_lock = any(t.technique == "lock" for t in self.tasks)
@@ -71,7 +74,8 @@ class Scenario:
                                       priorities=self.layout.priorities)
         return dict(experiment=self.experiment, name=self.name, layout=layout,
                     tasks=[t.to_json() for t in self.tasks],
-                    whole_gpu_slots=self.whole_gpu_slots, technique=self.technique)
+                    whole_gpu_slots=self.whole_gpu_slots, technique=self.technique,
+                    duration_s=self.duration_s)
 
     @staticmethod
     def from_json(d):
@@ -80,7 +84,7 @@ class Scenario:
                                 lay["priorities"] and tuple(lay["priorities"]))
         return Scenario(d["experiment"], d["name"], layout,
                         tuple(Task.from_json(t) for t in d["tasks"]),
-                        d["whole_gpu_slots"], d["technique"])
+                        d["whole_gpu_slots"], d["technique"], d.get("duration_s", 0.0))
 
 
 def four_of(size, technique, slots_of=lambda i: None):

@@ -455,7 +455,7 @@ def test_a_dry_run_interleaves_resumes_and_reports(tmp_path):
     # The first call runs four of the 18 repetitions.
     ch6_run(*common, "--reps", "2", "--duration", "0.25", "--experiments", "only,camera",
             "--techniques", "unmanaged,stream-priority,gpuslot-prio-reserve", "--cameras", "3",
-            "--camera-loads", "85,130", "--max-runs", "4")
+            "--camera-loads", "85,130", "--camera-duration", "0.35", "--max-runs", "4")
     with open(os.path.join(out, "schedule.json")) as f:
         meta = json.load(f)
     assert len(meta["scenarios"]) == 9 and meta["reps"] == 2
@@ -492,6 +492,8 @@ def test_a_dry_run_interleaves_resumes_and_reports(tmp_path):
             info = json.load(f)
         assert info["cpus"]["housekeeping"] not in info["cpus"]["tasks"].values() or \
             len(runner.CPUS) == 1
+        assert info["duration"] == (0.35 if info["scenario"]["experiment"].startswith("camera")
+                                    else 0.25)
     report.write_report(out)
     with open(os.path.join(out, "techniques.csv")) as f:
         techs = list(csv.DictReader(f))
@@ -506,3 +508,33 @@ def test_a_dry_run_interleaves_resumes_and_reports(tmp_path):
     assert "### issue 32: 18 of 18 runs done, 2 repetitions x 0.25 s, commit c0ffee" in tables
     assert "period 6.4 ms" not in tables and "85 % of the GPU offered" in tables
     assert "| gpuslot-prio-reserve | 2 |" in tables and "p99 " in tables
+
+
+def test_ch6_sh_runs_one_run_in_two_calls(tmp_path):
+    """ch6.sh as the lead runs it on the GPU host, with --dry-run: the first
+    call stops after two repetitions, the second resumes at the same commit
+    and the report covers both."""
+    import subprocess
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    out = tmp_path / "out"
+    script = os.path.join(GPU_DIR, "ch6.sh")
+    env = dict(os.environ, GPUSLOT_COMMIT="feedbee")
+    common = ["--dry-run"]
+    first = subprocess.run([script, str(bundle), str(out), "only", "0.2", *common, "--reps", "2",
+                            "--techniques", "unmanaged,gpuslot-prio-whole", "--max-runs", "2"],
+                           env=env, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "2 of 4 runs pending: go on with --resume" in first.stdout
+    second = subprocess.run([script, str(bundle), str(out), "--resume", *common], env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert "0 of 4 runs pending" in second.stdout
+    env_txt = (out / "env.txt").read_text()
+    assert env_txt.count("== call at") == 2 and "commit feedbee" in env_txt
+    assert "### issue 32: 4 of 4 runs done, 2 repetitions x 0.2 s, commit feedbee" in \
+        (out / "tables.md").read_text()
+    other = subprocess.run([script, str(bundle), str(out), "--resume", *common],
+                           env=dict(env, GPUSLOT_COMMIT="0ther"), capture_output=True,
+                           text=True, timeout=300)
+    assert other.returncode != 0 and "started at commit feedbee" in other.stderr + other.stdout
