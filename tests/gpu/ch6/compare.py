@@ -25,7 +25,8 @@ STALL_WINDOW_S = 0.1
 BAR_P99 = 0.85
 BAR_THROUGHPUT = 0.9
 
-RUN_FIELDS = ["run", "rep", "experiment", "technique", "scenario", "jobs", "p50", "p95", "p99",
+RUN_FIELDS = ["run", "rep", "experiment", "technique", "scenario", "front_stream_priority",
+              "front_slot_priority", "jobs", "p50", "p95", "p99",
               "mean", "misses", "competitor_jobs", "competitor_jobs_per_s", "others_jobs",
               "others_misses", "others_miss_share", "launch_ms", "launch_cpu_ms", "wait_ms",
               "wait_cpu_ms", "acquire_ms", "gc_runs", "gc_max_ms", "stall_moments",
@@ -135,6 +136,10 @@ def run_rows(run_dir, jobs):
                 gcs += [(float(g["t_s"]), float(g["ms"])) for g in
                         _csv(os.path.join(rundir, name))]
         mon = run_monitors(rundir, info) if info else {}
+        front = (info.get("tasks") or {}).get(mine[0]["task"], {})
+        mon["front_stream_priority"] = front.get("slot_stream_priority",
+                                                 front.get("stream_priority"))
+        mon["front_slot_priority"] = front.get("slot_priority")
         steal_times = mon.pop("_steal_times", [])
         moments = stall_moments(rows)
         near = lambda ts, t, w: any(abs(x - t) <= w for x in ts)  # noqa: E731

@@ -47,7 +47,6 @@ gpuslotd (the dry run; it has no FIFO order and no partitions).
 usage: python3 -m ch6.worker BACKEND [CPU]
 """
 
-import contextlib
 import csv
 import ctypes
 import fcntl
@@ -72,7 +71,7 @@ CU_CTX_SCHED_BLOCKING_SYNC = 0x04
 
 def blocking_sync_context():
     """Make device 0's primary context wait by blocking sync, before anything
-    makes it. What the driver said (0: done)."""
+    makes it: "blocking sync", or what the driver said."""
     try:
         cuda = ctypes.CDLL("libcuda.so.1")
     except OSError as e:
@@ -82,8 +81,12 @@ def blocking_sync_context():
         rc = getattr(cuda, call)(*args)
         if rc:
             return f"{call}: CUresult {rc}"
-    rc = cuda.cuDevicePrimaryCtxSetFlags(dev, CU_CTX_SCHED_BLOCKING_SYNC)
-    return rc and f"cuDevicePrimaryCtxSetFlags: CUresult {rc}"
+    # _v2 may change the flags of an active context too; the old symbol not.
+    name = "cuDevicePrimaryCtxSetFlags_v2"
+    if not hasattr(cuda, name):
+        name = "cuDevicePrimaryCtxSetFlags"
+    rc = getattr(cuda, name)(dev, CU_CTX_SCHED_BLOCKING_SYNC)
+    return f"{name}: CUresult {rc}" if rc else "blocking sync"
 
 
 class Networks:
@@ -344,15 +347,21 @@ def run_task(cmd, backend, networks, gclog, say, read_line):
     client = make_client(task, backend, env)
     rows = []
     try:
-        priority = None
+        slot_info = {}
         for _ in range(WARMUP_JOBS):
             one_job(task, job, client)
-        if client is not None and task.slots is not None:
-            with contextlib.suppress(Exception):
-                s = client.acquire(slots=task.slots)
-                priority = getattr(s, "priority", None)
+        if client is not None:
+            # The priority the slot says it has, and the one its stream has
+            # (cudaStreamGetPriority: what the GPU will honour).
+            s = client.acquire(slots=task.slots)
+            try:
+                slot_info = dict(slot=s.index, slot_priority=getattr(s, "priority", None))
+                stream = s.torch_stream() if backend == "torch" else None
+                if stream is not None:
+                    slot_info["slot_stream_priority"] = stream.priority
+            finally:
                 s.release()
-        info = dict(job.info(), slot_priority=priority, spin=spin, poll=poll, gc=keep_gc,
+        info = dict(job.info(), **slot_info, spin=spin, poll=poll, gc=keep_gc,
                     context=networks.context_flags if networks else "none backend",
                     pid=os.getpid(), cpu=sorted(os.sched_getaffinity(0)))
         gc.collect()
