@@ -336,19 +336,23 @@ class Schedule:
         finished = {d["run"] for d in self.done()}
         return [n for n in range(len(self.order)) if n not in finished]
 
-    def estimate_s(self, n, done):
+    def estimate_s(self, n, done, fresh_workers=False):
         """How long run ``n`` will take: the longest this scenario took so
         far; else the longest overhead (beyond the jobs' duration) any
         scenario had, plus the duration; else the duration plus 30 s (a
-        fresh worker's PyTorch, CUDA context and networks)."""
+        fresh worker's PyTorch, CUDA context and networks). Plus 30 s when
+        the call's workers are still to start (``fresh_workers``, torch).
+        Failed runs do not count: they may have ended early."""
         i = self.order[n][0]
         duration = self.scenarios[i].duration_s or self.meta["duration"]
+        done = [d for d in done if not d["failed"]]
+        start = 30.0 if fresh_workers and self.meta["backend"] == "torch" else 0.0
         same = [d["elapsed_s"] for d in done if d["scenario_index"] == i]
         if same:
-            return max(same)
+            return max(same) + start
         over = [d["elapsed_s"] - (self.scenarios[d["scenario_index"]].duration_s
                                   or self.meta["duration"]) for d in done]
-        return duration + (max(over) if over else 30.0)
+        return duration + (max(over) if over else 30.0) + start
 
 
 FIELDS = ["experiment", "scenario", "technique_compared", "run", "rep", "task", "size",
@@ -405,7 +409,7 @@ def _run_pending(schedule, gpuslotd, budget_s, call, max_runs, t_call, suspects,
                 s = schedule.scenarios[i]
                 if budget_s is not None:
                     left = budget_s - (time.monotonic() - t_call)
-                    if schedule.estimate_s(n, done) > left:
+                    if schedule.estimate_s(n, done, fresh_workers=ran == 1) > left:
                         log.write(f"   run {n} ({s.experiment}: {s.name}, rep {rep}) may not "
                                   f"fit in the {left:.0f} s left: stopping here\n")
                         break

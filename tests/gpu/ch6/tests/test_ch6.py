@@ -538,3 +538,20 @@ def test_ch6_sh_runs_one_run_in_two_calls(tmp_path):
                            env=dict(env, GPUSLOT_COMMIT="0ther"), capture_output=True,
                            text=True, timeout=300)
     assert other.returncode != 0 and "started at commit feedbee" in other.stderr + other.stdout
+
+
+def test_a_repetition_is_estimated_from_what_ran(tmp_path):
+    picked = scenarios.only(techniques=("unmanaged", "stream-priority"))
+    s = runner.Schedule.create(str(tmp_path), picked, 2, 32, 10.0, "torch", (), "c", "f")
+    first = s.order[0][0]
+    other = 1 - first
+    assert s.estimate_s(0, []) == 40.0
+    assert s.estimate_s(0, [], fresh_workers=True) == 70.0
+    done = [dict(scenario_index=other, elapsed_s=14.0, failed=False)]
+    assert s.estimate_s(0, done) == 14.0            # duration + the overhead seen
+    done.append(dict(scenario_index=first, elapsed_s=2.0, failed=True))
+    assert s.estimate_s(0, done) == 14.0            # a failed run says nothing
+    done.append(dict(scenario_index=first, elapsed_s=12.5, failed=False))
+    assert s.estimate_s(0, done) == 12.5            # this scenario's own
+    with pytest.raises(SystemExit, match="--resume"):
+        runner.Schedule.create(str(tmp_path), picked, 2, 32, 10.0, "torch", (), "c", "f")
