@@ -137,7 +137,9 @@ def main(argv):
                    help="print the schedule and its estimated length; run nothing")
     r.add_argument("--overhead", type=float, default=10.0,
                    help="--plan: seconds each repetition costs beyond its duration (10)")
-    r.add_argument("--gpuslotd", default="gpuslotd", help="gpuslotd's command line")
+    r.add_argument("--gpuslotd", default="gpuslotd",
+                   help="gpuslotd's command line; 'fake': a flock lock in its place (as "
+                   "--dry-run, with any backend)")
     r.add_argument("--gpuslotctl", default="gpuslotctl", help="gpuslotctl's command line")
     r.add_argument("--extra", default="", help="arguments for both (--topology ... --dri '')")
     r.add_argument("--calibration", default="",
@@ -165,7 +167,7 @@ def main(argv):
         return 0
     if a.dry_run:
         a.backend = "none"
-    gpuslotd = "fake" if a.dry_run else (runner.command_of(a.gpuslotd),
+    gpuslotd = "fake" if a.dry_run or a.gpuslotd == "fake" else (runner.command_of(a.gpuslotd),
                                          runner.command_of(a.gpuslotctl),
                                          runner.command_of(a.extra))
     fingerprint = runner.source_fingerprint()

@@ -239,11 +239,13 @@ class NoneJob:
 
 
 class FakeSlot:
-    def __init__(self, index, f):
+    def __init__(self, client, index, f):
         self.index, self.generation, self._f = index, 1, f
+        self._client, self.held = client, True
         self.priority = None
 
     def release(self, sync=True):
+        self.held = False
         fcntl.flock(self._f, fcntl.LOCK_UN)
         self._f.close()
 
@@ -265,7 +267,7 @@ class FakeClient:
                 f = open(os.path.join(self.dir, f"slot{i}"), "w")
                 try:
                     fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    return FakeSlot(i, f)
+                    return FakeSlot(self, i, f)
                 except BlockingIOError:
                     f.close()
             time.sleep(0.0005)
