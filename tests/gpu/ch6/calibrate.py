@@ -16,7 +16,7 @@ as a few jobs stall on the CPU side for tens of ms), the busy time the
 mean of JOBS jobs with torch.profiler recording GPU activity only (CUPTI;
 busy.py), which varies little from job to job.
 
-usage: python3 -m ch6.calibrate OUT_CSV [CPU] [--camera BATCHxPIXELS,...]
+usage: python3 -m ch6.calibrate OUT_CSV [CPU] [--camera BATCHxPIXELS,...] [--camera-only]
 """
 
 import argparse
@@ -72,7 +72,7 @@ def measure(task, networks, jobs=JOBS):
     from torch.profiler import ProfilerActivity, profile
 
     from .worker import WARMUP_JOBS, TorchJob
-    job = TorchJob(task, networks)
+    job = TorchJob(task, networks, spin=False)
     for _ in range(WARMUP_JOBS):
         job.run(None)
     walls = []
@@ -98,17 +98,19 @@ def main(argv):
     p.add_argument("out")
     p.add_argument("cpu", nargs="?", type=int)
     p.add_argument("--camera", default="", help="fcn_resnet50 sizes, BATCHxPIXELS,...")
+    p.add_argument("--camera-only", action="store_true",
+                   help="only the camera network (the camera loads' periods need it)")
     a = p.parse_args(argv)
     if a.cpu is not None:
         os.sched_setaffinity(0, {a.cpu})
     from .worker import Networks
-    tasks = [Task("calibrate", s) for s in candidates()]
+    tasks = [] if a.camera_only else [Task("calibrate", s) for s in candidates()]
     tasks += [Task("calibrate", s, network="fcn_resnet50") for s in camera_sizes(a.camera)]
     with open(a.out, "w", newline="") as f:
         w = csv.DictWriter(f, FIELDS)
         w.writeheader()
         for task in tasks:
-            networks = Networks()
+            networks = Networks(blocking=True)
             job_ms, busy_ms = measure(task, networks)
             s = task.size
             w.writerow(dict(network=task.network, width=s.width, batch=s.batch,

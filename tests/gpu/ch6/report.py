@@ -5,7 +5,7 @@ import collections
 import csv
 import os
 
-from . import calibrate
+from . import calibrate, compare
 from .stats import summarize
 
 COLUMNS = ["jobs", "min", "mean", "median", "p99", "max", "std", "misses"]
@@ -95,6 +95,31 @@ def cdf_plot(rows, experiment, path, title, select=lambda scenario: True, who="m
     plt.close(fig)
 
 
+def reps_plot(run_dir, experiment, path):
+    """The priority task's p99 in each repetition, per technique (runs.csv):
+    how far repetitions of one technique spread against the gaps between
+    techniques."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    with open(os.path.join(run_dir, "runs.csv")) as f:
+        runs = [r for r in csv.DictReader(f) if r["experiment"] == experiment]
+    techniques = list(dict.fromkeys(r["technique"] for r in runs))
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for i, t in enumerate(techniques):
+        v = [float(r["p99"]) for r in runs if r["technique"] == t]
+        ax.plot([i] * len(v), v, "o", alpha=0.6)
+        ax.plot([i - 0.25, i + 0.25], [sorted(v)[len(v) // 2]] * 2, "k-")
+    ax.set_xticks(range(len(techniques)), techniques, rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel("priority task p99 per repetition (ms)")
+    ax.set_yscale("log")
+    ax.set_title(f"{experiment}: p99 of each repetition (bar: median)")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def write_report(run_dir):
     """summary.csv, tables.md and the plots, next to jobs.csv."""
     rows = read_jobs(os.path.join(run_dir, "jobs.csv"))
@@ -105,7 +130,11 @@ def write_report(run_dir):
         w.writeheader()
         w.writerows(summaries)
     experiments = list(dict.fromkeys(r["experiment"] for r in rows))
+    comparison = compare.write(run_dir, rows)
     with open(os.path.join(run_dir, "tables.md"), "w") as f:
+        f.write(comparison)
+        if comparison:
+            f.write("### every repetition pooled\n\n")
         failed = os.path.join(run_dir, "failed.csv")
         if os.path.exists(failed):
             with open(failed) as ff:
@@ -125,10 +154,20 @@ def write_report(run_dir):
             if any(s["experiment"] == e and s["tasks"] == "others" for s in summaries):
                 f.write(f"### {e}: the other tasks\n\n{markdown(summaries, e, 'others')}\n")
     plots = []
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        print("ch6: no matplotlib here: tables without plots")
+        return summaries, plots
     for e in experiments:
         path = os.path.join(run_dir, f"cdf-{e}.png")
         cdf_plot(rows, e, path, f"experiment {e}: the measured task")
         plots.append(path)
+    if comparison:
+        for e in dict.fromkeys(r["experiment"] for r in rows if r.get("technique_compared")):
+            path = os.path.join(run_dir, f"p99-{e}.png")
+            reps_plot(run_dir, e, path)
+            plots.append(path)
     if "6.3" in experiments:
         path = os.path.join(run_dir, "fig-6.3-large.png")
         cdf_plot(rows, "6.3", path, "Figure 6.3: medium task vs three large competitors",

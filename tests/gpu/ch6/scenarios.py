@@ -10,14 +10,33 @@ from .tasks import SIZES, Task
 @dataclasses.dataclass(frozen=True)
 class Layout:
     """What gpuslotd is configured with: k and one size per slot in
-    percent of the SMs, or None for k slots on the whole GPU."""
+    percent of the SMs ("all": the whole GPU, overlapping the others), or
+    None for the planner's k equal partitions; and, where given, a priority
+    per slot (0..15, more is more urgent: the slot's stream is made at CUDA
+    priority least - p, issue 32)."""
     k: int
     percents: tuple = None
+    priorities: tuple = None
+
+    def __post_init__(self):
+        for name in ("percents", "priorities"):
+            v = getattr(self, name)
+            if v is not None and len(v) != self.k:
+                raise ValueError(f"layout: {len(v)} {name} for k = {self.k}")
+        for p in self.percents or ():
+            if p != "all" and not (isinstance(p, int) and 0 < p <= 100):
+                raise ValueError(f"layout: size {p!r}: a percentage 1..100 or 'all'")
+        for p in self.priorities or ():
+            if not (isinstance(p, int) and 0 <= p <= 15):
+                raise ValueError(f"layout: priority {p!r}: 0..15")
 
     def config(self):
         text = f"[default]\nk = {self.k}\n"
         if self.percents:
-            text += "sizes = " + ",".join(f"{p}%" for p in self.percents) + "\n"
+            text += "sizes = " + ",".join(p if p == "all" else f"{p}%"
+                                          for p in self.percents) + "\n"
+        if self.priorities:
+            text += "priorities = " + ",".join(map(str, self.priorities)) + "\n"
         return text
 
 
@@ -30,6 +49,12 @@ class Scenario:
     # Partitions on the whole GPU (k-exclusion without partitions): gpuslotd
     # plans k equal ones, then gpuslotctl sets every slot to "all".
     whole_gpu_slots: bool = False
+    # What the scenario compares (issue 32's report groups by it): one of
+    # TECHNIQUES, or "" for the dissertation's tables.
+    technique: str = ""
+    # Seconds of jobs per repetition, where not the run's (0): a camera
+    # releases a frame every 50-150 ms and needs longer for a p99.
+    duration_s: float = 0.0
 
     def __post_init__(self):
         uses_lock = any(t.technique == "lock" for t in self.tasks)
@@ -41,6 +66,25 @@ class Scenario:
                                  f"k = {self.layout.k}")
         if len({t.name for t in self.tasks}) != len(self.tasks):
             raise ValueError(f"{self.name}: two tasks of one name")
+
+    def to_json(self):
+        """Everything the scenario is (a run's schedule.json keeps it, so that
+        a resumed run runs exactly what it started with)."""
+        layout = self.layout and dict(k=self.layout.k, percents=self.layout.percents,
+                                      priorities=self.layout.priorities)
+        return dict(experiment=self.experiment, name=self.name, layout=layout,
+                    tasks=[t.to_json() for t in self.tasks],
+                    whole_gpu_slots=self.whole_gpu_slots, technique=self.technique,
+                    duration_s=self.duration_s)
+
+    @staticmethod
+    def from_json(d):
+        lay = d["layout"]
+        layout = lay and Layout(lay["k"], lay["percents"] and tuple(lay["percents"]),
+                                lay["priorities"] and tuple(lay["priorities"]))
+        return Scenario(d["experiment"], d["name"], layout,
+                        tuple(Task.from_json(t) for t in d["tasks"]),
+                        d["whole_gpu_slots"], d["technique"], d.get("duration_s", 0.0))
 
 
 def four_of(size, technique, slots_of=lambda i: None):
@@ -144,4 +188,117 @@ def camera_pipeline(size, cameras=8, period_s=0.1, front_percent=34):
     ]
 
 
-EXPERIMENTS = {"6.1": table_6_1, "6.3": table_6_3, "only": only_gpuslot}
+# Issue 32's comparison: how the priority task is protected. "alone" is
+# the priority task with nothing beside it (the floor, not a technique).
+TECHNIQUES = {
+    "alone": "the priority task alone on the whole GPU",
+    "unmanaged": "every task on a stream of its own, no lock",
+    "stream-priority": "the priority task on a CUDA stream of priority -5, the others 0",
+    "mps": "the competitors' processes limited by CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",
+    "gpuslot-partitions": "gpuslot's earlier layout: the priority task on a partition of "
+                          "its own, the competitors k-exclusive on disjoint partitions",
+    "gpuslot-prio-reserve": "slot 0 on the whole GPU at priority 5, the competitors "
+                            "k-exclusive on slots confined to 25 % each (a 25 % reserve)",
+    "gpuslot-prio-whole": "every slot on the whole GPU, slot 0 at priority 5, the "
+                          "competitors k-exclusive on the other three",
+    "hybrid": "the priority task on a CUDA stream of priority -5 on the whole GPU, no lock; "
+              "the competitors k-exclusive (k = 2) on the whole GPU",
+}
+# The alternatives a user has without gpuslot: issue 32's bar compares
+# gpuslot's priority layouts against the best of them.
+ALTERNATIVES = ("unmanaged", "stream-priority", "mps")
+PRIORITY_LAYOUTS = ("gpuslot-prio-reserve", "gpuslot-prio-whole")
+HIGH_STREAM_PRIORITY = -5   # CUDA: lower is more urgent (the H100's range is -5..0)
+HIGH_SLOT_PRIORITY = 5      # gpuslot: more is more urgent (stream at least - 5)
+
+
+def protection(experiment, front, competitors, techniques=tuple(TECHNIQUES),
+               earlier_front_percent=50, earlier_competitor_slots=2, mps_percent=25):
+    """Issue 32's scenarios of one workload: the priority task (``front(technique,
+    slots, stream_priority)``, a Task) protected from its competitors
+    (``competitors(technique, slots, stream_priority, mps_percent)``, a tuple of
+    Tasks) by each of ``techniques``. Each scenario's name is its technique."""
+    out = []
+    for t in techniques:
+        if t == "alone":
+            out.append(Scenario(experiment, t, None, (front("unmanaged", None, 0),),
+                                technique=t))
+        elif t == "unmanaged":
+            out.append(Scenario(experiment, t, None, (front("unmanaged", None, 0),) +
+                                competitors("unmanaged", None, 0, 0), technique=t))
+        elif t == "stream-priority":
+            out.append(Scenario(experiment, t, None,
+                                (front("priority", None, HIGH_STREAM_PRIORITY),) +
+                                competitors("priority", None, 0, 0), technique=t))
+        elif t == "mps":
+            out.append(Scenario(experiment, t, None, (front("unmanaged", None, 0),) +
+                                competitors("mps", None, 0, mps_percent), technique=t))
+        elif t == "gpuslot-partitions":
+            n = earlier_competitor_slots
+            rest = (100 - earlier_front_percent) // n
+            layout = Layout(n + 1, (earlier_front_percent,) + (rest,) * n)
+            out.append(Scenario(experiment, t, layout,
+                                (front("lock", frozenset({0}), 0),) +
+                                competitors("lock", frozenset(range(1, n + 1)), 0, 0),
+                                technique=t))
+        elif t in PRIORITY_LAYOUTS:
+            sizes = ("all", 25, 25, 25) if t == "gpuslot-prio-reserve" else ("all",) * 4
+            layout = Layout(4, sizes, (HIGH_SLOT_PRIORITY, 0, 0, 0))
+            out.append(Scenario(experiment, t, layout,
+                                (front("lock", frozenset({0}), 0),) +
+                                competitors("lock", frozenset({1, 2, 3}), 0, 0),
+                                technique=t))
+        elif t == "hybrid":
+            out.append(Scenario(experiment, t, Layout(2),
+                                (front("priority", None, HIGH_STREAM_PRIORITY),) +
+                                competitors("lock", None, 0, 0),
+                                whole_gpu_slots=True, technique=t))
+        else:
+            raise ValueError(f"unknown technique {t!r}: one of {', '.join(TECHNIQUES)}")
+    return out
+
+
+def only(sizes=SIZES, graph=False, techniques=tuple(TECHNIQUES)):
+    """The "only" experiment of issue 32: the medium task (launch-bound;
+    with ``graph`` replayed as one CUDA graph) against three large
+    competitors running back to back."""
+    m, c = sizes["medium"], sizes["large"]
+
+    def front(technique, slots, prio):
+        return Task("measured", m, technique, slots=slots, stream_priority=prio,
+                    measured=True, graph=graph)
+
+    def competitors(technique, slots, prio, mps):
+        return tuple(Task(f"large{i}", c, technique, slots=slots, stream_priority=prio,
+                          mps_percent=mps) for i in range(3))
+
+    return protection("only-graph" if graph else "only", front, competitors, techniques)
+
+
+def camera_period_s(busy_ms, load, cameras=8):
+    """The period at which ``cameras`` cameras whose frame keeps the GPU busy
+    ``busy_ms`` alone offer ``load`` (1.0: the GPU's capacity)."""
+    if busy_ms <= 0 or load <= 0:
+        raise ValueError(f"camera: busy {busy_ms} ms at load {load}: both must be positive")
+    return cameras * busy_ms / 1e3 / load
+
+
+def camera_load(size, period_s, experiment, cameras=8, techniques=tuple(TECHNIQUES)):
+    """Issue 32's camera pipeline at one load: ``cameras`` FCN-ResNet50
+    cameras each releasing a frame every ``period_s`` (deadline = period),
+    camera i first at i/cameras of the period, as free-running cameras are;
+    camera 0 (the front camera) is the priority task."""
+
+    def cam(i, technique, slots, prio, mps=0):
+        return Task("front" if i == 0 else f"cam{i}", size, technique, slots=slots,
+                    stream_priority=prio, mps_percent=mps, period_s=period_s,
+                    phase_s=period_s * i / cameras, measured=i == 0, network="fcn_resnet50")
+
+    return protection(
+        experiment, lambda t, s, p: cam(0, t, s, p),
+        lambda t, s, p, mps: tuple(cam(i, t, s, p, mps) for i in range(1, cameras)),
+        techniques, earlier_front_percent=34, earlier_competitor_slots=2, mps_percent=33)
+
+
+EXPERIMENTS = {"6.1": table_6_1, "6.3": table_6_3, "only-18": only_gpuslot,
+               "only": only, "only-graph": lambda: only(graph=True)}

@@ -10,8 +10,11 @@ random weights. How a task reaches the GPU is its technique:
   priority    unmanaged, on a stream of CUDA priority ``stream_priority``
   mps         unmanaged, its process limited by MPS to ``mps_percent`` %
 
-A task with ``period_s`` releases a job every period (deadline = period);
-without, it runs jobs back to back.
+A task with ``period_s`` releases a job every period (deadline = period),
+the first ``phase_s`` after the common start (cameras are not released in
+lockstep); without, it runs jobs back to back. ``graph``: the job is a CUDA
+graph captured once and replayed (gpuslot.SlotGraph on a slot's stream,
+torch.cuda.CUDAGraph on a stream of its own), one launch instead of hundreds.
 """
 
 import dataclasses
@@ -55,6 +58,8 @@ class Task:
     period_s: float = 0.0          # 0: back to back
     measured: bool = False         # the task the scenario reports on
     network: str = "mobilenet_v2"  # or "fcn_resnet50" (the camera pipeline)
+    phase_s: float = 0.0           # periodic: the first release after the start
+    graph: bool = False            # replay a CUDA graph of the job
 
     def __post_init__(self):
         if self.technique not in TECHNIQUES:
@@ -66,6 +71,8 @@ class Task:
             raise ValueError(f"task {self.name}: mps_percent {self.mps_percent}: 1..100")
         if self.period_s < 0:
             raise ValueError(f"task {self.name}: a negative period")
+        if self.phase_s < 0 or self.phase_s and self.phase_s >= self.period_s:
+            raise ValueError(f"task {self.name}: phase {self.phase_s} s: 0 up to the period")
 
     def to_json(self):
         d = dataclasses.asdict(self)

@@ -149,11 +149,12 @@ def test_scenarios_run_and_report_with_the_none_backend(tmp_path):
     for p in plots:
         assert os.path.getsize(p) > 10_000
     # gpuslotd had the partitions each scenario asked for.
-    log = (tmp_path / "run.log").read_text()
-    no_parts = log[log.index("== 6.1: small/k=2 no partitions"):log.index("== 6.1: small/k=2 partitions")]
+    sections = {}
+    for part in (tmp_path / "run.log").read_text().split("== run ")[1:]:
+        sections[part.split(": ", 1)[1].split(" (repetition")[0]] = part
+    no_parts = sections["6.1: small/k=2 no partitions"]
     assert "A slot 0  whole GPU" in no_parts and "B slot 1  whole GPU" in no_parts
-    parts = log[log.index("== 6.1: small/k=2 partitions"):]
-    assert "A slot 0  30 CUs" in parts
+    assert "A slot 0  30 CUs" in sections["6.1: small/k=2 partitions"]
 
 
 def test_busy_time_is_the_union_of_gpu_activity(tmp_path):
@@ -221,3 +222,336 @@ def test_the_pool_keeps_workers_and_gives_mps_tasks_their_own(tmp_path):
         finally:
             pool.close()
         assert w0.proc.returncode == 0 and w1.proc.returncode == 0
+
+
+# Issue 32: repetitions, interleaving, resume, timing breakdown, stall
+# suspects, monitors and the comparison.
+
+from ch6 import compare, monitor, worker  # noqa: E402
+
+GPU_DIR = os.path.dirname(os.path.dirname(HERE))
+
+
+def ch6_run(*args, commit="c0ffee", check=True):
+    """python3 -m ch6 run ARGS as ch6.sh runs it; (exit status, output)."""
+    import subprocess
+    env = dict(os.environ, PYTHONPATH=GPU_DIR + os.pathsep + os.path.join(REPO, "python"))
+    p = subprocess.run([sys.executable, "-m", "ch6", "run", "--commit", commit, *args],
+                       cwd=GPU_DIR, env=env, capture_output=True, text=True, timeout=600)
+    if check and p.returncode:
+        raise AssertionError(f"ch6 run {args}: exit {p.returncode}\n{p.stdout}\n{p.stderr}")
+    return p.returncode, p.stdout + p.stderr
+
+
+def test_repetitions_are_interleaved_in_seeded_rounds():
+    order = runner.interleave(7, 5, seed=32)
+    assert len(order) == 35
+    # Each round is one repetition of every scenario, in an order of its own.
+    rounds = [order[7 * r:7 * (r + 1)] for r in range(5)]
+    for r, round_ in enumerate(rounds):
+        assert sorted(round_) == [(i, r) for i in range(7)]
+    assert len({tuple(i for i, _ in round_) for round_ in rounds}) > 1
+    assert [i for i, _ in rounds[0]] != list(range(7))
+    assert runner.interleave(7, 5, seed=32) == order
+    assert runner.interleave(7, 5, seed=33) != order
+
+
+def test_issue32_scenarios_carry_the_priority_layouts():
+    only = {s.name: s for s in scenarios.only()}
+    assert list(only) == list(scenarios.TECHNIQUES)
+    assert all(s.technique == s.name for s in only.values())
+    reserve = only["gpuslot-prio-reserve"]
+    assert reserve.layout.config() == ("[default]\nk = 4\nsizes = all,25%,25%,25%\n"
+                                       "priorities = 5,0,0,0\n")
+    assert only["gpuslot-prio-whole"].layout.config() == (
+        "[default]\nk = 4\nsizes = all,all,all,all\npriorities = 5,0,0,0\n")
+    assert [t.slots for t in reserve.tasks] == [frozenset({0})] + [frozenset({1, 2, 3})] * 3
+    earlier = only["gpuslot-partitions"]
+    assert earlier.layout.config() == "[default]\nk = 3\nsizes = 50%,25%,25%\n"
+    hybrid = only["hybrid"]
+    assert hybrid.whole_gpu_slots and hybrid.layout.k == 2
+    assert (hybrid.tasks[0].technique, hybrid.tasks[0].stream_priority) == ("priority", -5)
+    assert {t.technique for t in hybrid.tasks[1:]} == {"lock"}
+    prio = only["stream-priority"]
+    assert [t.stream_priority for t in prio.tasks] == [-5, 0, 0, 0]
+    assert {t.mps_percent for t in only["mps"].tasks[1:]} == {25}
+    assert len(only["alone"].tasks) == 1
+    assert not any(t.graph for s in only.values() for t in s.tasks)
+    graphs = scenarios.only(graph=True)
+    assert {s.experiment for s in graphs} == {"only-graph"}
+    assert all(s.tasks[0].graph and not any(t.graph for t in s.tasks[1:]) for s in graphs)
+    # The camera pipeline: phase offsets of i/8 of the period; the period
+    # from the load.
+    period = scenarios.camera_period_s(15.0, 0.85)
+    assert period == pytest.approx(8 * 0.015 / 0.85)
+    cams = {s.name: s for s in scenarios.camera_load(Size("camera", 1, 1.0, 1280), period,
+                                                     "camera-85")}
+    unmanaged = cams["unmanaged"]
+    assert [t.phase_s for t in unmanaged.tasks] == pytest.approx(
+        [period * i / 8 for i in range(8)])
+    assert cams["gpuslot-partitions"].layout.percents == (34, 33, 33)
+    assert {t.mps_percent for t in cams["mps"].tasks[1:]} == {33}
+    for s in list(only.values()) + list(cams.values()):
+        assert scenarios.Scenario.from_json(json.loads(json.dumps(s.to_json()))) == s
+    with pytest.raises(ValueError, match="priority 16"):
+        scenarios.Layout(2, ("all", 50), (16, 0))
+    with pytest.raises(ValueError, match="2 priorities for k = 3"):
+        scenarios.Layout(3, None, (1, 0))
+    with pytest.raises(ValueError, match="'most'"):
+        scenarios.Layout(1, ("most",))
+    with pytest.raises(ValueError, match="phase"):
+        Task("a", SIZES["small"], period_s=0.1, phase_s=0.1)
+
+
+def worker_jobs(tmp_path, task, suspects, duration=1.0):
+    """Run ``task`` on a none-backend worker with ``suspects``: its jobs and
+    garbage collections (lists of dicts) and what it said when ready."""
+    import subprocess
+    env = dict(os.environ, PYTHONPATH=GPU_DIR)
+    p = subprocess.Popen([sys.executable, "-m", "ch6.worker", "none"], cwd=GPU_DIR, env=env,
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    out = str(tmp_path / f"{task.name}-{'-'.join(suspects) or 'quiet'}.csv")
+    try:
+        assert p.stdout.readline().strip() == "up"
+        p.stdin.write(json.dumps(dict(task=task.to_json(), duration=duration, out=out, env={},
+                                      options=dict(suspects=list(suspects)))) + "\n")
+        p.stdin.flush()
+        ready = p.stdout.readline()
+        assert ready.startswith("ready ")
+        p.stdin.write(f"{__import__('time').time() + 0.1}\n")
+        p.stdin.flush()
+        assert p.stdout.readline().startswith("done ")
+        p.stdin.write(json.dumps({"quit": True}) + "\n")
+        p.stdin.flush()
+        assert p.wait(timeout=30) == 0
+    finally:
+        if p.poll() is None:
+            p.kill()
+    with open(out) as f:
+        jobs = list(csv.DictReader(f))
+    with open(out + ".gc.csv") as f:
+        gcs = list(csv.DictReader(f))
+    return jobs, gcs, json.loads(ready[len("ready "):])
+
+
+def test_a_job_records_its_launch_and_its_wait_apart(tmp_path):
+    small = SIZES["small"]
+    jobs, _, info = worker_jobs(tmp_path, Task("a", small), [], duration=0.5)
+    assert (info["spin"], info["gc"], info["poll"]) == (False, False, False)
+    assert len(jobs) >= 20
+    for j in jobs:
+        assert list(j) == ["release_s"] + worker.JOB_FIELDS[1:]
+        launch, wait = float(j["launch_ms"]), float(j["wait_ms"])
+        # The stand-in launch is 0.2 ms of CPU work; its GPU 2 ms asleep.
+        assert 0.2 <= launch and float(j["launch_cpu_ms"]) >= 0.1
+        assert wait >= 2.0
+        assert float(j["response_ms"]) >= launch + wait
+    # A blocking wait costs next to no CPU; a spinning one all of it.
+    quiet = sorted(float(j["wait_cpu_ms"]) for j in jobs)
+    assert quiet[len(quiet) // 2] < 0.5
+    spun, _, info = worker_jobs(tmp_path, Task("a", small), ["spin"], duration=0.5)
+    assert info["spin"]
+    spin = sorted(float(j["wait_cpu_ms"]) for j in spun)
+    assert spin[len(spin) // 2] > 1.5
+
+
+def test_the_collector_is_off_in_the_measured_window_unless_suspected(tmp_path):
+    small = SIZES["small"]
+    jobs, gcs, _ = worker_jobs(tmp_path, Task("a", small), [], duration=1.5)
+    assert gcs == [] and all(float(j["gc_ms"]) == 0 for j in jobs)
+    jobs, gcs, info = worker_jobs(tmp_path, Task("a", small), ["gc"], duration=1.5)
+    assert info["gc"]
+    # Hundreds of jobs allocate enough for the collector to run; each run is
+    # logged (when, which generation, how long) and charged to its job.
+    assert gcs, "the collector never ran"
+    assert all(0 <= float(g["t_s"]) <= 1.6 and g["generation"] in "012" for g in gcs)
+    assert sum(float(j["gc_ms"]) for j in jobs) > 0
+
+
+def test_a_periodic_task_is_released_at_its_phase(tmp_path):
+    cam = Task("cam3", Size("camera", 1, 1.0, 64), period_s=0.04, phase_s=0.015)
+    jobs, _, _ = worker_jobs(tmp_path, cam, [], duration=0.3)
+    releases = [float(j["release_s"]) for j in jobs]
+    assert releases[:3] == pytest.approx([0.015, 0.055, 0.095], abs=1e-6)
+    assert len(jobs) == 8
+
+
+def test_the_monitor_reads_every_cpus_steal(tmp_path):
+    stat = tmp_path / "stat"
+    stat.write_text("cpu  10 0 10 100 0 0 0 5 0 0\n"
+                    "cpu0 5 0 5 50 0 0 0 2 0 0\ncpu1 5 0 5 50 0 0 0 3 0 0\nintr 1\n")
+    before = monitor.read_stat(str(stat))
+    assert before == {0: (5, 0, 5, 50, 0, 0, 0, 2), 1: (5, 0, 5, 50, 0, 0, 0, 3)}
+    stat.write_text("cpu0 6 0 5 59 0 0 0 2 0 0\ncpu1 5 0 5 50 0 0 0 13 0 0\n")
+    after = monitor.read_stat(str(stat))
+    assert monitor.deltas(before, after) == {0: (1, 0, 0, 9, 0, 0, 0, 0),
+                                             1: (0, 0, 0, 0, 0, 0, 0, 10)}
+    assert len(monitor.read_stat()) == len(os.sched_getaffinity(0)) or \
+        len(monitor.read_stat()) >= 1
+
+
+def test_stall_moments_are_shared_by_two_tasks():
+    def job(task, t, ms):
+        return dict(task=task, release_s=str(t), response_ms=ms)
+    rows = [job("a", i * 0.01, 5.0) for i in range(100)]
+    rows += [job("b", i * 0.01, 7.0) for i in range(100)]
+    rows += [job("a", 0.5, 30.0), job("b", 0.55, 40.0),   # a shared stall
+             job("a", 0.8, 30.0)]                          # one task only
+    assert compare.stall_moments(rows) == [0.5]
+
+
+def synthetic_runs(p99s, jobs_per_s=None, misses=None, experiment="only"):
+    out = []
+    for t, values in p99s.items():
+        for rep, v in enumerate(values):
+            out.append(dict(experiment=experiment, technique=t, rep=rep, p50=v / 2,
+                            p95=v * 0.9, p99=v,
+                            competitor_jobs_per_s=(jobs_per_s or {}).get(t, 100.0),
+                            others_misses=(misses or {}).get(t, 0), launch_ms=1.0,
+                            wait_ms=1.0, wait_cpu_ms=0.0, stall_moments=0))
+    return out
+
+
+def test_the_comparison_takes_the_best_alternative_and_states_the_bar():
+    pytest.importorskip("numpy")
+    runs = synthetic_runs({"unmanaged": [30, 31, 29, 35, 33],
+                           "stream-priority": [8, 9, 8.5, 10, 7],
+                           "mps": [14, 13, 15, 12, 16],
+                           "gpuslot-prio-reserve": [6, 6.5, 7, 6.2, 6.1],
+                           "gpuslot-prio-whole": [8, 8.1, 8.2, 9, 8.4]},
+                          jobs_per_s={"stream-priority": 100.0, "gpuslot-prio-reserve": 95.0,
+                                      "gpuslot-prio-whole": 80.0})
+    rows = {r["technique"]: r for r in compare.technique_rows(runs)}
+    assert {r["best_alternative"] for r in rows.values()} == {"stream-priority"}
+    reserve = rows["gpuslot-prio-reserve"]
+    assert reserve["p99"] == 6.2 and reserve["p99_lo"] <= 6.2 <= reserve["p99_hi"]
+    assert reserve["p99_vs_best"] == pytest.approx(round(6.2 / 8.5, 3))
+    assert reserve["p99_vs_best_lo"] <= reserve["p99_vs_best"] <= reserve["p99_vs_best_hi"]
+    assert reserve["throughput_vs_priority"] == 0.95
+    assert reserve["bar"] == ("p99 0.73x best (met <= 0.85); throughput 0.95x stream "
+                              "priorities (met >= 0.9)")
+    whole = rows["gpuslot-prio-whole"]
+    assert whole["bar"].startswith("p99 0.96x best (missed <= 0.85); throughput 0.80x")
+    assert "missed >= 0.9" in whole["bar"]
+    assert "bar" not in rows["mps"]
+    # The interval is the bootstrap's, seeded: the same every time.
+    again = {r["technique"]: r for r in compare.technique_rows(runs)}
+    assert again["gpuslot-prio-reserve"] == reserve
+    # Under capacity the other cameras' misses count too.
+    cam = synthetic_runs({"stream-priority": [40, 41, 42], "gpuslot-prio-reserve": [30, 31, 29]},
+                         misses={"stream-priority": 2, "gpuslot-prio-reserve": 5},
+                         experiment="camera-85")
+    r = {x["technique"]: x for x in compare.technique_rows(cam)}["gpuslot-prio-reserve"]
+    assert r["bar"].endswith("others' misses 5 vs 2 (missed)")
+    over = synthetic_runs({"stream-priority": [40], "gpuslot-prio-reserve": [30]},
+                          misses={"gpuslot-prio-reserve": 5}, experiment="camera-130")
+    assert "misses" not in compare.technique_rows(over)[1]["bar"]
+
+
+def test_a_dry_run_interleaves_resumes_and_reports(tmp_path):
+    pytest.importorskip("numpy")
+    out = str(tmp_path / "run")
+    common = ["--out", out, "--dry-run"]
+    # The first call runs four of the 18 repetitions.
+    ch6_run(*common, "--reps", "2", "--duration", "0.25", "--experiments", "only,camera",
+            "--techniques", "unmanaged,stream-priority,gpuslot-prio-reserve", "--cameras", "3",
+            "--camera-loads", "85,130", "--camera-duration", "0.35", "--max-runs", "4")
+    with open(os.path.join(out, "schedule.json")) as f:
+        meta = json.load(f)
+    assert len(meta["scenarios"]) == 9 and meta["reps"] == 2
+    assert meta["commit"] == "c0ffee" and meta["seed"] == 32
+    assert [tuple(x) for x in meta["order"]] == runner.interleave(9, 2, 32)
+    with open(os.path.join(out, "order.csv")) as f:
+        assert len(list(csv.DictReader(f))) == 18
+    done = [json.loads(x) for x in open(os.path.join(out, "done.jsonl"))]
+    assert [d["run"] for d in done] == [0, 1, 2, 3]
+    # A new run into the same OUT, or a resume from another commit, is refused.
+    rc, said = ch6_run(*common, check=False)
+    assert rc != 0 and "--resume" in said
+    rc, said = ch6_run(*common, "--resume", commit="badc0de", check=False)
+    assert rc != 0 and "started at commit c0ffee" in said and "badc0de" in said
+    # A budget too short for the next repetition runs nothing.
+    rc, said = ch6_run(*common, "--resume", "--budget", "0.1")
+    assert "14 of 18 runs pending" in said
+    assert len(open(os.path.join(out, "done.jsonl")).readlines()) == 4
+    ch6_run(*common, "--resume")
+    done = [json.loads(x) for x in open(os.path.join(out, "done.jsonl"))]
+    assert [d["run"] for d in done] == list(range(18))
+    assert {d["call"] for d in done} == {0, 1}
+    assert not any(d["failed"] for d in done)
+    # Every repetition of every scenario ran once, in the schedule's order.
+    assert sorted((d["scenario_index"], d["rep"]) for d in done) == \
+        sorted(runner.interleave(9, 2, 32))
+    rows = report.read_jobs(os.path.join(out, "jobs.csv"))
+    assert {int(r["run"]) for r in rows} == set(range(18))
+    # The monitors sampled every CPU in every run.
+    for n in range(18):
+        with open(os.path.join(out, "runs", str(n), "cpu.csv")) as f:
+            assert len(list(csv.DictReader(f))) >= len(runner.CPUS)
+        with open(os.path.join(out, "runs", str(n), "info.json")) as f:
+            info = json.load(f)
+        assert info["cpus"]["housekeeping"] not in info["cpus"]["tasks"].values() or \
+            len(runner.CPUS) == 1
+        assert info["duration"] == (0.35 if info["scenario"]["experiment"].startswith("camera")
+                                    else 0.25)
+    report.write_report(out)
+    with open(os.path.join(out, "techniques.csv")) as f:
+        techs = list(csv.DictReader(f))
+    assert {(t["experiment"], t["technique"]) for t in techs} == {
+        (e, t) for e in ("only", "camera-85", "camera-130")
+        for t in ("unmanaged", "stream-priority", "gpuslot-prio-reserve")}
+    assert all(t["reps"] == "2" and float(t["p99_lo"]) <= float(t["p99"]) <= float(t["p99_hi"])
+               for t in techs)
+    with open(os.path.join(out, "runs.csv")) as f:
+        assert len(list(csv.DictReader(f))) == 18
+    tables = open(os.path.join(out, "tables.md")).read()
+    assert "### issue 32: 18 of 18 runs done, 2 repetitions x 0.25 s, commit c0ffee" in tables
+    assert "period 6.4 ms" not in tables and "85 % of the GPU offered" in tables
+    assert "| gpuslot-prio-reserve | 2 |" in tables and "p99 " in tables
+
+
+def test_ch6_sh_runs_one_run_in_two_calls(tmp_path):
+    """ch6.sh as the lead runs it on the GPU host, with --dry-run: the first
+    call stops after two repetitions, the second resumes at the same commit
+    and the report covers both."""
+    import subprocess
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    out = tmp_path / "out"
+    script = os.path.join(GPU_DIR, "ch6.sh")
+    env = dict(os.environ, GPUSLOT_COMMIT="feedbee")
+    common = ["--dry-run"]
+    first = subprocess.run([script, str(bundle), str(out), "only", "0.2", *common, "--reps", "2",
+                            "--techniques", "unmanaged,gpuslot-prio-whole", "--max-runs", "2"],
+                           env=env, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "2 of 4 runs pending: go on with --resume" in first.stdout
+    second = subprocess.run([script, str(bundle), str(out), "--resume", *common], env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert "0 of 4 runs pending" in second.stdout
+    env_txt = (out / "env.txt").read_text()
+    assert env_txt.count("== call at") == 2 and "commit feedbee" in env_txt
+    assert "### issue 32: 4 of 4 runs done, 2 repetitions x 0.2 s, commit feedbee" in \
+        (out / "tables.md").read_text()
+    other = subprocess.run([script, str(bundle), str(out), "--resume", *common],
+                           env=dict(env, GPUSLOT_COMMIT="0ther"), capture_output=True,
+                           text=True, timeout=300)
+    assert other.returncode != 0 and "started at commit feedbee" in other.stderr + other.stdout
+
+
+def test_a_repetition_is_estimated_from_what_ran(tmp_path):
+    picked = scenarios.only(techniques=("unmanaged", "stream-priority"))
+    s = runner.Schedule.create(str(tmp_path), picked, 2, 32, 10.0, "torch", (), "c", "f")
+    first = s.order[0][0]
+    other = 1 - first
+    assert s.estimate_s(0, []) == 40.0
+    assert s.estimate_s(0, [], fresh_workers=True) == 70.0
+    done = [dict(scenario_index=other, elapsed_s=14.0, failed=False)]
+    assert s.estimate_s(0, done) == 14.0            # duration + the overhead seen
+    done.append(dict(scenario_index=first, elapsed_s=2.0, failed=True))
+    assert s.estimate_s(0, done) == 14.0            # a failed run says nothing
+    done.append(dict(scenario_index=first, elapsed_s=12.5, failed=False))
+    assert s.estimate_s(0, done) == 12.5            # this scenario's own
+    with pytest.raises(SystemExit, match="--resume"):
+        runner.Schedule.create(str(tmp_path), picked, 2, 32, 10.0, "torch", (), "c", "f")
