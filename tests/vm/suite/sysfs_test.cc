@@ -86,8 +86,9 @@ TEST_F(Sysfs, AHoldersTableLongerThanAPageIsReadWhole)
 			held++;
 			while (!done)
 				usleep(1000);
-			if (!r.err)
+			if (!r.err) {
 				EXPECT_EQ(d.release(), 0);
+			}
 		});
 	}
 	ASSERT_TRUE(wait_until([&] { return held == kHolders; }));
@@ -184,9 +185,10 @@ TEST_F(Sysfs, StagedSlotWritesCommitAsOneGeneration)
 	EXPECT_EQ(write_attr(0, "commit", std::to_string(gen2)), EINVAL);
 	EXPECT_EQ(admin.info().generation, gen2);
 	EXPECT_EQ(units(0), line(bitmap_text({0xf}, 60)));
-	if (!on_socket())
+	if (!on_socket()) {
 		EXPECT_TRUE(kernel_log_has("gpuslot: gpu0/commit: slot0 and slot1 share unit 4 at "
 					   "priority 0"));
+	}
 	ASSERT_EQ(write_attr(0, "slot0/units", "1"), 0);
 	ASSERT_EQ(write_attr(0, "commit", std::to_string(gen2)), 0);
 	EXPECT_EQ(units(0), line(bitmap_text({0x1}, 60)));
