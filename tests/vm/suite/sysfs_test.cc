@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstring>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -456,6 +457,62 @@ TEST_F(Sysfs, FdinfoSaysWhatEachFileHolds)
 	EXPECT_EQ(async.release(), 0);
 	expect(async, {{"gpuslot-state", "idle"}, {"gpuslot-slot", "-"}}, "released");
 	EXPECT_EQ(idle.unreserve(3), 0);
+}
+
+// The tables, fdinfo and a staging read and written while holders come and
+// go and layouts change: every table line whole, every commit either
+// applied or refused as stale, nothing in the kernel log (the debug
+// kernel's lockdep and KASAN watch the locking).
+TEST_F(Sysfs, TablesAndStagingRaceTheLockAndLayouts)
+{
+	ASSERT_EQ(write_attr(0, "k", "4"), 0);
+	std::atomic<bool> stop{false};
+	std::atomic<unsigned int> bad_acquires{0}, bad_layouts{0};
+	std::vector<std::thread> lockers;
+	for (int i = 0; i < 6; i++)
+		lockers.emplace_back([&] {
+			Dev d;
+			while (!stop) {
+				auto r = d.acquire(GPUSLOT_ACQUIRE_DEADLINE, 50'000'000);
+				if (r.err == ETIMEDOUT)
+					continue;
+				if (r.err || d.fdinfo()["gpuslot-state"] != "held" || d.release())
+					bad_acquires++;
+			}
+		});
+	std::thread layouts([&] {
+		Dev admin;
+		for (unsigned int n = 0; !stop; n++) {
+			Layout l = cu_layout(60, {0xf, 0xf0, n % 2 ? 0xf00ULL : 0ULL, 0});
+			if (admin.set_layout(l))
+				bad_layouts++;
+		}
+	});
+
+	unsigned int commits = 0, stale = 0;
+	for (int round = 0; round < 200; round++) {
+		for (const auto &l : split_lines(read_attr(0, "debug/holders")))
+			ASSERT_EQ(split_words(l).size(), 6u) << l;
+		for (const auto &l : split_lines(read_attr(0, "debug/waiters")))
+			ASSERT_EQ(split_words(l).size(), 5u) << l;
+		ASSERT_EQ(split_lines(read_attr(0, "debug/wait_hist")).size(),
+			  size_t(GPUSLOT_HIST_BUCKETS));
+		const std::string gen = read_attr(0, "generation");
+		ASSERT_EQ(write_attr(0, "slot3/units", "f000"), 0);
+		ASSERT_EQ(write_attr(0, "slot3/priority", std::to_string(round % 16)), 0);
+		int err = write_attr(0, "commit", gen);
+		ASSERT_TRUE(err == 0 || err == EAGAIN) << strerror(err);
+		(err ? stale : commits)++;
+	}
+	stop = true;
+	for (auto &t : lockers)
+		t.join();
+	layouts.join();
+	EXPECT_EQ(bad_acquires, 0u);
+	EXPECT_EQ(bad_layouts, 0u);
+	EXPECT_EQ(commits + stale, 200u);
+	RecordProperty("commits", commits);
+	RecordProperty("stale", stale);
 }
 
 } // namespace
