@@ -21,7 +21,9 @@
 #include <linux/poll.h>
 #include <linux/sched.h>
 
-#include "domain.h"
+#include "async.h"
+#include "boost_sched.h"
+#include "lock.h"
 
 void gpuslot_async_done_locked(struct gpuslot_domain *d,
 			       struct gpuslot_waiter *w, u64 now)

@@ -23,7 +23,7 @@
 #include <linux/slab.h>
 #include <uapi/linux/sched/types.h>
 
-#include "domain.h"
+#include "boost_sched.h"
 
 /*
  * The ledger's lock: one for every GPU, because a thread's record is

@@ -6,8 +6,9 @@
 #define GPUSLOT_DOMAIN_H
 
 #include <linux/hrtimer.h>
-#include <linux/kobject.h>
+#include <linux/device.h>
 #include <linux/kthread.h>
+#include <linux/mutex.h>
 #include <linux/sched.h>
 #include <linux/sched/clock.h>
 #include <linux/spinlock.h>
@@ -21,8 +22,9 @@
 #include "partition.h"
 
 struct gpuslot_file;
+struct seq_file;
 
-/* Counters reported by sysfs "stats" and GPUSLOT_IOC_GET_STATS. */
+/* Counters reported by sysfs stats/, debugfs wait_hist and GET_STATS. */
 struct gpuslot_counters {
 	u64 acquisitions;
 	u64 contended;
@@ -36,8 +38,14 @@ struct gpuslot_counters {
 };
 
 struct gpuslot_domain {
-	struct kobject kobj;		/* /sys/kernel/gpuslot/gpu<id> */
+	/*
+	 * /sys/class/gpuslot/gpu<id>, a child of the misc device: its
+	 * release frees the domain (domain.c), so a sysfs file held open
+	 * keeps the memory it reads alive.
+	 */
+	struct device dev;
 	unsigned int id;
+	struct dentry *debugfs;		/* gpuslot/gpu<id>, debugfs.c */
 
 	/*
 	 * Protects everything below and the lock state of every file attached
@@ -68,7 +76,22 @@ struct gpuslot_domain {
 	 */
 	u32 pci_bus_id;
 	bool pci_bus_id_known;
+
+	/*
+	 * The layout an admin stages through sysfs slot<i>/ files, applied
+	 * by writing "commit" (layout.c). A mutex, not d->lock: staging
+	 * allocates and is never on a lock path.
+	 */
+	struct mutex stage_lock;
+	struct gpuslot_partitions *staged;	/* NULL: nothing staged */
+	u64 staged_generation;			/* the live one it copied */
+	unsigned int staged_k;
 };
+
+static inline struct gpuslot_domain *gpuslot_dev_domain(struct device *dev)
+{
+	return container_of(dev, struct gpuslot_domain, dev);
+}
 
 /*
  * Waiters one domain queues, of each kind: in the lock's queue, threads
@@ -139,6 +162,8 @@ struct gpuslot_file {
 	enum gpuslot_file_state state;
 	unsigned int slot;
 	u64 hold_seq;		/* bumped on every grant */
+	u64 hold_generation;	/* the layout generation of the grant */
+	u64 wait_allowed;	/* ACQUIRING: the slots its thread waits for */
 	u64 hold_start_ns;
 	/* The acquiring thread, printed in each reader's PID namespace. */
 	struct pid *holder_tgid;
@@ -165,6 +190,7 @@ struct gpuslot_file {
 	/* Hardware queues reserved here, under domain->lock; see hqd.c. */
 	unsigned int hqd_reserved;
 	unsigned int hqd_waiting;	/* threads waiting in RESERVE */
+	unsigned int hqd_asked;		/* ... and the queues they ask for */
 	struct list_head hqd_node;	/* in domain->hqd_files while reserved */
 	struct pid *hqd_tgid;
 	char hqd_comm[TASK_COMM_LEN];
@@ -173,7 +199,16 @@ struct gpuslot_file {
 	struct gpuslot_boost_hold boost;
 };
 
-int gpuslot_domains_create(unsigned int nr, struct kobject *parent);
+/*
+ * The domains: allocated and usable before the misc device exists
+ * (gpuslot_domains_create()), shown in sysfs and debugfs once it does
+ * (gpuslot_domains_publish(), under @parent), hidden again before it goes
+ * (gpuslot_domains_unpublish()) and freed by their last reference
+ * (gpuslot_domains_destroy()).
+ */
+int gpuslot_domains_create(unsigned int nr);
+int gpuslot_domains_publish(struct device *parent);
+void gpuslot_domains_unpublish(void);
 void gpuslot_domains_destroy(void);
 unsigned int gpuslot_nr_domains(void);
 struct gpuslot_domain *gpuslot_domain_get(unsigned int id);
@@ -184,59 +219,16 @@ struct gpuslot_domain *gpuslot_file_lock(struct gpuslot_file *f)
 	__acquires(&d->lock);
 /* Drop whatever the file holds: the last close of the file. */
 void gpuslot_file_cleanup(struct gpuslot_file *f);
-
 int gpuslot_file_attach(struct gpuslot_file *f, unsigned int id);
-/* ACQUIRE; *@seq: the hold granted, for gpuslot_file_release_hold(). */
-int gpuslot_file_acquire(struct gpuslot_file *f, struct gpuslot_acquire *a,
-			 u64 *seq);
-int gpuslot_file_release(struct gpuslot_file *f, struct gpuslot_release *r);
-/*
- * Whether @f may start an acquire of @allowed now, under d->lock: 0, or
- * the errno ACQUIRE and ACQUIRE_ASYNC give (-EDEADLK, -EBUSY, -EINVAL).
- */
-int gpuslot_file_may_acquire(struct gpuslot_domain *d, struct gpuslot_file *f,
-			     u64 allowed)
-	__must_hold(&d->lock);
-/* Release hold @seq of @f, and no later one; -EPERM if it is over. */
-int gpuslot_file_release_hold(struct gpuslot_file *f, u64 seq);
-/*
- * Give back the slot @f holds (HOLDING or GRANTED), under d->lock; the
- * waiters it grants stay on @done for gpuslot_finish_handoffs(), which
- * must follow once d->lock is dropped.
- */
-void gpuslot_release_locked(struct gpuslot_domain *d, struct gpuslot_file *f,
-			    struct list_head *done);
-void gpuslot_finish_handoffs(struct gpuslot_domain *d, struct list_head *done);
-/* Everything but @w->comm, which the caller reads before taking d->lock. */
-void gpuslot_waiter_init(struct gpuslot_waiter *w, struct gpuslot_file *f);
-/*
- * Whether d->lock's lock queue holds GPUSLOT_MAX_WAITERS already; says so
- * in the kernel log (rate-limited) when it does.
- */
-bool gpuslot_lock_queue_full(struct gpuslot_domain *d)
-	__must_hold(&d->lock);
-/* Make @w's file the holder of @slot, under d->lock. */
-void gpuslot_grant(struct gpuslot_domain *d, struct gpuslot_waiter *w,
-		   unsigned int slot, u64 now);
-
-/* Asynchronous acquire, async.c: ACQUIRE_ASYNC, _COMPLETE, _CANCEL, poll. */
-int gpuslot_file_acquire_async(struct gpuslot_file *f,
-			       struct gpuslot_acquire *a);
-int gpuslot_file_acquire_complete(struct gpuslot_file *f,
-				  struct gpuslot_acquire *a, u64 *seq);
-int gpuslot_file_acquire_cancel(struct gpuslot_file *f,
-				struct gpuslot_release *r);
-__poll_t gpuslot_file_poll(struct gpuslot_file *f);
-/* The queued async waiter of @f was granted or failed, under d->lock. */
-void gpuslot_async_done_locked(struct gpuslot_domain *d,
-			       struct gpuslot_waiter *w, u64 now);
-/* Drop the async state of a file that is closing, under d->lock. */
-void gpuslot_async_cleanup_locked(struct gpuslot_domain *d,
-				  struct gpuslot_file *f);
+/* The file's fdinfo lines: domain, state, slot, hardware queues. */
+void gpuslot_file_show_fdinfo(struct seq_file *m, struct gpuslot_file *f);
 
 int gpuslot_file_domain_info(struct gpuslot_file *f,
 			     struct gpuslot_domain_info *info);
 int gpuslot_file_stats(struct gpuslot_file *f, struct gpuslot_stats *s);
+/* A consistent copy of the domain's counters. */
+void gpuslot_domain_counters(struct gpuslot_domain *d,
+			     struct gpuslot_counters *out);
 
 /*
  * The clock of waits and holds (statistics, the tables, max_hold_ms): the
@@ -263,73 +255,6 @@ static inline u64 gpuslot_since(u64 now, u64 start)
 	return now > start ? now - start : 0;
 }
 
-/* An absolute CLOCK_MONOTONIC deadline from userspace, as a ktime. */
-ktime_t gpuslot_deadline(u64 deadline_ns);
-/*
- * Sleep with d->lock held (dropped while asleep) until a waker sets *done
- * under d->lock, a signal arrives (-EINTR) or *expires passes (-ETIMEDOUT;
- * NULL waits without a deadline). *done wins every race.
- */
-int gpuslot_domain_wait(struct gpuslot_domain *d, const bool *done,
-			ktime_t *expires)
-	__must_hold(&d->lock);
-
-/* The boost of a file's holds, boost_sched.c. */
-int gpuslot_boost_setup(void);
-void gpuslot_boost_teardown(void);
-void gpuslot_file_overrun_init(struct gpuslot_file *f);
-/* Stop the clock of @f's hold, under d->lock: the hold ends. */
-void gpuslot_overrun_cancel_locked(struct gpuslot_file *f);
-/* Wait until @f's clock and its work are done; @f is idle. May sleep. */
-void gpuslot_overrun_sync(struct gpuslot_file *f);
-/*
- * Boost @p for hold @seq of @f in @d if that hold is still the file's
- * current one. May sleep: call without d->lock.
- */
-void gpuslot_file_boost(struct gpuslot_file *f, struct gpuslot_domain *d,
-			u64 seq, struct task_struct *p);
-/*
- * Boost the thread of @w, which is about to wait in @d and is current,
- * for the hold that its grant will make: the granter then only wakes it,
- * and the release path makes no sched_setattr() for it. Called under
- * d->lock; returns true if it dropped it meanwhile (then the file is
- * ACQUIRING on return). Sets w->boosted and w->boost_seq if it boosted. A
- * wait that fails after a boost ends it: see gpuslot_file_acquire().
- */
-bool gpuslot_waiter_boost(struct gpuslot_domain *d, struct gpuslot_waiter *w)
-	__must_hold(&d->lock);
-/*
- * The hold of @f was boosted: say so and start its clock, to max_hold_ms or
- * to @budget_end_ns (ktime_get_ns(); U64_MAX: none), the end of its
- * thread's boost budget, whichever comes first.
- */
-void gpuslot_hold_boosted_locked(struct gpuslot_domain *d,
-				 struct gpuslot_file *f, u64 budget_end_ns);
-/* End the boost of hold @seq of @f (or an older one). May sleep. */
-void gpuslot_file_unboost(struct gpuslot_file *f, u64 seq);
-int gpuslot_domain_set_max_hold_ms(struct gpuslot_domain *d,
-				   unsigned int ms);
-unsigned int gpuslot_domain_max_hold_ms(struct gpuslot_domain *d);
-int gpuslot_domain_set_max_boost_share(struct gpuslot_domain *d,
-				       unsigned int share);
-unsigned int gpuslot_domain_max_boost_share(struct gpuslot_domain *d);
-
-/* Hardware-queue budget, hqd.c. */
-int gpuslot_file_reserve_queues(struct gpuslot_file *f,
-				struct gpuslot_reserve_queues *r);
-int gpuslot_file_unreserve_queues(struct gpuslot_file *f,
-				  struct gpuslot_unreserve_queues *u);
-void gpuslot_hqd_cleanup_locked(struct gpuslot_domain *d,
-				struct gpuslot_file *f);
-int gpuslot_domain_set_hqd_limit(struct gpuslot_domain *d,
-				 unsigned int limit);
-bool gpuslot_hqd_set_limit_locked(struct gpuslot_domain *d,
-				  unsigned int limit);
-unsigned int gpuslot_domain_hqd_limit(struct gpuslot_domain *d);
-unsigned int gpuslot_domain_hqd_used(struct gpuslot_domain *d);
-unsigned int gpuslot_domain_hqd_waiters(struct gpuslot_domain *d);
-ssize_t gpuslot_domain_show_queues(struct gpuslot_domain *d, char *buf);
-
 /* Set k and make every partition the whole GPU; see GPUSLOT_IOC_SET_K. */
 int gpuslot_domain_set_k(struct gpuslot_domain *d, unsigned int k,
 			 u64 *generation);
@@ -343,45 +268,12 @@ int gpuslot_domain_set_layout(struct gpuslot_domain *d, unsigned int k,
 			      const struct gpuslot_partitions *parts,
 			      unsigned int hqd_limit, const u64 *expected,
 			      u64 *generation);
-/* Tell pollers of sysfs that the layout changed. */
+/* Tell pollers of sysfs k and generation that the layout changed. */
 void gpuslot_domain_notify_layout(struct gpuslot_domain *d);
 int gpuslot_domain_set_boost_priority(struct gpuslot_domain *d,
 				      unsigned int prio);
 unsigned int gpuslot_domain_k(struct gpuslot_domain *d);
 u64 gpuslot_domain_generation(struct gpuslot_domain *d);
 unsigned int gpuslot_domain_boost_priority(struct gpuslot_domain *d);
-
-/* The kobject release of a domain. */
-void gpuslot_domain_free(struct kobject *kobj);
-
-/*
- * A thread name as one word of a sysfs table: every byte outside '!'..'~',
- * and the backslash, as \xHH; an empty name as \x00. A name can then
- * neither add a line nor shift a column.
- */
-#define GPUSLOT_NAME_ESCAPED_LEN (4 * (TASK_COMM_LEN - 1) + 1)
-void gpuslot_escape_name(char out[GPUSLOT_NAME_ESCAPED_LEN],
-			 const char comm[TASK_COMM_LEN]);
-/* @pid as the reading task sees it: 0 outside its PID namespace. */
-pid_t gpuslot_pid_for_reader(struct pid *pid);
-
-/*
- * The sysfs tables are formatted under a spinlock, one line per entry. A
- * table stops while its longest line (@line_max) and the "... N more"
- * summary that gpuslot_table_end() adds still fit in the page.
- */
-#define GPUSLOT_TABLE_LINE_MAX 128	/* holders, waiters, queues */
-#define GPUSLOT_TABLE_MORE_MAX 32	/* "... 4294967295 more\n" */
-static inline bool gpuslot_table_full(int len, int line_max)
-{
-	return len + line_max + GPUSLOT_TABLE_MORE_MAX > PAGE_SIZE;
-}
-
-int gpuslot_table_end(char *buf, int len, unsigned int skipped);
-
-/* Text of the sysfs tables; documented in README.md. */
-ssize_t gpuslot_domain_show_holders(struct gpuslot_domain *d, char *buf);
-ssize_t gpuslot_domain_show_waiters(struct gpuslot_domain *d, char *buf);
-ssize_t gpuslot_domain_show_stats(struct gpuslot_domain *d, char *buf);
 
 #endif /* GPUSLOT_DOMAIN_H */

@@ -15,7 +15,8 @@
 #include <linux/sched.h>
 #include <linux/sysfs.h>
 
-#include "domain.h"
+#include "hqd.h"
+#include "lock.h"
 
 /* A thread waiting in RESERVE_QUEUES, on that thread's stack. */
 struct gpuslot_hqd_waiter {
@@ -134,8 +135,10 @@ int gpuslot_file_reserve_queues(struct gpuslot_file *f,
 
 	gpuslot_budget_enqueue(&d->budget, &w.budget, r->count);
 	f->hqd_waiting++;
+	f->hqd_asked += r->count;
 	ret = gpuslot_domain_wait(d, &w.budget.done,
 				  timed ? &expires : NULL);
+	f->hqd_asked -= r->count;
 	f->hqd_waiting--;
 	if (ret) {
 		LIST_HEAD(done);
@@ -199,7 +202,7 @@ int gpuslot_domain_set_hqd_limit(struct gpuslot_domain *d,
 	changed = gpuslot_hqd_set_limit_locked(d, limit);
 	spin_unlock(&d->lock);
 	if (changed)
-		sysfs_notify(&d->kobj, NULL, "hqd_limit");
+		sysfs_notify(&d->dev.kobj, NULL, "hqd_limit");
 	return 0;
 }
 
@@ -216,27 +219,4 @@ unsigned int gpuslot_domain_hqd_used(struct gpuslot_domain *d)
 unsigned int gpuslot_domain_hqd_waiters(struct gpuslot_domain *d)
 {
 	return READ_ONCE(d->budget.nr_waiters);
-}
-
-ssize_t gpuslot_domain_show_queues(struct gpuslot_domain *d, char *buf)
-{
-	char name[GPUSLOT_NAME_ESCAPED_LEN];
-	struct gpuslot_file *f;
-	unsigned int shown = 0;
-	int len = 0;
-
-	spin_lock(&d->lock);
-	list_for_each_entry(f, &d->hqd_files, hqd_node) {
-		/* The rest is counted, not walked. */
-		if (gpuslot_table_full(len, GPUSLOT_TABLE_LINE_MAX))
-			break;
-		gpuslot_escape_name(name, f->hqd_comm);
-		len += sysfs_emit_at(buf, len, "%d %s %u\n",
-				     gpuslot_pid_for_reader(f->hqd_tgid), name,
-				     f->hqd_reserved);
-		shown++;
-	}
-	len = gpuslot_table_end(buf, len, d->nr_hqd_files - shown);
-	spin_unlock(&d->lock);
-	return len;
 }

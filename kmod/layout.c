@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * gpuslot layouts: GPUSLOT_IOC_SET_LAYOUT/GET_LAYOUT and the sysfs files
- * "partitions" and "units" of a domain.
+ * slot<i>/units, slot<i>/priority and commit of a domain.
  *
  * gpuslotd plans the partitions and sets k, the partitions and the
  * hardware-queue limit in one ioctl; clients read them with GET_LAYOUT and
- * build one GPU stream per slot. An admin may rewrite single partitions
- * through sysfs; the rules (partition.c) are the same on both paths.
+ * build one GPU stream per slot. An admin may rewrite single slots through
+ * sysfs: each write to a slot's file is staged, and writing the generation
+ * the staging started from to "commit" applies them all as one new
+ * generation, checked by the same rules (partition.c) as the ioctl's.
  */
+#include <linux/bitmap.h>
 #include <linux/capability.h>
 #include <linux/kernel.h>
 #include <linux/nospec.h>
@@ -16,6 +19,7 @@
 #include <linux/sysfs.h>
 #include <linux/uaccess.h>
 
+#include "boost_sched.h"
 #include "domain.h"
 #include "layout.h"
 
@@ -110,183 +114,244 @@ static const char *const gpuslot_unit_names[] = {
 	[GPUSLOT_UNIT_NV_SM_GROUP] = "nv-sm-group",
 };
 
-ssize_t gpuslot_domain_show_units(struct gpuslot_domain *d, char *buf)
+ssize_t gpuslot_domain_show_unit_kind(struct gpuslot_domain *d, char *buf)
 {
-	u32 kind, size, nr;
+	u32 kind;
 
 	spin_lock(&d->lock);
 	kind = d->parts.unit_kind;
-	size = d->parts.unit_size;
-	nr = d->parts.nr_units;
 	spin_unlock(&d->lock);
-	return sysfs_emit(buf, "%s %u %u\n", gpuslot_unit_names[kind], nr, size);
+	return sysfs_emit(buf, "%s\n", gpuslot_unit_names[kind]);
 }
 
-/*
- * Append the line of @slot at @len: "0x" and the bitmap in hex without
- * leading zeros, or "all". Returns the new length.
- */
-static int gpuslot_emit_partition(char *buf, int len, unsigned int slot,
-				  const u64 units[GPUSLOT_UNIT_WORDS])
+ssize_t gpuslot_domain_show_slot_units(struct gpuslot_domain *d,
+				       unsigned int slot, char *buf)
 {
-	int w = GPUSLOT_UNIT_WORDS - 1;
-
-	if (gpuslot_partition_is_whole(units))
-		return len + sysfs_emit_at(buf, len, "%u all\n", slot);
-	while (!units[w])
-		w--;
-	len += sysfs_emit_at(buf, len, "%u 0x%llx", slot, units[w]);
-	while (w--)
-		len += sysfs_emit_at(buf, len, "%016llx", units[w]);
-	return len + sysfs_emit_at(buf, len, "\n");
-}
-
-ssize_t gpuslot_domain_show_partitions(struct gpuslot_domain *d, char *buf)
-{
-	unsigned int slot, k, skipped = 0;
-	/* "63 0x" and one hex digit per 4 units, "\n". */
-	int line_max, len = 0;
+	DECLARE_BITMAP(bits, GPUSLOT_MAX_UNITS);
+	u64 units[GPUSLOT_UNIT_WORDS];
+	u32 nr_units;
 
 	spin_lock(&d->lock);
-	k = d->core.k;
-	line_max = 6 + DIV_ROUND_UP(d->parts.nr_units, 4) + 1;
-	for (slot = 0; slot < k; slot++) {
-		if (gpuslot_table_full(len, line_max)) {
-			skipped++;
-			continue;
-		}
-		len = gpuslot_emit_partition(buf, len, slot,
-					     d->parts.units[slot]);
+	if (slot >= d->core.k) {
+		spin_unlock(&d->lock);
+		return -ENXIO;
 	}
+	memcpy(units, d->parts.units[slot], sizeof(units));
+	nr_units = d->parts.nr_units;
 	spin_unlock(&d->lock);
-	return gpuslot_table_end(buf, len, skipped);
+
+	if (gpuslot_partition_is_whole(units))
+		return sysfs_emit(buf, "all\n");
+	bitmap_from_arr64(bits, units, GPUSLOT_MAX_UNITS);
+	return sysfs_emit(buf, "%*pb\n", nr_units, bits);
 }
 
-/* Parse "all" or a hex bitmap of at most @nr_units bits into @units. */
-static int gpuslot_parse_partition(const char *s, u32 nr_units,
-				   u64 units[GPUSLOT_UNIT_WORDS])
+ssize_t gpuslot_domain_show_slot_priority(struct gpuslot_domain *d,
+					  unsigned int slot, char *buf)
 {
-	size_t n, i;
+	unsigned int prio;
 
-	memset(units, 0, sizeof(u64) * GPUSLOT_UNIT_WORDS);
-	if (!strcmp(s, "all"))
-		return 0;
-	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
-		s += 2;
-	n = strlen(s);
-	if (!n || n > GPUSLOT_MAX_UNITS / 4)
-		return -EINVAL;
-	for (i = 0; i < n; i++) {
-		int v = hex_to_bin(s[n - 1 - i]);
-
-		if (v < 0)
-			return -EINVAL;
-		units[i / 16] |= (u64)v << (4 * (i % 16));
+	spin_lock(&d->lock);
+	if (slot >= d->core.k) {
+		spin_unlock(&d->lock);
+		return -ENXIO;
 	}
-	/* An explicit mask of zero is not "all": it would run nowhere. */
-	if (gpuslot_partition_is_whole(units) ||
-	    !gpuslot_partition_fits(units, nr_units))
-		return -EINVAL;
-	return 0;
+	prio = d->parts.priority[slot];
+	spin_unlock(&d->lock);
+	return sysfs_emit(buf, "%u\n", prio);
 }
 
 /*
- * Apply "<slot> <all|hex mask>" lines to @parts. On error, says why in
- * the kernel log: sysfs has no other channel for a message.
+ * Parse "all" (the whole GPU, all zero) or a bitmap as cpumask files take
+ * it (hex, comma-separated 32-bit groups, bitmap_parse()) of at most
+ * @nr_units units into @units. An empty mask is not "all": it would run
+ * nowhere.
  */
-static int gpuslot_parse_partitions(struct gpuslot_domain *d, char *text,
-				    unsigned int k,
-				    struct gpuslot_partitions *parts)
+static int gpuslot_parse_units(const char *buf, size_t count, u32 nr_units,
+			       u64 units[GPUSLOT_UNIT_WORDS])
 {
-	unsigned int lineno = 0, slot;
-	char *line;
+	DECLARE_BITMAP(bits, GPUSLOT_MAX_UNITS);
+	char *text, *s;
+	int ret;
 
-	while ((line = strsep(&text, "\n"))) {
-		char *mask;
-
-		lineno++;
-		line = strim(line);
-		if (!*line)
-			continue;
-		mask = strpbrk(line, " \t");
-		if (!mask)
-			goto bad;
-		*mask++ = '\0';
-		mask = skip_spaces(mask);
-		if (kstrtouint(line, 10, &slot) || slot >= k) {
-			pr_warn_ratelimited("gpuslot: gpu%u/partitions line %u: slot must be 0 to %u\n",
-					    d->id, lineno, k - 1);
-			return -EINVAL;
-		}
-		slot = array_index_nospec(slot, k);
-		if (gpuslot_parse_partition(mask, parts->nr_units,
-					    parts->units[slot])) {
-			pr_warn_ratelimited("gpuslot: gpu%u/partitions line %u: mask must be \"all\" or a non-zero hex bitmap of at most %u units\n",
-					    d->id, lineno, parts->nr_units);
-			return -EINVAL;
-		}
+	text = kstrndup(buf, count, GFP_KERNEL);
+	if (!text)
+		return -ENOMEM;
+	s = strim(text);
+	memset(units, 0, sizeof(u64) * GPUSLOT_UNIT_WORDS);
+	ret = 0;
+	if (strcmp(s, "all")) {
+		bitmap_zero(bits, GPUSLOT_MAX_UNITS);
+		if (!nr_units || !*s ||
+		    bitmap_parse(s, strlen(s), bits, nr_units) ||
+		    bitmap_empty(bits, GPUSLOT_MAX_UNITS))
+			ret = -EINVAL;
+		else
+			bitmap_to_arr64(units, bits, GPUSLOT_MAX_UNITS);
 	}
-	return 0;
-bad:
-	pr_warn_ratelimited("gpuslot: gpu%u/partitions line %u: expected \"<slot> <all|hex mask>\"\n",
-			    d->id, lineno);
-	return -EINVAL;
+	kfree(text);
+	return ret;
 }
 
-ssize_t gpuslot_domain_store_partitions(struct gpuslot_domain *d,
-					const char *buf, size_t count)
+/*
+ * Stage @units (unless NULL) or @prio (unless negative) for @slot: start
+ * the staging from the live layout if there is none, or if the live one
+ * moved on since it started (that staging was for a layout that is gone).
+ */
+static int gpuslot_stage(struct gpuslot_domain *d, unsigned int slot,
+			 const u64 *units, int prio)
 {
-	struct gpuslot_partitions *parts;
-	unsigned int k;
-	u64 generation;
-	char *text;
+	struct gpuslot_partitions *fresh = NULL;
+	int ret = 0;
+
+	mutex_lock(&d->stage_lock);
+	if (!d->staged) {
+		fresh = kmalloc(sizeof(*fresh), GFP_KERNEL);
+		if (!fresh) {
+			ret = -ENOMEM;
+			goto out;
+		}
+	}
+	spin_lock(&d->lock);
+	if (slot >= d->core.k) {
+		ret = -ENXIO;
+		goto unlock;
+	}
+	/* The unit kind or its count may have changed since the parse. */
+	if (units && (d->parts.unit_kind == GPUSLOT_UNIT_NONE ||
+		      !gpuslot_partition_fits(units, d->parts.nr_units))) {
+		ret = -EINVAL;
+		goto unlock;
+	}
+	if (fresh) {
+		d->staged = fresh;
+		fresh = NULL;
+	} else if (d->staged_generation == d->core.generation) {
+		goto stage;
+	}
+	*d->staged = d->parts;
+	d->staged_generation = d->core.generation;
+	d->staged_k = d->core.k;
+stage:
+	if (units)
+		memcpy(d->staged->units[slot], units,
+		       sizeof(d->staged->units[slot]));
+	else
+		d->staged->priority[slot] = prio;
+unlock:
+	spin_unlock(&d->lock);
+out:
+	mutex_unlock(&d->stage_lock);
+	kfree(fresh);
+	return ret;
+}
+
+ssize_t gpuslot_domain_stage_units(struct gpuslot_domain *d, unsigned int slot,
+				   const char *buf, size_t count)
+{
+	u64 units[GPUSLOT_UNIT_WORDS];
+	u32 kind, nr_units;
 	int ret;
 
 	if (!capable(CAP_SYS_ADMIN))
 		return -EPERM;
-	parts = kmalloc(sizeof(*parts), GFP_KERNEL);
-	text = kstrndup(buf, count, GFP_KERNEL);
-	if (!parts || !text) {
-		ret = -ENOMEM;
-		goto out;
-	}
-
 	spin_lock(&d->lock);
-	*parts = d->parts;
-	k = d->core.k;
-	generation = d->core.generation;
+	kind = d->parts.unit_kind;
+	nr_units = d->parts.nr_units;
 	spin_unlock(&d->lock);
+	if (kind == GPUSLOT_UNIT_NONE) {
+		pr_warn_ratelimited("gpuslot: gpu%u/slot%u/units: no unit kind yet; gpuslotd sets it with the first layout\n",
+				    d->id, slot);
+		return -EINVAL;
+	}
+	ret = gpuslot_parse_units(buf, count, nr_units, units);
+	if (ret == -EINVAL)
+		pr_warn_ratelimited("gpuslot: gpu%u/slot%u/units: expected \"all\" or a non-empty bitmap of units 0 to %u (hex, comma-separated 32-bit groups)\n",
+				    d->id, slot, nr_units - 1);
+	if (!ret)
+		ret = gpuslot_stage(d, slot, units, -1);
+	return ret ? ret : count;
+}
 
-	if (parts->unit_kind == GPUSLOT_UNIT_NONE) {
-		pr_warn_ratelimited("gpuslot: gpu%u/partitions: no unit kind yet; gpuslotd sets it with the first layout\n",
-				    d->id);
-		ret = -EINVAL;
+ssize_t gpuslot_domain_stage_priority(struct gpuslot_domain *d,
+				      unsigned int slot, const char *buf,
+				      size_t count)
+{
+	unsigned int prio;
+	int ret;
+
+	if (!capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	if (kstrtouint(buf, 10, &prio) || prio > GPUSLOT_MAX_SLOT_PRIORITY)
+		return -EINVAL;
+	ret = gpuslot_stage(d, slot, NULL, prio);
+	return ret ? ret : count;
+}
+
+/* Say in the kernel log which rule a staged layout breaks. */
+static void gpuslot_stage_explain(struct gpuslot_domain *d,
+				  const struct gpuslot_partitions *p,
+				  unsigned int k)
+{
+	unsigned int i, j, w;
+
+	for (i = 0; i < k; i++) {
+		if (gpuslot_partition_is_whole(p->units[i]))
+			continue;
+		for (j = i + 1; j < k; j++) {
+			if (gpuslot_partition_is_whole(p->units[j]) ||
+			    p->priority[i] != p->priority[j])
+				continue;
+			for (w = 0; w < GPUSLOT_UNIT_WORDS; w++) {
+				u64 both = p->units[i][w] & p->units[j][w];
+
+				if (!both)
+					continue;
+				pr_warn_ratelimited("gpuslot: gpu%u/commit: slot%u and slot%u share unit %u at priority %u; partitions at one priority must be disjoint, or \"all\"\n",
+						    d->id, i, j,
+						    w * 64 + (unsigned int)__ffs64(both),
+						    p->priority[i]);
+				return;
+			}
+		}
+	}
+	pr_warn_ratelimited("gpuslot: gpu%u/commit: the staged layout breaks the partition rules: partitions that are not \"all\" must not share a unit\n",
+			    d->id);
+}
+
+ssize_t gpuslot_domain_commit(struct gpuslot_domain *d, const char *buf,
+			      size_t count)
+{
+	u64 from, live, generation;
+	int ret;
+
+	if (!capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	if (kstrtou64(buf, 10, &from))
+		return -EINVAL;
+	mutex_lock(&d->stage_lock);
+	if (!d->staged) {
+		ret = -ENODATA;
 		goto out;
 	}
-	ret = gpuslot_parse_partitions(d, text, k, parts);
-	if (ret)
-		goto out;
-	if (gpuslot_partitions_check(parts, k)) {
-		pr_warn_ratelimited("gpuslot: gpu%u/partitions: two partitions share a unit; partitions must be disjoint or \"all\"\n",
-				    d->id);
-		ret = -EINVAL;
-		goto out;
-	}
-
-	spin_lock(&d->lock);
-	/* A layout that changed meanwhile was not what the admin edited. */
-	if (d->core.generation != generation) {
-		spin_unlock(&d->lock);
+	live = gpuslot_domain_generation(d);
+	/* Staged for a layout that is gone, or not the one the admin read. */
+	if (from != d->staged_generation || live != d->staged_generation) {
 		ret = -EAGAIN;
+		goto drop;
+	}
+	ret = gpuslot_partitions_check(d->staged, d->staged_k);
+	if (ret) {
+		/* Kept: the admin fixes a slot and commits again. */
+		gpuslot_stage_explain(d, d->staged, d->staged_k);
 		goto out;
 	}
-	d->parts = *parts;
-	gpuslot_core_new_generation(&d->core);
-	spin_unlock(&d->lock);
-	gpuslot_domain_notify_layout(d);
-	ret = count;
+	ret = gpuslot_domain_set_layout(d, d->staged_k, d->staged, 0,
+					&d->staged_generation, &generation);
+drop:
+	kfree(d->staged);
+	d->staged = NULL;
 out:
-	kfree(text);
-	kfree(parts);
-	return ret;
+	mutex_unlock(&d->stage_lock);
+	return ret ? ret : count;
 }

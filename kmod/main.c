@@ -11,18 +11,22 @@
 #include <linux/module.h>
 #include <linux/nospec.h>
 #include <linux/poll.h>
+#include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
+#include "async.h"
+#include "boost_sched.h"
+#include "debugfs.h"
 #include "domain.h"
+#include "hqd.h"
 #include "layout.h"
+#include "lock.h"
 #include "sysfs.h"
 
 static unsigned int domains = 1;
 module_param(domains, uint, 0444);
 MODULE_PARM_DESC(domains, "Number of lock domains, one per GPU (1-16, default 1)");
-
-static struct kobject *gpuslot_sysfs_root;
 
 /*
  * Each command runs with @cookie, where a command that can be undone keeps
@@ -357,12 +361,19 @@ static __poll_t gpuslot_poll(struct file *file, poll_table *wait)
 	return gpuslot_file_poll(f);
 }
 
+/* /proc/<pid>/fdinfo/<fd>: what this open file holds, waits for, reserved. */
+static void gpuslot_show_fdinfo(struct seq_file *m, struct file *file)
+{
+	gpuslot_file_show_fdinfo(m, file->private_data);
+}
+
 static const struct file_operations gpuslot_fops = {
 	.owner = THIS_MODULE,
 	.open = gpuslot_open,
 	.release = gpuslot_release,
 	.unlocked_ioctl = gpuslot_ioctl,
 	.poll = gpuslot_poll,
+	.show_fdinfo = gpuslot_show_fdinfo,
 	.compat_ioctl = compat_ptr_ioctl,
 	/* No .llseek: with nonseekable_open(), lseek() fails with ESPIPE. */
 };
@@ -371,6 +382,7 @@ static struct miscdevice gpuslot_misc = {
 	.minor = MISC_DYNAMIC_MINOR,
 	.name = "gpuslot",
 	.fops = &gpuslot_fops,
+	.groups = gpuslot_misc_groups,
 };
 
 static int __init gpuslot_init(void)
@@ -386,23 +398,30 @@ static int __init gpuslot_init(void)
 	ret = gpuslot_boost_setup();
 	if (ret)
 		return ret;
-	gpuslot_sysfs_root = gpuslot_sysfs_create();
-	if (!gpuslot_sysfs_root) {
-		ret = -ENOMEM;
-		goto err_boost;
-	}
-	ret = gpuslot_domains_create(domains, gpuslot_sysfs_root);
+	/* Usable before /dev/gpuslot opens: a file attaches to domain 0. */
+	ret = gpuslot_domains_create(domains);
 	if (ret)
-		goto err_sysfs;
-	ret = misc_register(&gpuslot_misc);
+		goto err_boost;
+	ret = gpuslot_sysfs_init();
 	if (ret)
 		goto err_domains;
+	gpuslot_debugfs_init();
+	ret = misc_register(&gpuslot_misc);
+	if (ret)
+		goto err_debugfs;
+	/* The domains' devices are children of the misc device. */
+	ret = gpuslot_domains_publish(gpuslot_misc.this_device);
+	if (ret)
+		goto err_misc;
 	return 0;
 
+err_misc:
+	misc_deregister(&gpuslot_misc);
+err_debugfs:
+	gpuslot_debugfs_exit();
+	gpuslot_sysfs_exit();
 err_domains:
 	gpuslot_domains_destroy();
-err_sysfs:
-	gpuslot_sysfs_destroy(gpuslot_sysfs_root);
 err_boost:
 	gpuslot_boost_teardown();
 	return ret;
@@ -410,9 +429,11 @@ err_boost:
 
 static void __exit gpuslot_exit(void)
 {
+	gpuslot_domains_unpublish();
 	misc_deregister(&gpuslot_misc);
+	gpuslot_debugfs_exit();
 	gpuslot_domains_destroy();
-	gpuslot_sysfs_destroy(gpuslot_sysfs_root);
+	gpuslot_sysfs_exit();
 	gpuslot_boost_teardown();
 }
 

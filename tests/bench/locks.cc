@@ -27,7 +27,7 @@ namespace {
 
 void write_sysfs(const char *attr, unsigned int value)
 {
-	std::string path = std::string("/sys/kernel/gpuslot/gpu0/") + attr;
+	std::string path = std::string("/sys/class/gpuslot/gpu0/") + attr;
 	int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
 	std::string text = std::to_string(value);
 	if (fd < 0 || write(fd, text.data(), text.size()) < 0)

@@ -23,7 +23,9 @@ wait_for() {
 	done
 	return 1
 }
-sys=/sys/kernel/gpuslot/gpu0
+sys=/sys/class/gpuslot/gpu0
+# The tables are debugfs's (systemd mounts it), root's like this script.
+dbg=/sys/kernel/debug/gpuslot/gpu0
 
 echo "SYSTEM-TEST: Linux $(uname -r), $(systemctl --version | head -n 1), PID 1 is $(cat /proc/1/comm)"
 
@@ -52,7 +54,8 @@ check "systemctl start gpuslotd reached active: READY=1 arrived (Type=notify)" \
 	"systemctl start gpuslotd && [ \"\$(systemctl show -p ActiveState --value gpuslotd)\" = active ]"
 echo "SYSTEM-TEST: status: $(systemctl show -p StatusText --value gpuslotd)"
 check "gpuslotd applied its layout (units amd-cu 60 1, 4 slots)" \
-	"[ \"\$(cat $sys/units)\" = 'amd-cu 60 1' ] && [ \"\$(cat $sys/k)\" = 4 ]"
+	"[ \"\$(cat $sys/unit_kind) \$(cat $sys/nr_units) \$(cat $sys/unit_size)\" = 'amd-cu 60 1' ] && \
+	 [ \"\$(cat $sys/k)\" = 4 ]"
 check "udev gave /dev/gpuslot group gpuslot, mode 0660" \
 	"[ \"\$(stat -c %G:%a /dev/gpuslot)\" = gpuslot:660 ]"
 check "gpuslotd is enabled for boot" "systemctl is-enabled -q gpuslotd"
@@ -86,8 +89,8 @@ check "a user outside the group is refused ($out)" \
 sed -i 's/^k = 4$/k = 2/' /etc/gpuslot/gpuslotd.conf
 systemctl reload gpuslotd
 check "systemctl reload applied k = 2 from gpuslotd.conf" \
-	"wait_for '[ \"\$(cat $sys/k)\" = 2 ] && ! grep -q all $sys/partitions' 20"
-echo "SYSTEM-TEST: partitions after reload: $(tr '\n' ';' <$sys/partitions)"
+	"wait_for '[ \"\$(cat $sys/k)\" = 2 ] && ! grep -q all $sys/slot0/units $sys/slot1/units' 20"
+echo "SYSTEM-TEST: partitions after reload: $(cat $sys/slot0/units);$(cat $sys/slot1/units)"
 
 # A restart leaves held slots held.
 runuser -u alice -- hold >/tmp/hold.out 2>&1 &
@@ -97,7 +100,7 @@ gen=$(cat $sys/generation)
 systemctl restart gpuslotd
 check "systemctl restart gpuslotd leaves the held slot held (and the layout as it was)" \
 	"[ \"\$(systemctl show -p ActiveState --value gpuslotd)\" = active ] && \
-	 grep -q \" \$holder \" $sys/holders && [ \"\$(cat $sys/generation)\" = $gen ]"
+	 grep -q \" \$holder \" $dbg/holders && [ \"\$(cat $sys/generation)\" = $gen ]"
 pkill -x -u alice hold
 wait 2>/dev/null
 

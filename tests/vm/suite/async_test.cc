@@ -31,7 +31,7 @@ std::string domain_file(const char *attr)
 // The words of the only line of holders.
 std::vector<std::string> only_holder()
 {
-	auto lines = split_lines(domain_file("holders"));
+	auto lines = split_lines(domain_file("debug/holders"));
 	return lines.size() == 1 ? split_words(lines[0]) : std::vector<std::string>{};
 }
 
@@ -51,7 +51,7 @@ TEST_F(Async, AFreeSlotIsGrantedAtOnceAndBoostedAtComplete)
 	EXPECT_TRUE(d.readable());
 	// Held from the grant, not boosted until a thread completes it.
 	auto h = only_holder();
-	ASSERT_EQ(h.size(), 6u) << domain_file("holders");
+	ASSERT_EQ(h.size(), 6u) << domain_file("debug/holders");
 	EXPECT_EQ(h[0], "0");
 	EXPECT_EQ(h[5], "pending");
 	EXPECT_EQ(get_sched().policy, before.policy);
@@ -92,7 +92,7 @@ TEST_F(Async, AQueuedFileKeepsItsFifoPlaceAheadOfLaterSleepers)
 	// The slot went to the older, asynchronous waiter.
 	EXPECT_TRUE(async.readable(5000));
 	EXPECT_EQ(sleeper_got.load(), -1);
-	EXPECT_EQ(split_lines(domain_file("waiters")).size(), 1u);
+	EXPECT_EQ(split_lines(domain_file("debug/waiters")).size(), 1u);
 	auto got = async.complete();
 	ASSERT_EQ(got.err, 0);
 	EXPECT_EQ(got.slot, 0u);
@@ -115,7 +115,7 @@ TEST_F(Async, CancelLeavesTheQueueOrHandsOnAGrantNotCompleted)
 	unsigned int slot = 0;
 	ASSERT_EQ(async.cancel(&slot), 0);
 	EXPECT_EQ(slot, GPUSLOT_NO_SLOT);
-	EXPECT_EQ(split_lines(domain_file("waiters")).size(), 1u);
+	EXPECT_EQ(split_lines(domain_file("debug/waiters")).size(), 1u);
 	EXPECT_EQ(async.cancel(), EPERM);
 	EXPECT_EQ(async.complete().err, EPERM);
 	ASSERT_EQ(holder.release(), 0);
@@ -153,7 +153,7 @@ TEST_F(Async, ClosingAQueuedOrGrantedFileLeavesTheQueue)
 		ASSERT_EQ(gone.acquire_async(), 0);
 		ASSERT_TRUE(wait_waiters(1));
 	}
-	EXPECT_EQ(domain_file("waiters"), "");
+	EXPECT_EQ(domain_file("debug/waiters"), "");
 
 	// A child queues, is granted and dies without completing.
 	Pipe granted;
@@ -206,7 +206,7 @@ TEST_F(Async, ASignalInterruptsThePollNotTheWait)
 	EXPECT_EQ(poll_ret.load(), -1);
 	EXPECT_EQ(poll_errno.load(), EINTR);
 	// Still queued, still first.
-	EXPECT_EQ(split_lines(domain_file("waiters")).size(), 1u);
+	EXPECT_EQ(split_lines(domain_file("debug/waiters")).size(), 1u);
 	ASSERT_EQ(holder.release(), 0);
 	EXPECT_TRUE(async.readable(5000));
 	EXPECT_EQ(async.complete().err, 0);
@@ -314,7 +314,7 @@ TEST_F(Async, AForkedChildThatCompletesIsTheHolderProcessAndThread)
 	Dev d;
 	ASSERT_EQ(d.acquire_async(), 0);
 	auto pending = only_holder();
-	ASSERT_EQ(pending.size(), 6u) << domain_file("holders");
+	ASSERT_EQ(pending.size(), 6u) << domain_file("debug/holders");
 	EXPECT_EQ(pending[1], std::to_string(getpid()));
 	EXPECT_EQ(pending[5], "pending");
 
@@ -328,9 +328,9 @@ TEST_F(Async, AForkedChildThatCompletesIsTheHolderProcessAndThread)
 	});
 	ASSERT_EQ(completed.get(), 1);
 	auto held = only_holder();
-	ASSERT_EQ(held.size(), 6u) << domain_file("holders");
-	EXPECT_EQ(held[1], std::to_string(child)) << domain_file("holders");
-	EXPECT_EQ(held[2], std::to_string(child)) << domain_file("holders");
+	ASSERT_EQ(held.size(), 6u) << domain_file("debug/holders");
+	EXPECT_EQ(held[1], std::to_string(child)) << domain_file("debug/holders");
+	EXPECT_EQ(held[2], std::to_string(child)) << domain_file("debug/holders");
 	go.put(1);
 	expect_child_ok(child);
 }

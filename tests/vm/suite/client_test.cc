@@ -110,7 +110,7 @@ public:
 	{
 		std::lock_guard<std::mutex> hold(r_.lock);
 		r_.builds++;
-		r_.holders_at_build.push_back(split_lines(domain_file("holders")).size());
+		r_.holders_at_build.push_back(split_lines(domain_file("debug/holders")).size());
 		r_.policy_at_build.push_back(sched_getscheduler(0) & ~SCHED_RESET_ON_FORK);
 		set->start(l);
 		set->slots = slots;
@@ -194,7 +194,7 @@ TEST_F(Client, ReadsTheLayoutAndAcquiresInCAndCpp)
 	EXPECT_EQ(s.units, 15u);
 	EXPECT_EQ(s.stream, nullptr);
 	EXPECT_EQ(s.generation, l.generation);
-	EXPECT_EQ(split_lines(domain_file("holders")).size(), 1u);
+	EXPECT_EQ(split_lines(domain_file("debug/holders")).size(), 1u);
 	ASSERT_EQ(gpuslot_release_slot(c, &s, 0), 0);
 	// The same slot twice is refused, and changes nothing.
 	EXPECT_EQ(gpuslot_release_slot(c, &s, 0), -EINVAL);
@@ -212,14 +212,14 @@ TEST_F(Client, ReadsTheLayoutAndAcquiresInCAndCpp)
 	{
 		auto slot = client.acquire(1u << 2);
 		EXPECT_EQ(slot.index(), 2u);
-		EXPECT_EQ(domain_file("holders").substr(0, 2), "2 ");
+		EXPECT_EQ(domain_file("debug/holders").substr(0, 2), "2 ");
 	}
-	EXPECT_EQ(domain_file("holders"), "");
+	EXPECT_EQ(domain_file("debug/holders"), "");
 	auto moved = client.acquire();
 	gpuslot::Slot other = std::move(moved);
-	EXPECT_EQ(split_lines(domain_file("holders")).size(), 1u);
+	EXPECT_EQ(split_lines(domain_file("debug/holders")).size(), 1u);
 	EXPECT_EQ(other.release(), 0);
-	EXPECT_EQ(domain_file("holders"), "");
+	EXPECT_EQ(domain_file("debug/holders"), "");
 }
 
 TEST_F(Client, TryAndTimeout)
@@ -331,7 +331,7 @@ TEST_F(Client, SixteenThreadsShareOneClientAndOneReservation)
 	EXPECT_GE(max_holders.load(), 2); // they did hold slots side by side
 	EXPECT_EQ(r.builds, 1u);
 	EXPECT_EQ(r.syncs, unsigned(kThreads * kJobs));
-	EXPECT_EQ(split_lines(domain_file("queues")).size(), 1u) << domain_file("queues");
+	EXPECT_EQ(split_lines(domain_file("debug/queues")).size(), 1u) << domain_file("debug/queues");
 
 	// A second client of the process for the same domain shares all of it.
 	gpuslot_options o = none_options();
@@ -344,7 +344,7 @@ TEST_F(Client, SixteenThreadsShareOneClientAndOneReservation)
 	EXPECT_NE(s2.index, s3.index);
 	// Closing one client ends its holds only.
 	gpuslot_close(c2);
-	EXPECT_EQ(split_lines(domain_file("holders")).size(), 1u);
+	EXPECT_EQ(split_lines(domain_file("debug/holders")).size(), 1u);
 	EXPECT_EQ(gpuslot_release_slot(c3, &s3, 0), 0);
 	gpuslot_close(c3);
 	gpuslot_close(c);
@@ -467,7 +467,7 @@ TEST_F(Client, AsynchronousAcquireInCAndCpp)
 	ASSERT_EQ(gpuslot_acquire_start(c, 0, &s), 0);
 	ASSERT_TRUE(wait_waiters(1));
 	ASSERT_EQ(gpuslot_acquire_cancel(c, &s), 0);
-	EXPECT_EQ(domain_file("waiters"), "");
+	EXPECT_EQ(domain_file("debug/waiters"), "");
 	EXPECT_EQ(gpuslot_acquire_complete(c, &s), -EINVAL);
 
 	gpuslot::Options opts;
@@ -478,7 +478,7 @@ TEST_F(Client, AsynchronousAcquireInCAndCpp)
 		EXPECT_FALSE(pending.complete());
 		ASSERT_TRUE(wait_waiters(1));
 	} // the destructor cancels
-	EXPECT_EQ(domain_file("waiters"), "");
+	EXPECT_EQ(domain_file("debug/waiters"), "");
 	auto pending = client.start();
 	ASSERT_EQ(holder.release(), 0);
 	pollfd q = {pending.fd(), POLLIN, 0};
@@ -503,9 +503,9 @@ TEST_F(Client, ACppSlotOutlivesItsClient)
 		assigned = std::move(moved);
 		slot = assigned.acquire();
 	}
-	EXPECT_EQ(split_lines(domain_file("holders")).size(), 1u);
+	EXPECT_EQ(split_lines(domain_file("debug/holders")).size(), 1u);
 	EXPECT_EQ(slot->release(), 0);
-	EXPECT_EQ(domain_file("holders"), "");
+	EXPECT_EQ(domain_file("debug/holders"), "");
 }
 
 // Structs of the first published size work; bigger ones from a newer
@@ -571,7 +571,7 @@ TEST_F(Client, AForkedChildGetsEchildAndTheParentKeepsItsSlot)
 		return 0;
 	});
 	EXPECT_EQ(wait_child(pid), 0) << "child line " << *child_failed_line();
-	auto holders = split_lines(domain_file("holders"));
+	auto holders = split_lines(domain_file("debug/holders"));
 	ASSERT_EQ(holders.size(), 1u);
 	EXPECT_EQ(split_words(holders[0])[0], "0");
 	EXPECT_EQ(gpuslot_release_slot(c, &s, 0), 0);

@@ -69,7 +69,7 @@ std::string gpuslotctl(const std::string &args)
 std::vector<int> partition_sizes()
 {
 	std::vector<int> out;
-	for (const auto &line : split_lines(domain_file("partitions"))) {
+	for (const auto &line : split_lines(partitions_text())) {
 		auto w = split_words(line);
 		if (w.size() != 2)
 			return {};
@@ -163,13 +163,13 @@ TEST_F(Daemon, AppliesThePlanAndTellsSystemdItIsReady)
 	EXPECT_NE(ready.find("STATUS=gpu0 k 4"), std::string::npos) << ready;
 
 	EXPECT_EQ(domain_file("k"), "4\n");
-	EXPECT_EQ(domain_file("units"), "amd-cu 60 1\n");
+	EXPECT_EQ(units_text(), "amd-cu 60 1\n");
 	EXPECT_EQ(domain_file("hqd_limit"), "24\n"); // num_cp_queues
 	EXPECT_EQ(domain_file("boost_priority"), "40\n");
 	// The fixture's location_id 768: bus 3. Clients find the GPU by it.
 	EXPECT_EQ(domain_file("pci_bus_id"), "0000:03:00.0\n");
 	// k = 4 on 4 SEs x 15: one SE each, the acceptance layout.
-	auto lines = split_lines(domain_file("partitions"));
+	auto lines = split_lines(partitions_text());
 	ASSERT_EQ(lines.size(), 4u);
 	std::set<std::string> masks;
 	for (auto &l : lines)
@@ -192,7 +192,7 @@ TEST_F(Daemon, AnUnreadableGpuIsSkippedAndMovesNoOther)
 	EXPECT_NE(log().find("KFD node 1 (0000:0b:00.0) cannot be read: "), std::string::npos)
 		<< log();
 	EXPECT_NE(log().find("'simd_per_cu' is 'zero'"), std::string::npos) << log();
-	EXPECT_EQ(read_attr(1, "units"), "amd-cu 96 1\n");
+	EXPECT_EQ(units_text(1), "amd-cu 96 1\n");
 	EXPECT_EQ(read_attr(1, "k"), "2\n");
 	EXPECT_EQ(read_attr(1, "pci_bus_id"), "0000:86:00.0\n");
 	EXPECT_EQ(read_attr(0, "k"), "1\n");
@@ -224,7 +224,7 @@ TEST_F(Daemon, RePlansWhenAnAdminWritesKAndStatusShowsIt)
 	ASSERT_EQ(write_attr(0, "k", "3"), 0);
 	ASSERT_TRUE(wait_until([] {
 		return partition_sizes() == std::vector<int>{20, 20, 20};
-	})) << domain_file("partitions") << log();
+	})) << partitions_text() << log();
 
 	// A holder and a waiter for slot 1 only, as a person would see them.
 	Dev holder, other, waiter;
@@ -277,14 +277,14 @@ TEST_F(Daemon, KeepsPartitionsAnAdminSetAndLintsThem)
 
 	auto forced = run(gpuslotctl("set-partitions 0x1f 0xf000 --force"));
 	ASSERT_EQ(forced.status, 0) << forced.text;
-	EXPECT_EQ(domain_file("partitions"), "0 0x1f\n1 0xf000\n");
+	EXPECT_EQ(partitions_text(), "0 0x1f\n1 0xf000\n");
 	ASSERT_TRUE(wait_until([] {
 		return log().find("partitions set outside gpuslotd") != std::string::npos;
 	})) << log();
 	// gpuslotd names the problem and leaves the admin's partitions alone.
 	EXPECT_NE(log().find("single CU"), std::string::npos) << log();
 	usleep(1500 * 1000);
-	EXPECT_EQ(domain_file("partitions"), "0 0x1f\n1 0xf000\n");
+	EXPECT_EQ(partitions_text(), "0 0x1f\n1 0xf000\n");
 
 	auto lint = run(gpuslotctl("lint"));
 	EXPECT_EQ(lint.status, 1) << lint.text;
@@ -296,7 +296,7 @@ TEST_F(Daemon, ReloadAppliesAGoodConfigAndKeepsTheOldOneOnABadOne)
 	write_config("[default]\nk = 4\n");
 	start();
 	ASSERT_NE(wait_notify("READY=1"), "") << log();
-	const std::string before = domain_file("partitions");
+	const std::string before = partitions_text();
 
 	write_config("[default]\nk = 4\nhqd_limit = 5000\n");
 	ASSERT_EQ(kill(pid_, SIGHUP), 0);
@@ -304,7 +304,7 @@ TEST_F(Daemon, ReloadAppliesAGoodConfigAndKeepsTheOldOneOnABadOne)
 	ASSERT_NE(wait_notify("READY=1"), "") << log();
 	EXPECT_NE(log().find("gpuslotd.conf:3: hqd_limit '5000'"), std::string::npos) << log();
 	EXPECT_NE(log().find("keeping the configuration loaded before"), std::string::npos);
-	EXPECT_EQ(domain_file("partitions"), before);
+	EXPECT_EQ(partitions_text(), before);
 
 	write_config("[default]\nk = 2\nhqd_limit = 16\n");
 	ASSERT_EQ(kill(pid_, SIGHUP), 0);
@@ -412,7 +412,7 @@ TEST_F(Daemon, StopsOnSigtermAndLeavesTheLayout)
 	EXPECT_EQ(wait_child(pid_), 0) << log();
 	pid_ = -1;
 	EXPECT_EQ(partition_sizes(), (std::vector<int>{20, 20, 20}));
-	EXPECT_EQ(split_lines(domain_file("holders")).size(), 1u);
+	EXPECT_EQ(split_lines(domain_file("debug/holders")).size(), 1u);
 	EXPECT_EQ(holder.release(), 0);
 }
 
@@ -424,7 +424,7 @@ TEST_F(Daemon, ABadConfigStopsItFromStarting)
 	pid_ = -1;
 	EXPECT_NE(log().find("gpuslotd.conf:2: unknown key 'slots' in [default]"),
 		  std::string::npos) << log();
-	EXPECT_EQ(domain_file("units"), "none 0 0\n");
+	EXPECT_EQ(units_text(), "none 0 0\n");
 }
 
 } // namespace

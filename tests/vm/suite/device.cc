@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cctype>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -274,19 +275,45 @@ gpuslot_stats Dev::stats() const
 
 std::string sysfs_path(unsigned int domain, const std::string &attr)
 {
-	return "/sys/kernel/gpuslot/gpu" + std::to_string(domain) + "/" + attr;
+	const std::string gpu = "gpu" + std::to_string(domain) + "/";
+	if (attr.rfind("debug/", 0) == 0)
+		return "/sys/kernel/debug/gpuslot/" + gpu + attr.substr(6);
+	return "/sys/class/gpuslot/" + gpu + attr;
+}
+
+int read_attr_err(unsigned int domain, const std::string &attr, std::string *text)
+{
+	text->clear();
+	if (on_socket()) {
+		try {
+			return open_domain(domain)->read_attr(attr, text);
+		} catch (const std::exception &) {
+			return ECONNREFUSED;
+		}
+	}
+	int fd = open(sysfs_path(domain, attr).c_str(), O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno;
+	char buf[4096];
+	int err = 0;
+	for (;;) {
+		ssize_t n = read(fd, buf, sizeof(buf));
+		if (n < 0)
+			err = errno;
+		if (n <= 0)
+			break;
+		text->append(buf, n);
+	}
+	::close(fd);
+	if (err)
+		text->clear();
+	return err;
 }
 
 std::string read_attr(unsigned int domain, const std::string &attr)
 {
-	if (!on_socket())
-		return read_file(sysfs_path(domain, attr));
 	std::string text;
-	try {
-		if (open_domain(domain)->read_attr(attr, &text))
-			text.clear();
-	} catch (const std::exception &) {
-	}
+	read_attr_err(domain, attr, &text);
 	return text;
 }
 
@@ -299,6 +326,116 @@ int write_attr(unsigned int domain, const std::string &attr, const std::string &
 	} catch (const std::exception &) {
 		return ECONNREFUSED;
 	}
+}
+
+std::string bitmap_text(const std::vector<uint64_t> &words, unsigned int nr_bits)
+{
+	std::string out;
+	unsigned int chunk_bits = nr_bits % 32 ? nr_bits % 32 : 32;
+	for (int i = int((nr_bits + 31) / 32) - 1; i >= 0; i--) {
+		uint64_t w = size_t(i / 2) < words.size() ? words[i / 2] : 0;
+		uint32_t v = uint32_t(i % 2 ? w >> 32 : w);
+		char buf[16];
+		snprintf(buf, sizeof(buf), "%0*x", int((chunk_bits + 3) / 4), v);
+		if (!out.empty())
+			out += ",";
+		out += buf;
+		chunk_bits = 32;
+	}
+	return out;
+}
+
+std::string bitmap_hex(const std::string &pb)
+{
+	std::string t = pb;
+	while (!t.empty() && t.back() == '\n')
+		t.pop_back();
+	if (t == "all")
+		return t;
+	std::string hex;
+	for (char c : t)
+		if (c != ',')
+			hex += char(tolower(c));
+	size_t first = hex.find_first_not_of('0');
+	return "0x" + (first == std::string::npos ? "0" : hex.substr(first));
+}
+
+std::string partitions_text(unsigned int domain)
+{
+	const std::string k = read_attr(domain, "k");
+	if (k.empty())
+		return "";
+	std::string out;
+	for (unsigned int i = 0; i < std::stoul(k); i++)
+		out += std::to_string(i) + " " +
+		       bitmap_hex(read_attr(domain, "slot" + std::to_string(i) + "/units")) +
+		       "\n";
+	return out;
+}
+
+std::string units_text(unsigned int domain)
+{
+	auto value = [&](const char *name) {
+		std::string t = read_attr(domain, name);
+		if (!t.empty() && t.back() == '\n')
+			t.pop_back();
+		return t;
+	};
+	return value("unit_kind") + " " + value("nr_units") + " " + value("unit_size") + "\n";
+}
+
+int stage_partitions(unsigned int domain, const std::string &lines)
+{
+	const std::string generation = read_attr(domain, "generation");
+	std::string nr = read_attr(domain, "nr_units");
+	const unsigned int nr_units = nr.empty() ? 0 : std::stoul(nr);
+	for (const auto &line : split_lines(lines)) {
+		auto w = split_words(line);
+		if (w.size() != 2)
+			return EINVAL;
+		std::string units = w[1];
+		if (units != "all") {
+			// 0x<hex> -> the %*pb form, 32 bits a group.
+			std::vector<uint64_t> words;
+			std::string hex = units.substr(units.rfind('x') + 1);
+			for (size_t end = hex.size(); end > 0; end -= std::min<size_t>(end, 16)) {
+				size_t begin = end > 16 ? end - 16 : 0;
+				words.push_back(std::stoull(hex.substr(begin, end - begin), nullptr, 16));
+			}
+			units = bitmap_text(words, std::max(nr_units, 1u));
+		}
+		int err = write_attr(domain, "slot" + w[0] + "/units", units);
+		if (err)
+			return err;
+	}
+	return write_attr(domain, "commit", generation);
+}
+
+std::map<std::string, std::string> parse_fdinfo(const std::string &text)
+{
+	std::map<std::string, std::string> out;
+	for (const auto &line : split_lines(text)) {
+		if (line.rfind("gpuslot-", 0) != 0)
+			continue;
+		size_t colon = line.find(':');
+		if (colon == std::string::npos)
+			continue;
+		size_t v = line.find_first_not_of(" \t", colon + 1);
+		out[line.substr(0, colon)] = v == std::string::npos ? "" : line.substr(v);
+	}
+	return out;
+}
+
+std::map<std::string, std::string> Dev::fdinfo() const
+{
+	std::string text;
+	if (on_socket()) {
+		if (file_->read_attr("fdinfo", &text))
+			text.clear();
+	} else {
+		text = read_file("/proc/self/fdinfo/" + std::to_string(fd()));
+	}
+	return parse_fdinfo(text);
 }
 
 std::string read_file(const std::string &path)
@@ -352,7 +489,7 @@ bool wait_until(const std::function<bool()> &pred, int timeout_ms)
 bool wait_waiters(unsigned int n, unsigned int domain)
 {
 	return wait_until([&] {
-		return split_lines(read_attr(domain, "waiters")).size() == n;
+		return read_attr(domain, "nr_waiters") == std::to_string(n) + "\n";
 	});
 }
 
@@ -498,9 +635,9 @@ void DomainTest::SetUp()
 void DomainTest::TearDown()
 {
 	auto idle = [] {
-		return read_attr(0, "holders").empty() && read_attr(0, "waiters").empty();
+		return read_attr(0, "nr_holders") == "0\n" && read_attr(0, "nr_waiters") == "0\n";
 	};
-	EXPECT_TRUE(wait_until(idle)) << read_attr(0, "holders") << read_attr(0, "waiters");
+	EXPECT_TRUE(wait_until(idle)) << read_attr(0, "debug/holders") << read_attr(0, "debug/waiters");
 	reset_domain(0);
 	EXPECT_EQ(kernel_log_problems(), std::vector<std::string>{});
 }

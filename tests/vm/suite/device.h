@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <thread>
 #include <string>
@@ -109,6 +110,9 @@ public:
 	int get_layout(Layout &l, unsigned int room = GPUSLOT_MAX_SLOTS) const;
 	gpuslot_domain_info info() const;
 	gpuslot_stats stats() const;
+	// This file's fdinfo (/proc/self/fdinfo/<fd>, or the socket's
+	// "fdinfo" of this connection): its gpuslot-* keys.
+	std::map<std::string, std::string> fdinfo() const;
 
 private:
 	std::unique_ptr<LockFile> file_;
@@ -117,13 +121,36 @@ private:
 // Raw ioctl on @fd: 0 or errno.
 int ioctl_errno(int fd, unsigned long cmd, void *arg);
 
-// /sys/kernel/gpuslot/gpu<domain>/<attr>
+// The module's file of a domain attribute: /sys/class/gpuslot/gpu<domain>/<attr>
+// ("k", "stats/contended", "slot3/units", ...), or for "debug/<table>"
+// /sys/kernel/debug/gpuslot/gpu<domain>/<table>. The socket serves the same
+// names (GPUSLOT_WIRE_ATTR_READ/WRITE), so tests name attributes only so.
 std::string sysfs_path(unsigned int domain, const std::string &attr);
-// A domain attribute's text (sysfs, or the socket's GPUSLOT_WIRE_ATTR_READ);
-// "" if it cannot be read.
+// A domain attribute's text (sysfs, debugfs, or the socket's
+// GPUSLOT_WIRE_ATTR_READ); "" if it cannot be read.
 std::string read_attr(unsigned int domain, const std::string &attr);
+// The same with the read's errno: 0 or the errno of the open or read.
+int read_attr_err(unsigned int domain, const std::string &attr, std::string *text);
 // Write it: 0 or the errno sysfs (or the socket) gives.
 int write_attr(unsigned int domain, const std::string &attr, const std::string &text);
+
+// A bitmap of @nr_bits bits (@words, least significant first) as the
+// kernel's "%*pb" prints it: comma-separated 32-bit groups of hex, the
+// first as wide as its bits need.
+std::string bitmap_text(const std::vector<uint64_t> &words, unsigned int nr_bits);
+// A "%*pb" text as "0x" and hex digits without leading zeros ("0x0" for
+// none); "all" stays "all".
+std::string bitmap_hex(const std::string &pb);
+// The slots' partitions below k, one line "<slot> <all|0xhex>" each, read
+// from slot<i>/units.
+std::string partitions_text(unsigned int domain = 0);
+// "<unit_kind> <nr_units> <unit_size>\n" from the three files.
+std::string units_text(unsigned int domain = 0);
+// Stage "<slot> <all|0xhex>" lines into slot<i>/units and commit them with
+// the generation read before: 0 or the first errno (a write's or commit's).
+int stage_partitions(unsigned int domain, const std::string &lines);
+// The "gpuslot-*" lines of an open file's fdinfo, key -> value.
+std::map<std::string, std::string> parse_fdinfo(const std::string &text);
 std::string read_file(const std::string &path);
 // 0 or the errno of the open() or write().
 int write_file(const std::string &path, const std::string &text);

@@ -31,7 +31,7 @@ unsigned int hqd_used()
 std::map<int, unsigned int> queues_by_pid()
 {
 	std::map<int, unsigned int> out;
-	for (auto &line : split_lines(domain_file("queues"))) {
+	for (auto &line : split_lines(domain_file("debug/queues"))) {
 		auto w = split_words(line);
 		if (w.size() == 3)
 			out[std::stoi(w[0])] += std::stoul(w[2]);
@@ -57,8 +57,8 @@ protected:
 	void TearDown() override
 	{
 		EXPECT_TRUE(wait_until([] { return hqd_used() == 0; }))
-			<< domain_file("queues");
-		EXPECT_EQ(domain_file("queues"), "");
+			<< domain_file("debug/queues");
+		EXPECT_EQ(domain_file("debug/queues"), "");
 		reset_domain(0);
 	}
 
@@ -104,7 +104,7 @@ TEST_F(Hqd, ReservationsAddUpAndTheTwentyFifthQueueIsRefused)
 	ASSERT_EQ(q.size(), 3u);
 	for (pid_t pid : kids)
 		EXPECT_EQ(q[pid], 8u);
-	EXPECT_NE(domain_file("queues").find("planner"), std::string::npos);
+	EXPECT_NE(domain_file("debug/queues").find("planner"), std::string::npos);
 
 	Dev d;
 	auto r = d.reserve(1); // the 25th queue
@@ -145,7 +145,7 @@ TEST_F(Hqd, ReservationsAddUpAndTheTwentyFifthQueueIsRefused)
 	EXPECT_EQ(hqd_used(), 20u);
 	EXPECT_EQ(d.attach(0), EBUSY); // reservations belong to the domain
 	EXPECT_EQ(d.unreserve(20), 0);
-	EXPECT_EQ(domain_file("queues"), "");
+	EXPECT_EQ(domain_file("debug/queues"), "");
 }
 
 // 2. waiting mode: FIFO service and a clean timeout

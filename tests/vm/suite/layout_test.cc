@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
-// Layouts in the module: SET_LAYOUT/GET_LAYOUT and the sysfs files
-// "units" and "partitions" of a domain.
+// Layouts in the module: SET_LAYOUT/GET_LAYOUT and the sysfs files of a
+// domain's layout (unit_kind, nr_units, unit_size, slot<i>/units, commit).
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
@@ -53,8 +53,8 @@ TEST_F(Layouts, SetAndGetRoundTripAndSysfs)
 
 	EXPECT_EQ(domain_file("k"), "3\n");
 	EXPECT_EQ(domain_file("hqd_limit"), "20\n");
-	EXPECT_EQ(domain_file("units"), "amd-cu 60 1\n");
-	EXPECT_EQ(domain_file("partitions"),
+	EXPECT_EQ(units_text(), "amd-cu 60 1\n");
+	EXPECT_EQ(partitions_text(),
 		  "0 0xf\n1 0xf0\n2 0xfffffffffff00\n");
 	EXPECT_EQ(domain_file("generation"), std::to_string(l.generation) + "\n");
 
@@ -95,7 +95,7 @@ TEST_F(Layouts, PartitionsBeyondSixtyFourUnits)
 	l.nr_units = 304;
 	l.partitions = {unit_range(0, 152), unit_range(152, 152)};
 	ASSERT_EQ(admin.set_layout(l), 0);
-	auto lines = split_lines(domain_file("partitions"));
+	auto lines = split_lines(partitions_text());
 	ASSERT_EQ(lines.size(), 2u);
 	// 152 bits: 38 hex digits of f.
 	EXPECT_EQ(lines[0], "0 0x" + std::string(38, 'f'));
@@ -112,7 +112,7 @@ TEST_F(Layouts, BadLayoutsAreRefusedAndChangeNothing)
 	Layout good = cu_layout(60, {0xff, 0xff00});
 	good.hqd_limit = 12;
 	ASSERT_EQ(admin.set_layout(good), 0);
-	const std::string before = domain_file("partitions");
+	const std::string before = partitions_text();
 
 	struct Case {
 		const char *what;
@@ -150,7 +150,7 @@ TEST_F(Layouts, BadLayoutsAreRefusedAndChangeNothing)
 		uint64_t gen = admin.info().generation;
 		EXPECT_EQ(admin.set_layout(c.layout), EINVAL) << c.what;
 		EXPECT_EQ(admin.info().generation, gen) << c.what;
-		EXPECT_EQ(domain_file("partitions"), before) << c.what;
+		EXPECT_EQ(partitions_text(), before) << c.what;
 		EXPECT_EQ(domain_file("hqd_limit"), "12\n") << c.what;
 	}
 
@@ -174,7 +174,7 @@ TEST_F(Layouts, BadLayoutsAreRefusedAndChangeNothing)
 	}
 	a.size = GPUSLOT_LAYOUT_SIZE_VER0 - 8;
 	EXPECT_EQ(admin.call(GPUSLOT_IOC_GET_LAYOUT, &a), EINVAL);
-	EXPECT_EQ(domain_file("partitions"), before);
+	EXPECT_EQ(partitions_text(), before);
 }
 
 TEST_F(Layouts, WritingKResetsPartitionsToWholeGpu)
@@ -183,16 +183,16 @@ TEST_F(Layouts, WritingKResetsPartitionsToWholeGpu)
 	Layout l = cu_layout(60, {0xf, 0xf0, 0xf00, 0xf000});
 	ASSERT_EQ(admin.set_layout(l), 0);
 	ASSERT_EQ(write_attr(0, "k", "3"), 0);
-	EXPECT_EQ(domain_file("partitions"), "0 all\n1 all\n2 all\n");
+	EXPECT_EQ(partitions_text(), "0 all\n1 all\n2 all\n");
 	// The unit kind stays for the daemon's next plan and for sysfs edits.
-	EXPECT_EQ(domain_file("units"), "amd-cu 60 1\n");
+	EXPECT_EQ(units_text(), "amd-cu 60 1\n");
 	EXPECT_EQ(admin.info().generation, l.generation + 1);
 
 	// The same k again still resets partitions, as a new generation.
 	ASSERT_EQ(admin.set_layout(l), 0);
 	uint64_t gen = l.generation;
 	ASSERT_EQ(write_attr(0, "k", "4"), 0);
-	EXPECT_EQ(domain_file("partitions"), "0 all\n1 all\n2 all\n3 all\n");
+	EXPECT_EQ(partitions_text(), "0 all\n1 all\n2 all\n3 all\n");
 	EXPECT_EQ(admin.info().generation, gen + 1);
 	// ... but not when there was nothing to reset.
 	ASSERT_EQ(write_attr(0, "k", "4"), 0);
@@ -201,53 +201,74 @@ TEST_F(Layouts, WritingKResetsPartitionsToWholeGpu)
 
 TEST_F(Layouts, AdminEditsPartitionsThroughSysfs)
 {
-	auto write_partitions = [](const std::string &text) {
-		return write_attr(0, "partitions", text);
-	};
 	// Before any layout there is no unit kind to edit against.
-	EXPECT_EQ(write_partitions("0 0xf\n"), EINVAL);
+	EXPECT_EQ(stage_partitions(0, "0 0xf\n"), EINVAL);
+	EXPECT_EQ(write_attr(0, "commit", read_attr(0, "generation")), ENODATA);
 
 	Dev admin;
 	Layout l = cu_layout(60, {0xf, 0xf0, 0xf00});
 	ASSERT_EQ(admin.set_layout(l), 0);
 
-	// Two lines apply as one change.
-	ASSERT_EQ(write_partitions("1 0xff000\n2 all\n"), 0);
-	EXPECT_EQ(domain_file("partitions"), "0 0xf\n1 0xff000\n2 all\n");
+	// Two slots staged apply as one change.
+	ASSERT_EQ(stage_partitions(0, "1 0xff000\n2 all\n"), 0);
+	EXPECT_EQ(partitions_text(), "0 0xf\n1 0xff000\n2 all\n");
 	EXPECT_EQ(admin.info().generation, l.generation + 1);
-	ASSERT_EQ(write_partitions("2 F00"), 0);
-	EXPECT_EQ(domain_file("partitions"), "0 0xf\n1 0xff000\n2 0xf00\n");
+	ASSERT_EQ(stage_partitions(0, "2 F00"), 0);
+	EXPECT_EQ(partitions_text(), "0 0xf\n1 0xff000\n2 0xf00\n");
 
-	const std::string before = domain_file("partitions");
+	const std::string before = partitions_text();
 	const uint64_t gen = admin.info().generation;
-	for (const char *bad : {"3 0x1", "0 0x100", "0 0x0", "0", "x 0x1",
-				"0 0xg", "0 0x1000000000000000",
-				"1 0x1\n0 0x2\n2 0x3",
-				"0 0x1ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff"
-				"ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff"
-				"ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff"
-				"ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff"}) {
-		EXPECT_EQ(write_partitions(bad), EINVAL) << bad;
-		EXPECT_EQ(domain_file("partitions"), before) << bad;
-		EXPECT_EQ(admin.info().generation, gen) << bad;
+	const std::string huge(300, 'f');
+	struct Bad {
+		const char *file, *text;
+		int err;
+	};
+	for (const Bad &bad : std::vector<Bad>{
+		     {"slot3/units", "1", ENXIO},	// k is 3
+		     {"slot0/units", "0", EINVAL},	// no unit: not "all"
+		     {"slot0/units", "\n", EINVAL},
+		     {"slot0/units", "0x1", EINVAL},	// %*pb has no 0x
+		     {"slot0/units", "g", EINVAL},
+		     {"slot0/units", "10000000,00000000", EINVAL}, // unit 60 of 0..59
+		     {"slot0/units", "1,00000000,00000000", EINVAL},
+		     {"slot0/units", "all x", EINVAL},
+		     {"slot0/units", huge.c_str(), EINVAL},
+	     }) {
+		EXPECT_EQ(write_attr(0, bad.file, bad.text), bad.err) << bad.file << " " << bad.text;
+		EXPECT_EQ(partitions_text(), before) << bad.text;
+		EXPECT_EQ(admin.info().generation, gen) << bad.text;
 	}
+	// No write was staged.
+	EXPECT_EQ(write_attr(0, "commit", std::to_string(gen)), ENODATA);
+
+	// Slots 0 and 2 would share unit 8: the commit is refused, nothing
+	// changes, and the staging stays for a fix.
+	EXPECT_EQ(stage_partitions(0, "0 0x100"), EINVAL);
+	EXPECT_EQ(partitions_text(), before);
+	EXPECT_EQ(admin.info().generation, gen);
+	ASSERT_EQ(stage_partitions(0, "2 0xe00"), 0);
+	EXPECT_EQ(partitions_text(), "0 0x100\n1 0xff000\n2 0xe00\n");
+	EXPECT_EQ(admin.info().generation, gen + 1);
+	ASSERT_EQ(stage_partitions(0, "0 0xf\n2 0xf00"), 0);
 
 	// Only root writes: a file (or connection) that root opened does not
 	// make a write after dropping root an admin's.
+	const std::string restored = partitions_text();
 	pid_t pid = spawn([&] {
 		Dev mine;
-		int fd = on_socket() ? mine.fd() : open(sysfs_path(0, "partitions").c_str(), O_WRONLY);
+		int fd = on_socket() ? mine.fd() : open(sysfs_path(0, "slot0/units").c_str(), O_WRONLY);
 		CHILD_REQUIRE(fd >= 0);
 		CHILD_REQUIRE(setresuid(65534, 65534, 65534) == 0);
 		if (on_socket()) {
-			CHILD_REQUIRE(mine.file().write_attr("partitions", "0 all") == EPERM);
+			CHILD_REQUIRE(mine.file().write_attr("slot0/units", "all") == EPERM);
 		} else {
-			CHILD_REQUIRE(write(fd, "0 all", 5) < 0 && errno == EPERM);
+			CHILD_REQUIRE(write(fd, "all", 3) < 0 && errno == EPERM);
 		}
 		return 0;
 	});
 	EXPECT_EQ(wait_child(pid), 0) << *child_failed_line();
-	EXPECT_EQ(domain_file("partitions"), before);
+	EXPECT_EQ(partitions_text(), restored);
+	EXPECT_EQ(write_attr(0, "commit", read_attr(0, "generation")), ENODATA);
 }
 
 TEST_F(Layouts, LayoutChangeReachesWaitersHoldersAndPollers)

@@ -59,7 +59,8 @@ TEST_F(Lock, UncontendedAcquireReleaseAndVersion)
 	EXPECT_EQ(v.nr_domains, 1u);
 	EXPECT_TRUE(v.features & GPUSLOT_FEATURE_LOCK);
 	if (!on_socket()) {
-		EXPECT_EQ(read_file("/sys/kernel/gpuslot/version"), "1\n");
+		EXPECT_EQ(read_file("/sys/class/misc/gpuslot/api_version"),
+			  std::to_string(GPUSLOT_API_VERSION) + "\n");
 	}
 
 	ASSERT_EQ(write_attr(0, "k", "3"), 0);
@@ -275,7 +276,7 @@ TEST_F(Lock, TryAndTimedAcquire)
 	EXPECT_EQ(d.acquire(GPUSLOT_ACQUIRE_DEADLINE, 50'000'000).err, ETIMEDOUT);
 	EXPECT_GE(std::chrono::steady_clock::now() - t0,
 		  std::chrono::milliseconds(50));
-	EXPECT_EQ(domain_file("waiters"), "");
+	EXPECT_EQ(domain_file("debug/waiters"), "");
 	EXPECT_EQ(d.stats().timeouts, timeouts + 2);
 
 	// A timed waiter that gives up leaves the queue behind it intact.
@@ -290,7 +291,7 @@ TEST_F(Lock, TryAndTimedAcquire)
 	pid_t b = spawn_holder(report, go_b, 1);
 	ASSERT_TRUE(wait_waiters(2));
 	expect_child_ok(a);
-	auto waiters = split_lines(domain_file("waiters"));
+	auto waiters = split_lines(domain_file("debug/waiters"));
 	ASSERT_EQ(waiters.size(), 1u);
 	EXPECT_EQ(split_words(waiters[0])[0], std::to_string(b));
 	ASSERT_EQ(h.release(), 0);
@@ -336,7 +337,7 @@ TEST_F(Lock, SignalInterruptsWaitAndLeavesNoTrace)
 		ASSERT_TRUE(wait_waiters(1));
 		kill(w, SIGUSR1);
 		expect_child_ok(w);
-		EXPECT_EQ(domain_file("waiters"), "");
+		EXPECT_EQ(domain_file("debug/waiters"), "");
 	}
 	EXPECT_EQ(d.stats().interrupted, interrupted + 2);
 	ASSERT_EQ(h.release(), 0);
@@ -377,7 +378,7 @@ TEST_F(Lock, KilledHolderHandsTheSlotOn)
 	kill(holder, SIGKILL);
 	EXPECT_EQ(wait_child(holder), 128 + SIGKILL);
 	EXPECT_EQ(report.get(), 200);
-	auto holders = split_lines(domain_file("holders"));
+	auto holders = split_lines(domain_file("debug/holders"));
 	ASSERT_EQ(holders.size(), 1u);
 	EXPECT_EQ(split_words(holders[0])[1], std::to_string(w));
 	go.put(1);
@@ -425,7 +426,7 @@ TEST_F(Lock, ForkAndDupShareTheSlotUntilTheLastClose)
 	kill(parent, SIGKILL);
 	EXPECT_EQ(wait_child(parent), 128 + SIGKILL);
 	EXPECT_EQ(probe.info().nr_holders, 1u);
-	auto holders = split_lines(domain_file("holders"));
+	auto holders = split_lines(domain_file("debug/holders"));
 	ASSERT_EQ(holders.size(), 1u);
 	EXPECT_EQ(split_words(holders[0])[1], std::to_string(parent));
 
@@ -470,7 +471,7 @@ TEST_F(Lock, SetKGrowAndShrink)
 	auto info = admin.info();
 	EXPECT_EQ(info.k, 1u);
 	EXPECT_EQ(info.held_mask, 0xfu); // holders are not disturbed
-	EXPECT_EQ(split_lines(domain_file("holders")).size(), 4u);
+	EXPECT_EQ(split_lines(domain_file("debug/holders")).size(), 4u);
 
 	pid_t c = spawn_holder(report, go_c, 3);
 	ASSERT_TRUE(wait_waiters(1));
@@ -528,7 +529,7 @@ TEST_F(Lock, ShrinkingKFailsWaitersThatCanNeverBeServed)
 		kill(only3, SIGKILL); // still asleep: do not hang the suite
 	wait_child(only3);
 	EXPECT_EQ(kept.get(200), -1);
-	EXPECT_EQ(split_lines(domain_file("waiters")).size(), 1u);
+	EXPECT_EQ(split_lines(domain_file("debug/waiters")).size(), 1u);
 	for (auto &d : h)
 		ASSERT_EQ(d.release(), 0);
 	EXPECT_EQ(kept.get(), 1);
@@ -661,7 +662,7 @@ TEST_F(Lock, SysfsReportsStateAndRejectsBadWrites)
 	EXPECT_EQ(domain_file("boost_priority"), boost_priority);
 	EXPECT_EQ(domain_file("generation"),
 		  std::to_string(h.info().generation) + "\n");
-	auto holders = split_lines(domain_file("holders"));
+	auto holders = split_lines(domain_file("debug/holders"));
 	ASSERT_EQ(holders.size(), 1u);
 	auto hw = split_words(holders[0]);
 	ASSERT_EQ(hw.size(), 6u);
@@ -669,7 +670,7 @@ TEST_F(Lock, SysfsReportsStateAndRejectsBadWrites)
 	EXPECT_EQ(hw[5], boost_available() ? "boosted" : "unboosted");
 	EXPECT_EQ(hw[1], std::to_string(getpid()));
 	EXPECT_EQ(hw[2], std::to_string(gettid()));
-	auto waiters = split_lines(domain_file("waiters"));
+	auto waiters = split_lines(domain_file("debug/waiters"));
 	ASSERT_EQ(waiters.size(), 1u);
 	auto ww = split_words(waiters[0]);
 	ASSERT_EQ(ww.size(), 5u);
@@ -679,15 +680,18 @@ TEST_F(Lock, SysfsReportsStateAndRejectsBadWrites)
 	EXPECT_EQ(ww[4], "0x1");
 	usleep(20000);
 	auto waited = std::stoull(split_words(
-		split_lines(domain_file("waiters"))[0])[3]);
+		split_lines(domain_file("debug/waiters"))[0])[3]);
 	EXPECT_GE(waited, 20'000'000u);
 
-	auto stats = split_lines(domain_file("stats"));
-	ASSERT_EQ(stats.size(), 9u);
-	EXPECT_EQ(stats[0], "acquisitions " + std::to_string(h.stats().acquisitions));
-	EXPECT_EQ(stats[1], "contended " + std::to_string(h.stats().contended));
-	EXPECT_EQ(stats[7], "overruns " + std::to_string(h.stats().overruns));
-	EXPECT_EQ(split_words(stats[8]).size(), 1u + GPUSLOT_HIST_BUCKETS);
+	EXPECT_EQ(domain_file("stats/acquisitions"),
+		  std::to_string(h.stats().acquisitions) + "\n");
+	EXPECT_EQ(domain_file("stats/contended"), std::to_string(h.stats().contended) + "\n");
+	EXPECT_EQ(domain_file("stats/overruns"), std::to_string(h.stats().overruns) + "\n");
+	auto hist = split_lines(domain_file("debug/wait_hist"));
+	ASSERT_EQ(hist.size(), size_t(GPUSLOT_HIST_BUCKETS));
+	for (unsigned int i = 0; i < GPUSLOT_HIST_BUCKETS; i++)
+		EXPECT_EQ(split_words(hist[i]), (std::vector<std::string>{
+			std::to_string(1ULL << i), std::to_string(h.stats().wait_hist[i])}));
 
 	// Bad values: EINVAL, nothing changes.
 	uint64_t gen = h.info().generation;
@@ -714,7 +718,7 @@ TEST_F(Lock, SysfsReportsStateAndRejectsBadWrites)
 			CHILD_REQUIRE(root_opened.file().write_attr("k", "3") == EPERM);
 		else
 			CHILD_REQUIRE(write(fd, "3", 1) < 0 && errno == EPERM);
-		CHILD_REQUIRE(!read_attr(0, "holders").empty());
+		CHILD_REQUIRE(read_attr(0, "nr_holders") == "1\n");
 		return 0;
 	}));
 	EXPECT_EQ(domain_file("k"), "2\n");

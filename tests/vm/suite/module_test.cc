@@ -62,7 +62,7 @@ TEST(Module, LoadUnloadCyclesAndBusyRefusal)
 		EXPECT_EQ(d0.acquire().err, 0);
 		EXPECT_EQ(d1.acquire().err, 0);
 		EXPECT_EQ(read_attr(1, "k"), "1\n");
-		EXPECT_EQ(split_lines(read_attr(1, "holders")).size(),
+		EXPECT_EQ(split_lines(read_attr(1, "debug/holders")).size(),
 			  1u);
 		EXPECT_EQ(d1.attach(2), EINVAL);
 	}

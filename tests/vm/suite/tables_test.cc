@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
-// The sysfs tables (holders, waiters, queues) against what a thread can
-// put in its name, and across PID namespaces.
+// The tables (debug/holders, debug/waiters, debug/queues: debugfs on the
+// module) against what a thread can put in its name, and across PID
+// namespaces.
 #include <gtest/gtest.h>
 
 #include <sched.h>
@@ -49,20 +50,20 @@ TEST_F(Tables, ThreadNamesCannotForgeLines)
 	ASSERT_EQ(ready.get(), 1);
 	ASSERT_TRUE(wait_waiters(1));
 
-	auto waiters = split_lines(domain_file("waiters"));
+	auto waiters = split_lines(domain_file("debug/waiters"));
 	ASSERT_EQ(waiters.size(), 1u);
 	auto ww = split_words(waiters[0]);
 	ASSERT_EQ(ww.size(), 5u);
 	EXPECT_EQ(ww[2], escaped);
-	auto queues = split_lines(domain_file("queues"));
+	auto queues = split_lines(domain_file("debug/queues"));
 	ASSERT_EQ(queues.size(), 2u);
 	EXPECT_EQ(split_words(queues[1]), (std::vector<std::string>{
 		std::to_string(child), escaped, "2"}));
 
 	ASSERT_EQ(h.release(), 0);
-	ASSERT_TRUE(wait_until([] { return domain_file("waiters").empty(); }));
-	auto holders = split_lines(domain_file("holders"));
-	ASSERT_EQ(holders.size(), 1u) << domain_file("holders");
+	ASSERT_TRUE(wait_until([] { return domain_file("debug/waiters").empty(); }));
+	auto holders = split_lines(domain_file("debug/holders"));
+	ASSERT_EQ(holders.size(), 1u) << domain_file("debug/holders");
 	auto hw = split_words(holders[0]);
 	ASSERT_EQ(hw.size(), 6u);
 	EXPECT_EQ(hw[1], std::to_string(child));
@@ -75,12 +76,12 @@ TEST_F(Tables, ThreadNamesCannotForgeLines)
 		prctl(PR_SET_NAME, "");
 		Dev d;
 		CHILD_REQUIRE(d.acquire().err == 0);
-		auto w = split_words(domain_file("holders"));
+		auto w = split_words(domain_file("debug/holders"));
 		CHILD_REQUIRE(w.size() == 6 && w[3] == "\\x00");
 		CHILD_REQUIRE(d.release() == 0);
 		prctl(PR_SET_NAME, "a\\b");
 		CHILD_REQUIRE(d.acquire().err == 0);
-		w = split_words(domain_file("holders"));
+		w = split_words(domain_file("debug/holders"));
 		CHILD_REQUIRE(w.size() == 6 && w[3] == "a\\x5cb");
 		return 0;
 	});
@@ -88,14 +89,16 @@ TEST_F(Tables, ThreadNamesCannotForgeLines)
 	EXPECT_EQ(h.unreserve(1), 0);
 }
 
-// Defect 8: a holder in a child PID namespace is pid 1 there; readers in
-// the parent namespace see its pid there, readers inside see 1.
-TEST_F(Tables, PidsArePrintedInTheReadersNamespace)
+// Defect 8, as issue 29 settles it: the tables are root's (debugfs, the
+// socket's admin-only debug/ names) and show every PID in the initial PID
+// namespace, whoever reads them: a holder that is pid 1 of a child
+// namespace is listed under its pid outside it, to readers inside too.
+TEST_F(Tables, PidsAreThoseOfTheInitialNamespace)
 {
 	if (wait_child(spawn([] { return unshare(CLONE_NEWPID) ? errno : 0; })) ==
 	    EINVAL)
 		GTEST_SKIP() << "this kernel has no PID namespaces (CONFIG_PID_NS)";
-	Pipe outer_pid, go;
+	Pipe outer_pid, inner_saw, go;
 	pid_t parent = spawn([&] {
 		CHILD_REQUIRE(unshare(CLONE_NEWPID) == 0);
 		Pipe inner_ready;
@@ -104,10 +107,11 @@ TEST_F(Tables, PidsArePrintedInTheReadersNamespace)
 			Dev d;
 			CHILD_REQUIRE(d.acquire().err == 0);
 			CHILD_REQUIRE(d.reserve(1).err == 0);
-			auto w = split_words(domain_file("holders"));
-			CHILD_REQUIRE(w.size() == 6 && w[1] == "1" && w[2] == "1");
-			auto q = split_words(domain_file("queues"));
-			CHILD_REQUIRE(q.size() == 3 && q[0] == "1");
+			auto w = split_words(domain_file("debug/holders"));
+			auto q = split_words(domain_file("debug/queues"));
+			CHILD_REQUIRE(w.size() == 6 && w[1] == w[2] && w[1] != "1");
+			CHILD_REQUIRE(q.size() == 3 && q[0] == w[1]);
+			inner_saw.put(std::stoi(w[1]));
 			inner_ready.put(1);
 			CHILD_REQUIRE(go.get() == 1);
 			return 0;
@@ -118,11 +122,12 @@ TEST_F(Tables, PidsArePrintedInTheReadersNamespace)
 	});
 	int inner = outer_pid.get();
 	ASSERT_GT(inner, 1);
-	auto w = split_words(domain_file("holders"));
+	EXPECT_EQ(inner_saw.get(), inner);
+	auto w = split_words(domain_file("debug/holders"));
 	ASSERT_EQ(w.size(), 6u);
 	EXPECT_EQ(w[1], std::to_string(inner));
 	EXPECT_EQ(w[2], std::to_string(inner));
-	auto q = split_words(domain_file("queues"));
+	auto q = split_words(domain_file("debug/queues"));
 	ASSERT_EQ(q.size(), 3u);
 	EXPECT_EQ(q[0], std::to_string(inner));
 	go.put(1);

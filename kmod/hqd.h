@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The hardware-queue budget of a domain (hqd.c).
+ */
+#ifndef GPUSLOT_HQD_H
+#define GPUSLOT_HQD_H
+
+#include "domain.h"
+
+int gpuslot_file_reserve_queues(struct gpuslot_file *f,
+				struct gpuslot_reserve_queues *r);
+int gpuslot_file_unreserve_queues(struct gpuslot_file *f,
+				  struct gpuslot_unreserve_queues *u);
+void gpuslot_hqd_cleanup_locked(struct gpuslot_domain *d,
+				struct gpuslot_file *f);
+int gpuslot_domain_set_hqd_limit(struct gpuslot_domain *d,
+				 unsigned int limit);
+bool gpuslot_hqd_set_limit_locked(struct gpuslot_domain *d,
+				  unsigned int limit);
+unsigned int gpuslot_domain_hqd_limit(struct gpuslot_domain *d);
+unsigned int gpuslot_domain_hqd_used(struct gpuslot_domain *d);
+unsigned int gpuslot_domain_hqd_waiters(struct gpuslot_domain *d);
+
+#endif /* GPUSLOT_HQD_H */
