@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
-// The socket transport's sysfs: GPUSLOT_WIRE_ATTR_READ and _WRITE read and
-// write a domain's attributes under the names, with the text and with the
-// errors of /sys/kernel/gpuslot/gpu<N>/ (kmod/sysfs.c, domain.c, layout.c,
-// hqd.c), so that gpuslotctl, gpuslotd and the tests parse one format on
-// both transports. The tables stop at a sysfs page as the module's do.
+// The socket transport's sysfs, debugfs and fdinfo: GPUSLOT_WIRE_ATTR_READ
+// and _WRITE read and write a domain's attributes under the names, with the
+// text and with the errors of the module's files (API 2): the one-value
+// files of /sys/class/gpuslot/gpu<N>/ (slot<i>/units and slot<i>/priority
+// staged until commit), "debug/<table>" for debugfs's tables (admins only,
+// as long as they are) and "fdinfo" for the connection's own lines, so that
+// gpuslotctl, gpuslotd and the tests parse one format on both transports.
 #include "lock_server.hpp"
 #include "server_state.hpp"
 

@@ -43,9 +43,11 @@
 // Not yet: a client in another PID namespace (its thread ids do not match
 // ours: no boost).
 //
-// The sysfs tree's counterpart: GPUSLOT_WIRE_ATTR_READ/WRITE read and write
-// the attributes of /sys/kernel/gpuslot/gpu<N>/ with their sysfs text
+// The files' counterpart: GPUSLOT_WIRE_ATTR_READ/WRITE read and write the
+// attributes of /sys/class/gpuslot/gpu<N>/, debugfs's tables (debug/<name>,
+// admins only) and the connection's fdinfo with the module's text
 // (attributes.cc), so gpuslotctl and the tests read one format from both.
+// A gsl1 peer (API 1) is answered in its own header and closed.
 #pragma once
 
 #include <sys/types.h>

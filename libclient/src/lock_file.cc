@@ -461,7 +461,7 @@ int open_lock_file(Transport transport, const std::string &where, unsigned int d
 	v.size = sizeof(v);
 	answer.error = file->call(GPUSLOT_IOC_VERSION, &v);
 	answer.api_version = v.api_version;
-	answer.old_wire = file->old_wire() || answer.error == ECONNRESET;
+	answer.old_wire = file->old_wire();
 	if (int err = judge_version(transport, answer, error)) {
 		*error = path + ": " + *error;
 		return err;
@@ -488,18 +488,26 @@ bool attribute_name_ok(const std::string &name)
 int judge_version(Transport transport, const VersionAnswer &a, std::string *error)
 {
 	const std::string ours = " this libgpuslot needs API " + std::to_string(GPUSLOT_API_VERSION);
+	const std::string upgrade = " (gsl2): upgrade gpuslotd (the gpuslot package) to 2.x or "
+				    "later, or use the libgpuslot that came with it";
 	if (transport == Transport::socket) {
 		if (a.old_wire || (!a.error && a.api_version < GPUSLOT_API_VERSION)) {
 			*error = "gpuslotd speaks " +
 				 (a.old_wire ? std::string("the socket protocol gsl1 (API 1)")
 					     : "API " + std::to_string(a.api_version)) +
-				 " (it " +
-				 (a.error == ECONNRESET ? "closed the connection at our first request"
-							: "answered so") +
-				 ");" + ours +
-				 " (gsl2): upgrade gpuslotd (the gpuslot package) to 2.x or later, "
-				 "or use the libgpuslot that came with it";
+				 ";" + ours + upgrade;
 			return -EPROTONOSUPPORT;
+		}
+		if (a.error == ECONNRESET) {
+			// What a gpuslotd 1.x does with a gsl2 message, and what
+			// any gpuslotd does with a connection over its limits:
+			// both close it, so say both.
+			*error = "gpuslotd closed the connection at its first request: it refused the "
+				 "connection (too many of this user's, or it is out of descriptors: "
+				 "see its log), or it speaks an older socket protocol (gsl1, API 1) "
+				 "that cannot read this libgpuslot's; this libgpuslot needs API 2" +
+				 upgrade;
+			return -ECONNRESET;
 		}
 		if (a.error) {
 			*error = std::string("VERSION: ") + strerror(a.error);

@@ -47,8 +47,9 @@ struct VersionAnswer {
 	int error = 0;        // of GPUSLOT_IOC_VERSION (ENOTTY: an API 1 module)
 	int legacy_error = 0; // of GPUSLOT_IOC_VERSION_LEGACY, if asked
 	uint32_t api_version = 0;
-	// The socket: the server spoke gsl1 (API 1) or closed the connection
-	// at the first request, as a gsl1 server does at a gsl2 message.
+	// The socket: the server answered in gsl1 (API 1). One that closed the
+	// connection at the first request (error ECONNRESET) is a gsl1 server
+	// (which cannot parse gsl2) or one that refused the connection.
 	bool old_wire = false;
 };
 
