@@ -459,12 +459,12 @@ int LockServer::commit_staged(Domain &d, const std::string &text)
 		return EINVAL;
 	if (!d.staged)
 		return ENODATA;
-	if (d.staged_from != d.core.generation) {
-		d.staged = false; // the live layout moved: the staging is stale
+	// Staged for a layout that is gone, or not the one the admin read:
+	// dropped, as the module does.
+	if (d.staged_from != d.core.generation || from != d.staged_from) {
+		d.staged = false;
 		return EAGAIN;
 	}
-	if (from != d.staged_from)
-		return EAGAIN; // the writer staged from a generation it no longer has
 	if (const std::string problem = layout_problem(d.staged_parts, d.core.k); !problem.empty()) {
 		// Staging kept: the admin fixes a slot and commits again. The
 		// log says which rule, as the module's dmesg line does.

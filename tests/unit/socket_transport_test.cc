@@ -1905,6 +1905,10 @@ TEST_F(Socket, SlotWritesAreStagedAndCommitAppliesThemAsOneGeneration)
 	EXPECT_EQ(read_attr(*f, "generation"), std::to_string(g0) + "\n");
 	EXPECT_EQ(f->write_attr("commit", "x"), EINVAL);
 	EXPECT_EQ(f->write_attr("commit", std::to_string(g0 + 7)), EAGAIN) << "not its generation";
+	EXPECT_EQ(f->write_attr("commit", std::to_string(g0)), ENODATA) << "dropped, as the module";
+	ASSERT_EQ(f->write_attr("slot0/units", "00000000,0000000f\n"), 0);
+	ASSERT_EQ(f->write_attr("slot1/units", "f0"), 0);
+	ASSERT_EQ(f->write_attr("slot1/priority", "3"), 0);
 	ASSERT_EQ(f->write_attr("commit", std::to_string(g0) + "\n"), 0);
 	EXPECT_EQ(read_attr(*f, "generation"), std::to_string(g0 + 1) + "\n") << "one change";
 	EXPECT_EQ(read_attr(*f, "slot0/units"), "0000000,0000000f\n");
