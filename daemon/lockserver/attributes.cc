@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
-// The socket transport's sysfs: GPUSLOT_WIRE_ATTR_READ and _WRITE read and
-// write a domain's attributes under the names, with the text and with the
-// errors of /sys/kernel/gpuslot/gpu<N>/ (kmod/sysfs.c, domain.c, layout.c,
-// hqd.c), so that gpuslotctl, gpuslotd and the tests parse one format on
-// both transports. The tables stop at a sysfs page as the module's do.
+// The socket transport's sysfs, debugfs and fdinfo: GPUSLOT_WIRE_ATTR_READ
+// and _WRITE read and write a domain's attributes under the names, with the
+// text and with the errors of the module's files (API 2): the one-value
+// files of /sys/class/gpuslot/gpu<N>/ (slot<i>/units and slot<i>/priority
+// staged until commit), "debug/<table>" for debugfs's tables (admins only,
+// as long as they are) and "fdinfo" for the connection's own lines, so that
+// gpuslotctl, gpuslotd and the tests parse one format on both transports.
 #include "lock_server.hpp"
 #include "server_state.hpp"
 
@@ -25,23 +27,10 @@ namespace gpuslot {
 namespace {
 
 constexpr size_t kPage = GPUSLOT_WIRE_ATTR_MAX;
-constexpr size_t kLineMax = 128, kMoreMax = 32; // domain.h's table limits
 
 uint64_t since(uint64_t now, uint64_t start)
 {
 	return now > start ? now - start : 0;
-}
-
-// A table line fits while it and the "... N more" line fit in the page.
-bool table_full(const std::string &t, size_t line_max = kLineMax)
-{
-	return t.size() + line_max + kMoreMax > kPage;
-}
-
-void table_end(std::string *t, unsigned int skipped)
-{
-	if (skipped)
-		*t += "... " + std::to_string(skipped) + " more\n";
 }
 
 // A thread's name as one word of a table (gpuslot_escape_name()): bytes
@@ -86,42 +75,79 @@ std::string trimmed(const std::string &s)
 	return b == std::string::npos ? "" : s.substr(b, s.find_last_not_of(space) - b + 1);
 }
 
-// "all" or a non-zero hex bitmap of at most @nr_units bits
-// (gpuslot_parse_partition()).
-bool parse_partition(std::string s, uint32_t nr_units, uint64_t units[GPUSLOT_UNIT_WORDS])
+// The kernel's bitmap_parse() over @nr_units bits: comma-separated groups
+// of up to 8 hex digits (32 bits each), the highest first, as the module's
+// slot<i>/units takes them; "all" is the whole GPU. A bitmap with no unit
+// set is refused: write "all" for the whole GPU.
+bool parse_partition(const std::string &text, uint32_t nr_units,
+		     uint64_t units[GPUSLOT_UNIT_WORDS])
 {
 	std::fill(units, units + GPUSLOT_UNIT_WORDS, 0);
+	const std::string s = trimmed(text);
 	if (s == "all")
 		return true;
-	if (s.size() > 1 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
-		s = s.substr(2);
-	if (s.empty() || s.size() > GPUSLOT_MAX_UNITS / 4)
+	if (!nr_units)
 		return false;
-	for (size_t i = 0; i < s.size(); i++) {
-		const char ch = s[s.size() - 1 - i];
-		unsigned int v;
-		if (std::from_chars(&ch, &ch + 1, v, 16).ec != std::errc())
+	auto separator = [](char ch) { return ch == ',' || std::isspace(static_cast<unsigned char>(ch)); };
+	const unsigned int chunks = (nr_units + 31) / 32;
+	unsigned int chunk = 0;
+	size_t end = s.size();
+	while (end) {
+		while (end && separator(s[end - 1]))
+			end--;
+		if (!end)
+			break;
+		size_t begin = end;
+		while (begin && !separator(s[begin - 1]))
+			begin--;
+		if (end - begin > 8 || chunk >= chunks)
 			return false;
-		units[i / 16] |= uint64_t(v) << (4 * (i % 16));
+		uint32_t v = 0;
+		auto [at, err] = std::from_chars(s.data() + begin, s.data() + end, v, 16);
+		if (err != std::errc() || at != s.data() + end)
+			return false;
+		units[chunk / 2] |= uint64_t(v) << (32 * (chunk % 2));
+		chunk++;
+		end = begin;
 	}
 	return !gpuslot_partition_is_whole(units) && gpuslot_partition_fits(units, nr_units);
 }
 
-std::string partition_line(unsigned int slot, const uint64_t units[GPUSLOT_UNIT_WORDS])
+// The kernel's "%*pb" of @units over @nr_units bits (as cpumask files show
+// them): 32-bit groups, the highest first, comma-separated, lower-case and
+// zero-padded, the first as wide as its bits need. "all" for the whole GPU.
+std::string format_partition(const uint64_t units[GPUSLOT_UNIT_WORDS], uint32_t nr_units)
 {
-	if (gpuslot_partition_is_whole(units))
-		return std::to_string(slot) + " all\n";
-	int w = GPUSLOT_UNIT_WORDS - 1;
-	while (!units[w])
-		w--;
-	char word[24];
-	std::snprintf(word, sizeof(word), "0x%llx", static_cast<unsigned long long>(units[w]));
-	std::string line = std::to_string(slot) + " " + word;
-	while (w--) {
-		std::snprintf(word, sizeof(word), "%016llx", static_cast<unsigned long long>(units[w]));
-		line += word;
+	if (gpuslot_partition_is_whole(units) || !nr_units)
+		return "all";
+	std::string out;
+	unsigned int width = nr_units % 32 ? nr_units % 32 : 32;
+	for (int chunk = int((nr_units + 31) / 32) - 1; chunk >= 0; chunk--) {
+		const uint32_t v = uint32_t(units[chunk / 2] >> (32 * (chunk % 2))) &
+				   uint32_t((1ULL << width) - 1);
+		char group[16];
+		std::snprintf(group, sizeof(group), "%s%0*x", out.empty() ? "" : ",",
+			      int((width + 3) / 4), v);
+		out += group;
+		width = 32;
 	}
-	return line + "\n";
+	return out;
+}
+
+// "slot<i>/<file>": i (0 .. GPUSLOT_MAX_SLOTS - 1, decimal, no leading
+// zero) and the file; false if @name is no such path.
+bool slot_attr(const std::string &name, unsigned int *slot, std::string *file)
+{
+	if (name.rfind("slot", 0) != 0)
+		return false;
+	const size_t slash = name.find('/');
+	if (slash == std::string::npos || slash == 4 || (slash > 5 && name[4] == '0'))
+		return false;
+	auto [at, err] = std::from_chars(name.data() + 4, name.data() + slash, *slot);
+	if (err != std::errc() || at != name.data() + slash || *slot >= GPUSLOT_MAX_SLOTS)
+		return false;
+	*file = name.substr(slash + 1);
+	return *file == "units" || *file == "priority";
 }
 
 // "DDDD:BB:DD.F" in lower case, or "" to forget the GPU; false if neither.
@@ -168,10 +194,142 @@ std::string LockServer::task_name(pid_t pid, pid_t tid) const
 	return name;
 }
 
-int LockServer::attr_read(const Domain &d, const std::string &name, std::string *text) const
+namespace {
+
+const char *const kStatNames[] = {"acquisitions", "contended",	 "timeouts",	"interrupted",
+				  "total_wait_ns", "max_wait_ns", "max_hold_ns", "overruns"};
+
+uint64_t stat_value(const gpuslot_stats &s, const std::string &name)
 {
-	auto line = [](auto v) { return std::to_string(v) + "\n"; };
+	const uint64_t values[] = {s.acquisitions,  s.contended,   s.timeouts,	  s.interrupted,
+				   s.total_wait_ns, s.max_wait_ns, s.max_hold_ns, s.overruns};
+	for (size_t i = 0; i < std::size(kStatNames); i++)
+		if (name == kStatNames[i])
+			return values[i];
+	return 0;
+}
+
+bool is_stat(const std::string &name)
+{
+	return std::any_of(std::begin(kStatNames), std::end(kStatNames),
+			   [&](const char *n) { return name == n; });
+}
+
+std::string hex(uint64_t v)
+{
+	char s[24];
+	std::snprintf(s, sizeof(s), "0x%llx", static_cast<unsigned long long>(v));
+	return s;
+}
+
+// What the module's rw files are; everything else readable is read-only.
+const char *const kWritable[] = {"k",	      "boost_priority", "max_hold_ms", "max_boost_share",
+				 "hqd_limit", "pci_bus_id",	"commit"};
+
+} // namespace
+
+std::string layout_problem(const gpuslot_partitions &p, unsigned int k)
+{
+	for (unsigned int s = 0; s < GPUSLOT_MAX_SLOTS; s++) {
+		if (p.priority[s] > GPUSLOT_MAX_SLOT_PRIORITY)
+			return "slot " + std::to_string(s) + ": priority " +
+			       std::to_string(p.priority[s]) + " is over " +
+			       std::to_string(GPUSLOT_MAX_SLOT_PRIORITY);
+		if (s >= k && p.priority[s])
+			return "slot " + std::to_string(s) + ": a priority at or past k " +
+			       std::to_string(k);
+	}
+	if (!gpuslot_partitions_check(&p, k))
+		return "";
+	// Which rule: the partitions' own, or two that share units.
+	for (unsigned int i = 0; i < k; i++)
+		for (unsigned int j = i + 1; j < k; j++) {
+			if (gpuslot_partition_is_whole(p.units[i]) ||
+			    gpuslot_partition_is_whole(p.units[j]))
+				continue;
+			for (unsigned int w = 0; w < GPUSLOT_UNIT_WORDS; w++)
+				if (p.units[i][w] & p.units[j][w])
+					return "slots " + std::to_string(i) + " and " +
+					       std::to_string(j) + " share units at priorities " +
+					       std::to_string(p.priority[i]) + " and " +
+					       std::to_string(p.priority[j]) +
+					       " (overlapping partitions need different priorities)";
+		}
+	return "a partition does not fit the unit kind or nr_units";
+}
+
+// debugfs's tables (admins only, no page cut): holders, waiters, queues,
+// wait_hist; ENOENT for another name.
+int LockServer::debug_table(const Domain &d, const std::string &table, std::string *text) const
+{
 	std::string t;
+	const uint64_t now = now_ns();
+	if (table == "holders") {
+		static const char *const boost[] = {"unboosted", "boosted", "overrun"};
+		for (unsigned int slot = 0; slot < GPUSLOT_MAX_SLOTS; slot++) {
+			if (const Orphan *o = d.orphan[slot]) {
+				// Kept for its holder to reclaim (a gpuslotd died).
+				t += std::to_string(slot) + " " + std::to_string(o->pid) + " " +
+				     std::to_string(o->tid) + " " + task_name(o->pid, o->tid) +
+				     " 0 unboosted\n";
+				continue;
+			}
+			const Conn *c = d.holder[slot];
+			if (!c)
+				continue;
+			t += std::to_string(slot) + " " + std::to_string(c->holder_pid) + " " +
+			     std::to_string(c->holder_tid) + " " +
+			     task_name(c->holder_pid, c->holder_tid) + " " +
+			     std::to_string(since(now, c->hold_start_ns)) + " " +
+			     (c->state == Conn::granted ? "pending" : boost[c->hold_boost]) + "\n";
+		}
+	} else if (table == "waiters") {
+		for (const ::list_head *n = d.core.waiters.next; n != &d.core.waiters; n = n->next) {
+			const auto *cw = list_entry(n, gpuslot_core_waiter, node);
+			const Conn &c = waiting_conn(cw);
+			t += std::to_string(c.acquire_pid) + " " + std::to_string(c.acquire_tid) + " " +
+			     task_name(c.acquire_pid, c.acquire_tid) + " " +
+			     std::to_string(since(now, c.start_ns)) + " " + hex(cw->allowed) + "\n";
+		}
+	} else if (table == "queues") {
+		for (const auto &[fd, c] : conns_)
+			if (c->domain == &d && c->hqd_reserved)
+				t += std::to_string(c->hqd_pid) + " " +
+				     task_name(c->hqd_pid, c->hqd_pid) + " " +
+				     std::to_string(c->hqd_reserved) + "\n";
+	} else if (table == "wait_hist") {
+		for (unsigned int i = 0; i < GPUSLOT_HIST_BUCKETS; i++)
+			t += std::to_string(uint64_t(1) << i) + " " +
+			     std::to_string(d.stats.wait_hist[i]) + "\n";
+	} else {
+		return ENOENT;
+	}
+	*text = std::move(t);
+	return 0;
+}
+
+// The module's show_fdinfo lines for connection @c, its open file.
+std::string LockServer::fdinfo(const Conn &c) const
+{
+	static const char *const state[] = {"idle", "waiting", "held", "async-waiting", "pending"};
+	const bool holds = c.state == Conn::holding || c.state == Conn::granted;
+	const bool waits = c.state == Conn::acquiring || c.state == Conn::queued;
+	std::string t = "gpuslot-domain:\t" + std::to_string(c.domain->id) + "\n";
+	t += std::string("gpuslot-state:\t") + state[c.state] + "\n";
+	t += "gpuslot-slot:\t" + (holds ? std::to_string(c.slot) : "-") + "\n";
+	t += "gpuslot-generation:\t" + (holds ? std::to_string(c.generation) : "-") + "\n";
+	t += "gpuslot-allowed-mask:\t" + (waits ? hex(c.waiter.core.allowed) : "-") + "\n";
+	t += "gpuslot-hqd-reserved:\t" + std::to_string(c.hqd_reserved) + "\n";
+	t += "gpuslot-hqd-waiting:\t" + std::to_string(c.hqd_waiting ? c.reserve.count : 0) + "\n";
+	return t;
+}
+
+int LockServer::attr_read(const Conn &c, const std::string &name, std::string *text) const
+{
+	const Domain &d = *c.domain;
+	auto line = [](auto v) { return std::to_string(v) + "\n"; };
+	std::string t, file;
+	unsigned int slot;
 	if (name == "k") {
 		t = line(d.core.k);
 	} else if (name == "boost_priority") {
@@ -190,87 +348,38 @@ int LockServer::attr_read(const Domain &d, const std::string &name, std::string 
 		t = line(d.budget.nr_waiters);
 	} else if (name == "pci_bus_id") {
 		t = d.pci_bus_id + "\n";
-	} else if (name == "units") {
-		t = std::string(kUnitNames[d.parts.unit_kind]) + " " +
-		    std::to_string(d.parts.nr_units) + " " + std::to_string(d.parts.unit_size) + "\n";
-	} else if (name == "partitions") {
-		const size_t line_max = 6 + (d.parts.nr_units + 3) / 4 + 1;
-		unsigned int skipped = 0;
-		for (unsigned int slot = 0; slot < d.core.k; slot++) {
-			if (table_full(t, line_max))
-				skipped++;
-			else
-				t += partition_line(slot, d.parts.units[slot]);
-		}
-		table_end(&t, skipped);
-	} else if (name == "holders") {
-		static const char *const boost[] = {"unboosted", "boosted", "overrun"};
-		const uint64_t now = now_ns();
-		unsigned int skipped = 0;
-		for (unsigned int slot = 0; slot < GPUSLOT_MAX_SLOTS; slot++) {
-			const Conn *c = d.holder[slot];
-			if (const Orphan *o = d.orphan[slot]; o && !table_full(t)) {
-				// Kept for its holder to reclaim (a gpuslotd died).
-				t += std::to_string(slot) + " " + std::to_string(o->pid) + " " +
-				     std::to_string(o->tid) + " " + task_name(o->pid, o->tid) +
-				     " 0 unboosted\n";
-				continue;
-			}
-			if (!c)
-				continue;
-			if (table_full(t)) {
-				skipped++;
-				continue;
-			}
-			t += std::to_string(slot) + " " + std::to_string(c->holder_pid) + " " +
-			     std::to_string(c->holder_tid) + " " +
-			     task_name(c->holder_pid, c->holder_tid) +
-			     " " + std::to_string(since(now, c->hold_start_ns)) + " " +
-			     (c->state == Conn::granted ? "pending" : boost[c->hold_boost]) + "\n";
-		}
-		table_end(&t, skipped);
-	} else if (name == "waiters") {
-		const uint64_t now = now_ns();
-		unsigned int shown = 0;
-		for (const ::list_head *n = d.core.waiters.next; n != &d.core.waiters; n = n->next) {
-			if (table_full(t))
-				break;
-			const auto *cw = list_entry(n, gpuslot_core_waiter, node);
-			const Conn &c = waiting_conn(cw);
-			char allowed[24];
-			std::snprintf(allowed, sizeof(allowed), "0x%llx",
-				      static_cast<unsigned long long>(cw->allowed));
-			t += std::to_string(c.acquire_pid) + " " + std::to_string(c.acquire_tid) +
-			     " " + task_name(c.acquire_pid, c.acquire_tid) + " " +
-			     std::to_string(since(now, c.start_ns)) + " " + allowed + "\n";
-			shown++;
-		}
-		table_end(&t, d.core.nr_waiters - shown);
-	} else if (name == "queues") {
-		unsigned int users = 0, shown = 0;
-		for (const auto &[fd, c] : conns_) {
-			if (c->domain != &d || !c->hqd_reserved)
-				continue;
-			users++;
-			if (table_full(t))
-				continue;
-			t += std::to_string(c->hqd_pid) + " " + task_name(c->hqd_pid, c->hqd_pid) + " " +
-			     std::to_string(c->hqd_reserved) + "\n";
-			shown++;
-		}
-		table_end(&t, users - shown);
-	} else if (name == "stats") {
-		const gpuslot_stats &s = d.stats;
-		std::ostringstream o;
-		o << "acquisitions " << s.acquisitions << "\ncontended " << s.contended
-		  << "\ntimeouts " << s.timeouts << "\ninterrupted " << s.interrupted
-		  << "\ntotal_wait_ns " << s.total_wait_ns << "\nmax_wait_ns " << s.max_wait_ns
-		  << "\nmax_hold_ns " << s.max_hold_ns << "\noverruns " << s.overruns
-		  << "\nwait_hist_log2_ns";
-		for (uint64_t b : s.wait_hist)
-			o << " " << b;
-		o << "\n";
-		t = o.str();
+	} else if (name == "unit_kind") {
+		t = std::string(kUnitNames[d.parts.unit_kind]) + "\n";
+	} else if (name == "unit_size") {
+		t = line(d.parts.unit_size);
+	} else if (name == "nr_units") {
+		t = line(d.parts.nr_units);
+	} else if (name == "nr_holders") {
+		t = line(std::popcount(d.core.held));
+	} else if (name == "nr_waiters") {
+		t = line(d.core.nr_waiters);
+	} else if (name == "held_mask") {
+		t = hex(d.core.held) + "\n";
+	} else if (name.rfind("stats/", 0) == 0 && is_stat(name.substr(6))) {
+		t = line(stat_value(d.stats, name.substr(6)));
+	} else if (slot_attr(name, &slot, &file)) {
+		// Slots past k have no layout (the module's ENXIO).
+		if (slot >= d.core.k)
+			return ENXIO;
+		t = file == "units" ? format_partition(d.parts.units[slot], d.parts.nr_units) + "\n"
+				    : line(unsigned(d.parts.priority[slot]));
+	} else if (name == "commit") {
+		return EACCES; // write-only (0200)
+	} else if (name.rfind("debug/", 0) == 0) {
+		// debugfs's files are root's (0400): an admin now, as at an open.
+		std::string table;
+		if (int err = debug_table(d, name.substr(6), &table))
+			return err;
+		if (!admin(c))
+			return EACCES;
+		t = std::move(table);
+	} else if (name == "fdinfo") {
+		t = fdinfo(c);
 	} else {
 		return ENOENT;
 	}
@@ -280,19 +389,16 @@ int LockServer::attr_read(const Domain &d, const std::string &name, std::string 
 
 int LockServer::attr_write(Conn &c, const std::string &name, const std::string &text)
 {
-	static const char *const read_only[] = {"generation", "holders", "waiters", "stats",
-						"hqd_used",   "hqd_waiters", "queues", "units"};
-	static const char *const writable[] = {"k",	    "boost_priority", "max_hold_ms",
-					       "hqd_limit", "partitions",     "pci_bus_id",
-					       "max_boost_share"};
-	auto named = [&](const auto &list) {
-		return std::any_of(std::begin(list), std::end(list),
-				   [&](const char *n) { return name == n; });
-	};
-	if (named(read_only))
-		return EACCES;
-	if (!named(writable))
-		return ENOENT;
+	unsigned int slot;
+	std::string file, ignored;
+	const bool writable = slot_attr(name, &slot, &file) ||
+			      std::any_of(std::begin(kWritable), std::end(kWritable),
+					  [&](const char *n) { return name == n; });
+	if (!writable)
+		return name == "fdinfo" || name.rfind("debug/", 0) == 0 ||
+				       attr_read(c, name, &ignored) != ENOENT
+			       ? EACCES
+			       : ENOENT;
 	// As sysfs: a file mode (here: who connected) and capable() at the write.
 	if (!c.admin_at_connect)
 		return EACCES;
@@ -302,8 +408,6 @@ int LockServer::attr_write(Conn &c, const std::string &name, const std::string &
 		return err;
 	if (name == "k")
 		admin_changed(*c.domain, AdminChange::k);
-	else if (name == "partitions")
-		admin_changed(*c.domain, AdminChange::partitions);
 	return 0;
 }
 
@@ -314,12 +418,80 @@ int LockServer::set_attr(unsigned int domain, const std::string &name, const std
 	return store_attr(*domains_[domain], name, text);
 }
 
+int LockServer::stage_slot(Domain &d, unsigned int slot, const std::string &file,
+			   const std::string &text)
+{
+	if (slot >= d.core.k)
+		return ENXIO;
+	uint64_t units[GPUSLOT_UNIT_WORDS];
+	unsigned int priority = 0;
+	if (file == "units") {
+		if (!parse_partition(text, d.parts.nr_units, units))
+			return EINVAL;
+		// Units need a unit kind: gpuslotd sets it with the first layout.
+		if (!gpuslot_partition_is_whole(units) && d.parts.unit_kind == GPUSLOT_UNIT_NONE)
+			return EINVAL;
+	} else if (!parse_uint(text, &priority) || priority > GPUSLOT_MAX_SLOT_PRIORITY) {
+		return EINVAL;
+	}
+	// The first write copies the live layout; staging of an older
+	// generation is stale and starts again from the live one.
+	if (!d.staged || d.staged_from != d.core.generation) {
+		d.staged_parts = d.parts;
+		d.staged_from = d.core.generation;
+		d.staged = true;
+	}
+	if (file == "units")
+		std::memcpy(d.staged_parts.units[slot], units, sizeof(units));
+	else
+		d.staged_parts.priority[slot] = uint8_t(priority);
+	return 0;
+}
+
+int LockServer::commit_staged(Domain &d, const std::string &text)
+{
+	unsigned long long from = 0;
+	std::string_view v(text);
+	if (!v.empty() && v.back() == '\n')
+		v.remove_suffix(1);
+	if (auto [end, err] = std::from_chars(v.data(), v.data() + v.size(), from);
+	    v.empty() || err != std::errc() || end != v.data() + v.size())
+		return EINVAL;
+	if (!d.staged)
+		return ENODATA;
+	// Staged for a layout that is gone, or not the one the admin read:
+	// dropped, as the module does.
+	if (d.staged_from != d.core.generation || from != d.staged_from) {
+		d.staged = false;
+		return EAGAIN;
+	}
+	if (const std::string problem = layout_problem(d.staged_parts, d.core.k); !problem.empty()) {
+		// Staging kept: the admin fixes a slot and commits again. The
+		// log says which rule, as the module's dmesg line does.
+		std::fprintf(stderr, "gpuslotd: gpu%u: commit refused: %s\n", d.id, problem.c_str());
+		return EINVAL;
+	}
+	d.staged = false;
+	if (std::memcmp(&d.parts, &d.staged_parts, sizeof(d.parts)) == 0)
+		return 0; // the same layout again: no new generation
+	d.parts = d.staged_parts;
+	gpuslot_core_new_generation(&d.core);
+	record_generation(d);
+	admin_changed(d, AdminChange::partitions);
+	return 0;
+}
+
 int LockServer::store_attr(Domain &d, const std::string &name, const std::string &text)
 {
-	unsigned int v = 0;
+	unsigned int v = 0, slot;
+	std::string file;
+	if (slot_attr(name, &slot, &file))
+		return stage_slot(d, slot, file, text);
+	if (name == "commit")
+		return commit_staged(d, text);
 	if (name == "pci_bus_id")
 		return parse_pci_bus_id(text, &d.pci_bus_id) ? 0 : EINVAL;
-	if (name != "partitions" && !parse_uint(text, &v))
+	if (!parse_uint(text, &v))
 		return EINVAL;
 	if (name == "k")
 		return set_k(d, v, nullptr);
@@ -347,27 +519,7 @@ int LockServer::store_attr(Domain &d, const std::string &name, const std::string
 		run_above_boosts();
 		return 0;
 	}
-	// partitions: "<slot> <all|hex mask>" lines over the current layout.
-	if (d.parts.unit_kind == GPUSLOT_UNIT_NONE)
-		return EINVAL; // no unit kind yet: gpuslotd sets it with the first layout
-	gpuslot_partitions parts = d.parts;
-	std::istringstream in(text);
-	for (std::string l; std::getline(in, l);) {
-		std::istringstream words(trimmed(l));
-		std::string slot_word, mask, extra;
-		if (!(words >> slot_word))
-			continue;
-		unsigned int slot;
-		if (!(words >> mask) || (words >> extra) || !parse_uint(slot_word, &slot) ||
-		    slot >= d.core.k || !parse_partition(mask, parts.nr_units, parts.units[slot]))
-			return EINVAL;
-	}
-	if (gpuslot_partitions_check(&parts, d.core.k))
-		return EINVAL; // two partitions share a unit
-	d.parts = parts;
-	gpuslot_core_new_generation(&d.core);
-	record_generation(d);
-	return 0;
+	return ENOENT;
 }
 
 size_t LockServer::on_attr(Conn &c, uint32_t cmd, const char *data, size_t size)
@@ -379,7 +531,9 @@ size_t LockServer::on_attr(Conn &c, uint32_t cmd, const char *data, size_t size)
 	if (size > kPage + name.size() + 1 || name.empty()) {
 		err = EINVAL;
 	} else if (cmd == GPUSLOT_WIRE_ATTR_READ) {
-		err = nul ? EINVAL : attr_read(*c.domain, name, &text);
+		err = nul ? EINVAL : attr_read(c, name, &text);
+		if (!err && text.size() > GPUSLOT_WIRE_TABLE_MAX)
+			err = EFBIG; // a table longer than the wire carries
 	} else {
 		const std::string value = nul ? std::string(nul + 1, data + size) : std::string();
 		err = value.size() > kPage ? EINVAL : attr_write(c, name, value);

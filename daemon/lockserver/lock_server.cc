@@ -165,6 +165,8 @@ constexpr unsigned int kRootReserve = 16; // connections only root may take
 // pidfd) per uid, at most: beyond, the oldest goes. The budget is per
 // thread, so a record dropped weakens nothing a new thread would not.
 constexpr unsigned int kMaxIdleRecordsPerUid = 64;
+// Replies up to this fit any socket's default send buffer.
+constexpr size_t kSmallReply = 65536;
 
 // One ledger for the server, as the module has one: every call runs on the
 // server's thread.
@@ -1183,13 +1185,43 @@ void LockServer::reply(Conn &c, uint32_t seq, uint32_t cmd, int error, const voi
 	msghdr m{};
 	m.msg_iov = parts;
 	m.msg_iovlen = 3;
+	// A debug/ table may be longer than the socket's default send
+	// buffer holds in one message: room for it (above wmem_max as root).
+	const size_t total = sizeof(h) + size + tail_size;
+	if (total > kSmallReply) {
+		const int room = int(2 * total + 4096);
+		if (setsockopt(c.fd, SOL_SOCKET, SO_SNDBUFFORCE, &room, sizeof(room)))
+			setsockopt(c.fd, SOL_SOCKET, SO_SNDBUF, &room, sizeof(room));
+	}
 	// A peer that cannot take a reply is gone or broken: it closes.
-	(void)!sendmsg(c.fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+	if (sendmsg(c.fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 && errno == EMSGSIZE) {
+		// Too long for the socket after all: say so instead.
+		h.error = EFBIG;
+		h.size = 0;
+		(void)!send(c.fd, &h, sizeof(h), MSG_NOSIGNAL | MSG_DONTWAIT);
+	}
 	// A grant not yet completed keeps the connection readable, as it
 	// keeps the device's file readable: a thread's call may have read the
 	// announcement while waiting for its answer, so it comes again.
 	if (seq && c.state == Conn::granted)
 		reply(c, 0, GPUSLOT_WIRE_GRANTED, 0, nullptr, 0);
+}
+
+void LockServer::refuse_old_peer(Conn &c, const gpuslot_wire &request)
+{
+	std::fprintf(stderr,
+		     "gpuslotd: gpu%u: pid %d speaks the socket protocol gsl1 (API 1); this "
+		     "gpuslotd speaks gsl2 (API 2): upgrade libgpuslot in that program to 2.x\n",
+		     c.domain->id, int(c.request_pid));
+	// The reply in gsl1's header (the same struct): its error is what
+	// the old library returns, EPROTONOSUPPORT.
+	gpuslot_wire h{};
+	h.magic = GPUSLOT_WIRE_MAGIC_V1;
+	h.cmd = request.cmd;
+	h.error = EPROTONOSUPPORT;
+	h.seq = request.seq;
+	(void)!send(c.fd, &h, sizeof(h), MSG_NOSIGNAL | MSG_DONTWAIT);
+	close_conn(c);
 }
 
 void LockServer::arm_timer(Domain &d)
@@ -1780,8 +1812,14 @@ int LockServer::set_k(Domain &d, unsigned int k, __u64 *generation)
 		return EINVAL;
 	LIST_HEAD(done);
 	bool changed = gpuslot_core_set_k(&d.core, k, &done);
-	// Partitions planned for the old k are the daemon's to redo.
-	if (gpuslot_partitions_reset(&d.parts) && !changed)
+	// Partitions and priorities planned for the old k are the daemon's
+	// to redo.
+	bool reset = gpuslot_partitions_reset(&d.parts);
+	for (uint8_t &p : d.parts.priority) {
+		reset |= p != 0;
+		p = 0;
+	}
+	if (reset && !changed)
 		gpuslot_core_new_generation(&d.core);
 	if (generation)
 		*generation = d.core.generation;
@@ -1829,7 +1867,13 @@ int LockServer::set_layout(unsigned int domain, gpuslot_layout *l, const gpuslot
 	p.nr_units = l->nr_units;
 	for (unsigned int s = 0; s < l->nr_partitions; s++)
 		std::memcpy(p.units[s], parts[s].units, sizeof(p.units[s]));
-	if (gpuslot_partitions_check(&p, l->k))
+	// Priorities: 0 .. GPUSLOT_MAX_SLOT_PRIORITY below k, 0 from k on.
+	for (unsigned int s = 0; s < GPUSLOT_MAX_SLOTS; s++) {
+		if (l->priority[s] > GPUSLOT_MAX_SLOT_PRIORITY || (s >= l->k && l->priority[s]))
+			return EINVAL;
+		p.priority[s] = l->priority[s];
+	}
+	if (gpuslot_partitions_check(&p, l->k) || !layout_problem(p, l->k).empty())
 		return EINVAL;
 	if ((l->flags & GPUSLOT_LAYOUT_EXPECT_GENERATION) &&
 	    l->expected_generation != d.core.generation) {
@@ -1837,6 +1881,7 @@ int LockServer::set_layout(unsigned int domain, gpuslot_layout *l, const gpuslot
 		return EAGAIN;
 	}
 	LIST_HEAD(done);
+	// A change of priority alone is a change: clients remake their streams.
 	bool changed = std::memcmp(&d.parts, &p, sizeof(p)) != 0;
 	if (changed)
 		d.parts = p;
@@ -1869,6 +1914,7 @@ int LockServer::get_layout(unsigned int domain, gpuslot_layout *l,
 	l->hqd_limit = d.budget.limit;
 	l->generation = d.core.generation;
 	l->max_hold_ms = d.max_hold_ms;
+	std::memcpy(l->priority, d.parts.priority, sizeof(l->priority)); // 0 from k on
 	const unsigned int n = std::min(l->nr_partitions, d.core.k);
 	parts->assign(n, gpuslot_partition{});
 	for (unsigned int s = 0; s < n; s++)
@@ -1915,6 +1961,12 @@ void LockServer::on_message(Conn &c)
 	}
 	std::memcpy(&h, buf, sizeof(h));
 	const char *data = buf + sizeof(h);
+	if (h.magic == GPUSLOT_WIRE_MAGIC_V1) {
+		// An API 1 client (libgpuslot 1.x): an answer it can parse, a
+		// line in the log naming both protocols, and the end.
+		refuse_old_peer(c, h);
+		return;
+	}
 	if (h.magic != GPUSLOT_WIRE_MAGIC || h.size != size_t(n) - sizeof(h)) {
 		close_conn(c);
 		return;
@@ -1982,7 +2034,8 @@ void LockServer::on_message(Conn &c)
 			v.api_version = GPUSLOT_API_VERSION;
 			v.nr_domains = unsigned(domains_.size());
 			v.features = GPUSLOT_FEATURE_LOCK | GPUSLOT_FEATURE_HQD |
-				     GPUSLOT_FEATURE_LAYOUT | GPUSLOT_FEATURE_ASYNC;
+				     GPUSLOT_FEATURE_LAYOUT | GPUSLOT_FEATURE_ASYNC |
+				     GPUSLOT_FEATURE_DEADLINE | GPUSLOT_FEATURE_SLOT_PRIORITY;
 			return 0;
 		});
 		break;

@@ -43,9 +43,11 @@
 // Not yet: a client in another PID namespace (its thread ids do not match
 // ours: no boost).
 //
-// The sysfs tree's counterpart: GPUSLOT_WIRE_ATTR_READ/WRITE read and write
-// the attributes of /sys/kernel/gpuslot/gpu<N>/ with their sysfs text
+// The files' counterpart: GPUSLOT_WIRE_ATTR_READ/WRITE read and write the
+// attributes of /sys/class/gpuslot/gpu<N>/, debugfs's tables (debug/<name>,
+// admins only) and the connection's fdinfo with the module's text
 // (attributes.cc), so gpuslotctl and the tests read one format from both.
+// A gsl1 peer (API 1) is answered in its own header and closed.
 #pragma once
 
 #include <sys/types.h>
@@ -194,6 +196,8 @@ private:
 	void reply(Conn &c, uint32_t seq, uint32_t cmd, int error, const void *data, size_t size,
 		   const void *tail = nullptr, size_t tail_size = 0);
 	void arm_timer(Domain &d);
+	// A message of gsl1 (libgpuslot 1.x): refused in words both sides read.
+	void refuse_old_peer(Conn &c, const gpuslot_wire &request);
 	// Complete what the lock core finished: grants and failures.
 	void finish(Domain &d, ::list_head *done);
 	void finish_budget(Domain &d, ::list_head *done);
@@ -223,7 +227,13 @@ private:
 	int set_k(Domain &d, unsigned int k, __u64 *generation);
 	int set_hqd_limit(Domain &d, unsigned int limit);
 	// GPUSLOT_WIRE_ATTR_READ/WRITE (attributes.cc): 0 or a positive errno.
-	int attr_read(const Domain &d, const std::string &name, std::string *text) const;
+	int attr_read(const Conn &c, const std::string &name, std::string *text) const;
+	int debug_table(const Domain &d, const std::string &table, std::string *text) const;
+	std::string fdinfo(const Conn &c) const;
+	// slot<i>/units and slot<i>/priority writes, staged; commit applies them.
+	int stage_slot(Domain &d, unsigned int slot, const std::string &file,
+		       const std::string &text);
+	int commit_staged(Domain &d, const std::string &text);
 	int attr_write(Conn &c, const std::string &name, const std::string &text);
 	int store_attr(Domain &d, const std::string &name, const std::string &text);
 	// The lines of a table it read (what the read cost).

@@ -201,7 +201,17 @@ struct LockServer::Domain {
 	// boost budget runs out.
 	std::multimap<uint64_t, Conn *> hold_deadlines;
 	std::string pci_bus_id; // DDDD:BB:DD.F, or empty while unknown
+	// Writes to slot<i>/units and slot<i>/priority wait here for commit:
+	// the live layout of generation @staged_from, as the writes changed
+	// it (attributes.cc). Stale, and dropped, once the generation moved.
+	bool staged = false;
+	uint64_t staged_from = 0;
+	gpuslot_partitions staged_parts{};
 };
+
+// What the module would refuse in layout @p with @k slots, for a person
+// (the priorities' range, kmod/partition.c's rules), or "" if nothing.
+std::string layout_problem(const gpuslot_partitions &p, unsigned int k);
 
 // The connection whose lock-core waiter, or queue-budget waiter, @w is.
 inline LockServer::Conn &waiting_conn(const gpuslot_core_waiter *w)

@@ -70,7 +70,7 @@ extern "C" {
 
 /* The version of this header; gpuslot_lib_version() gives the library's. */
 #define GPUSLOT_VERSION_MAJOR 1
-#define GPUSLOT_VERSION_MINOR 2
+#define GPUSLOT_VERSION_MINOR 3
 #define GPUSLOT_VERSION_PATCH 0
 #define GPUSLOT_VERSION_NUMBER(maj, min, patch) ((maj) << 16 | (min) << 8 | (patch))
 
@@ -114,7 +114,7 @@ struct gpuslot_options {
 	/* Slots to build streams for (bit i: slot i); 0: every slot. */
 	uint64_t slot_mask;
 	const char *device;	/* NULL: /dev/gpuslot */
-	const char *sysfs_root; /* NULL: /sys/kernel/gpuslot */
+	const char *sysfs_root; /* NULL: /sys/class/gpuslot */
 	uint64_t __reserved[4];	/* must be 0 */
 };
 #define GPUSLOT_OPTIONS_SIZE_VER0 80
@@ -130,7 +130,14 @@ struct gpuslot_slot {
 	uint64_t generation;	/* the layout generation of its stream */
 	void *stream;		/* hipStream_t, CUstream; NULL (none) */
 	uint64_t handle;	/* the library's: leave it alone */
-	uint64_t __reserved[4];
+	/*
+	 * The slot's priority, which its stream was made at: 0 (the
+	 * default) .. GPUSLOT_MAX_SLOT_PRIORITY levels above the default.
+	 * (1.3)
+	 */
+	uint32_t priority;
+	uint32_t __reserved0;
+	uint64_t __reserved[3];
 };
 #define GPUSLOT_SLOT_SIZE_VER0 72
 
@@ -294,14 +301,33 @@ GPUSLOT_API int gpuslot_client_layout(struct gpuslot_client *c,
 				      struct gpuslot_layout_info *out);
 
 /*
- * gpuslot_domain_attr - the client's domain's attribute @name (k,
- * generation, boost_priority, max_hold_ms, holders, waiters, stats,
- * hqd_used, hqd_limit, queues, units, partitions, pci_bus_id) with the text
- * /sys/kernel/gpuslot/gpu<N>/<name> has, read through the transport the
- * client uses (the module's sysfs, or gpuslotd's socket). Writes up to
- * @len - 1 bytes and a NUL into @buf; returns the text's full length (as
- * snprintf does), or -errno: -ENOENT no such attribute, -EINVAL a name
- * with '/', -ECHILD. (1.2)
+ * gpuslot_slot_priority - slot @index's priority in the layout the
+ * client's current streams are built for: 0 (the default) ..
+ * GPUSLOT_MAX_SLOT_PRIORITY levels above it, the priority its stream was
+ * made at (CUDA: least - p of cuCtxGetStreamPriorityRange, read back from
+ * the stream; the none backend records it; the hip backend serves only 0).
+ * Errors: -EINVAL @index >= k; -ECHILD. (1.3)
+ */
+GPUSLOT_API int gpuslot_slot_priority(struct gpuslot_client *c, uint32_t index);
+
+/*
+ * gpuslot_domain_attr - the client's domain's attribute @name with the text
+ * its file has, read through the transport the client uses (the module's
+ * files, or gpuslotd's socket, which answers the same names):
+ *   k, boost_priority, max_hold_ms, max_boost_share, hqd_limit, pci_bus_id,
+ *   generation, unit_kind, unit_size, nr_units, hqd_used, hqd_waiters,
+ *   nr_holders, nr_waiters, held_mask, stats/<counter>, slot<i>/units,
+ *   slot<i>/priority: /sys/class/gpuslot/gpu<N>/<name> (one value each);
+ *   debug/holders, debug/waiters, debug/queues, debug/wait_hist: the
+ *   tables of /sys/kernel/debug/gpuslot/gpu<N>/, root's only (-EACCES for
+ *   members), as long as they are;
+ *   fdinfo: the gpuslot- lines of the client's control file's fdinfo (on
+ *   the socket: its connection's).
+ * Writes up to @len - 1 bytes and a NUL into @buf; returns the text's full
+ * length (as snprintf does), or -errno: -ENOENT no such attribute,
+ * -EACCES, -ENXIO a slot at or past k, -EINVAL a name that is no attribute
+ * path (empty, "..", more than one '/'), -ECHILD. (1.2; these names since
+ * 1.3 and API 2)
  */
 GPUSLOT_API int gpuslot_domain_attr(struct gpuslot_client *c, const char *name, char *buf,
 				    size_t len);
@@ -316,8 +342,9 @@ GPUSLOT_API const char *gpuslot_last_error(void);
  * gpuslot_hqd_explain - say why GPUSLOT_IOC_RESERVE_QUEUES failed with
  * ENOSPC on @domain, for a person.
  *
- * Reads /sys/kernel/gpuslot/gpu<domain>/{hqd_used,hqd_limit,queues} and
- * writes into @buf a line such as
+ * Reads the domain's hqd_used and hqd_limit and, where the caller may (root:
+ * debugfs's gpuslot/gpu<domain>/queues), who holds the budget, and writes
+ * into @buf a line such as
  *
  *   GPU 0: hardware queue budget exhausted: 20 of 24 reserved (pid 311
  *   ds_infer: 5, pid 312 planner: 5, ...); this process needs 5. Use fewer

@@ -82,6 +82,8 @@ public:
 
 	unsigned int index() const { return s_.index; }
 	unsigned int units() const { return s_.units; }
+	// The slot's stream priority, levels above the default (1.3).
+	unsigned int priority() const { return s_.priority; }
 	uint64_t generation() const { return s_.generation; }
 	// The slot's stream: valid until its generation is retired.
 	void *stream() const { return s_.stream; }
@@ -219,6 +221,15 @@ public:
 		if (int err = gpuslot_client_layout(c_.get(), &l))
 			throw Error(err);
 		return l;
+	}
+
+	// Slot @index's priority in the current layout (1.3).
+	unsigned int slot_priority(unsigned int index) const
+	{
+		int p = gpuslot_slot_priority(c_.get(), index);
+		if (p < 0)
+			throw Error(p);
+		return unsigned(p);
 	}
 
 	gpuslot_client *get() const { return c_.get(); }

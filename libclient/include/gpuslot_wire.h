@@ -35,6 +35,13 @@
  * open file) each get their own answer; announcements carry 0.
  */
 #define GPUSLOT_WIRE_MAGIC	0x67736c32	/* "gsl2": API 2 */
+/*
+ * The magic of API 1 ("gsl1"). A gsl2 server answers a gsl1 request with
+ * one gsl1 header whose @error is EPROTONOSUPPORT, logs which protocols
+ * met, and closes; a gsl1 server closes at a gsl2 request. Either way the
+ * library names what to upgrade.
+ */
+#define GPUSLOT_WIRE_MAGIC_V1	0x67736c31	/* "gsl1": API 1 */
 #define GPUSLOT_WIRE_GRANTED	0xff
 
 /*

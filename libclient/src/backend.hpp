@@ -18,7 +18,15 @@ struct SlotLayout {
 	unsigned int unit_size = 0;
 	// Per slot, HIP flat-bit order, 32 per word; empty = the whole GPU.
 	std::vector<std::vector<uint32_t>> masks;
+	// Per slot, its stream priority, 0 .. GPUSLOT_MAX_SLOT_PRIORITY
+	// levels above the default (missing entries: 0).
+	std::vector<unsigned int> priorities;
 	uint64_t generation = 0;
+
+	unsigned int priority(unsigned int slot) const
+	{
+		return slot < priorities.size() ? priorities[slot] : 0;
+	}
 	std::string pci_bus_id; // the domain's GPU, DDDD:BB:DD.F; "" unknown
 };
 
@@ -33,6 +41,8 @@ struct StreamSet {
 	// Per slot, the units the stream really has, read back where the
 	// runtime can tell (0: not read back).
 	std::vector<unsigned int> units;
+	// Per slot, the priority its stream was made at (the layout's).
+	std::vector<unsigned int> priorities;
 	unsigned int queues = 0; // hardware queues its streams take
 	// Per slot: handed out in a slot, so it lives until retired.
 	std::vector<bool> handed_out;
@@ -45,6 +55,7 @@ struct StreamSet {
 		streams.assign(layout.k, nullptr);
 		contexts.assign(layout.k, nullptr);
 		units.assign(layout.k, 0);
+		priorities.assign(layout.k, 0);
 		handed_out.assign(layout.k, false);
 	}
 };

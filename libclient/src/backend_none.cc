@@ -24,6 +24,9 @@ public:
 	{
 		set->start(layout);
 		set->slots = slots;
+		// No stream, but the priority the slot's work would run at.
+		for (unsigned int s = 0; s < layout.k; s++)
+			set->priorities[s] = layout.priority(s);
 		return 0;
 	}
 

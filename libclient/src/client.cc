@@ -191,7 +191,7 @@ int open_client(const gpuslot_options *opts, const BackendFactory *backends,
 					       &config.transport, &error))
 			return fail(err, error);
 	}
-	config.sysfs_root = opts->sysfs_root ? opts->sysfs_root : "/sys/kernel/gpuslot";
+	config.sysfs_root = opts->sysfs_root ? opts->sysfs_root : "/sys/class/gpuslot";
 	config.domain = opts->domain;
 	config.slot_mask = opts->slot_mask;
 	config.wait_for_queues = opts->flags & GPUSLOT_OPEN_WAIT_QUEUES;
@@ -405,6 +405,20 @@ extern "C" int gpuslot_client_layout(struct gpuslot_client *c, struct gpuslot_la
 	return 0;
 }
 
+extern "C" int gpuslot_slot_priority(struct gpuslot_client *c, uint32_t index)
+{
+	if (!c)
+		return fail(-EINVAL, "gpuslot_slot_priority() needs a client");
+	if (in_child(c))
+		return child_error(c);
+	const InCall in(c);
+	const int p = c->domain->slot_priority(index);
+	if (p < 0)
+		return fail(p, "slot " + std::to_string(index) +
+				       " is not a slot of the client's layout (0 .. k - 1)");
+	return p;
+}
+
 extern "C" int gpuslot_domain_attr(struct gpuslot_client *c, const char *name, char *buf,
 				   size_t len)
 {
@@ -413,9 +427,10 @@ extern "C" int gpuslot_domain_attr(struct gpuslot_client *c, const char *name, c
 	if (in_child(c))
 		return child_error(c);
 	const InCall in(c);
-	if (!*name || strchr(name, '/'))
+	if (!gpuslot::attribute_name_ok(name))
 		return fail(-EINVAL, std::string("\"") + name +
-					     "\" is not an attribute name (k, holders, waiters, ...)");
+					     "\" is not an attribute name (k, slot0/units, "
+					     "stats/acquisitions, debug/holders, fdinfo, ...)");
 	std::string text;
 	if (int err = c->domain->read_attr(name, &text))
 		return fail(err, std::string("reading attribute ") + name + ": " + strerror(-err));

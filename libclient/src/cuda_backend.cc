@@ -60,10 +60,37 @@ int CudaBackend::build(const SlotLayout &layout, uint64_t slots, StreamSet *set,
 			return err;
 		coscheduled = split.device_coscheduled;
 	}
+	// Slot priorities: p levels above the default is CUDA's least - p;
+	// the device offers least - greatest levels.
+	int least = 0, greatest = 0;
+	bool prioritised = false;
+	for (unsigned int s = 0; s < layout.k; s++)
+		prioritised |= (slots >> s & 1) && layout.priority(s);
+	if (prioritised) {
+		if (int err = api_.priority_range(ordinal_, &least, &greatest)) {
+			*error = std::string("cuCtxGetStreamPriorityRange: ") + api_.error_string(err);
+			return -EIO;
+		}
+		for (unsigned int s = 0; s < layout.k; s++) {
+			const unsigned int p = layout.priority(s);
+			if ((slots >> s & 1) && int(p) > least - greatest) {
+				*error = "slot " + std::to_string(s) + "'s priority " +
+					 std::to_string(p) + " is beyond this GPU's stream "
+					 "priorities: CUDA offers " +
+					 std::to_string(least - greatest) +
+					 " levels above the default (priorities " +
+					 std::to_string(least) + " .. " + std::to_string(greatest) +
+					 "); plan slot priorities 0 .. " +
+					 std::to_string(least - greatest);
+				return -EOPNOTSUPP;
+			}
+		}
+	}
 	set->start(layout);
 	for (unsigned int slot = 0; slot < layout.k; slot++) {
 		if (!(slots >> slot & 1))
 			continue;
+		const int cuda_priority = least - int(layout.priority(slot));
 		const auto &mask = layout.masks[slot];
 		std::vector<unsigned int> idx;
 		for (unsigned int i = 0; i < mask.size() * 32; i++)
@@ -71,9 +98,10 @@ int CudaBackend::build(const SlotLayout &layout, uint64_t slots, StreamSet *set,
 				idx.push_back(i);
 		void *stream = nullptr, *gctx = nullptr;
 		unsigned int sms = 0, got_coscheduled = 0;
-		int err = idx.empty() ? api_.plain_stream(ordinal_, &stream)
+		int err = idx.empty() ? api_.plain_stream(ordinal_, cuda_priority, &stream)
 				      : api_.green_stream(ordinal_, idx.data(), unsigned(idx.size()),
-							  &stream, &gctx, &sms, &got_coscheduled);
+							  cuda_priority, &stream, &gctx, &sms,
+							  &got_coscheduled);
 		if (err) {
 			*error = std::string(idx.empty() ? "a stream" : "a green context") +
 				 " for slot " + std::to_string(slot) + ": " + api_.error_string(err);
@@ -95,9 +123,27 @@ int CudaBackend::build(const SlotLayout &layout, uint64_t slots, StreamSet *set,
 			destroy(set);
 			return -EIO;
 		}
+		// The priority is what the layout says, read back from the
+		// stream (the driver clamps a priority out of range silently).
+		int got_priority = 0;
+		if (int e = api_.stream_priority(stream, &got_priority);
+		    e || got_priority != cuda_priority) {
+			*error = "slot " + std::to_string(slot) + "'s stream " +
+				 (e ? std::string("has no priority to read back: ") +
+					      api_.error_string(e)
+				    : "has CUDA priority " + std::to_string(got_priority) +
+					      "; its layout says " +
+					      std::to_string(layout.priority(slot)) +
+					      " levels above the default, CUDA priority " +
+					      std::to_string(cuda_priority));
+			api_.destroy(stream, gctx);
+			destroy(set);
+			return -EIO;
+		}
 		set->streams[slot] = stream;
 		set->contexts[slot] = gctx;
 		set->units[slot] = sms;
+		set->priorities[slot] = layout.priority(slot);
 		set->slots |= 1ULL << slot;
 	}
 	notice_ = partitioned && !api_.mps_running()

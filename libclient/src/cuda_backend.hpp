@@ -7,6 +7,10 @@
 // the layout's groups, combines the slot's groups into one green context
 // (allowed because they come from one split), checks the context's SMs and
 // co-scheduling against the layout, and creates one non-blocking stream. The CUstream is usable as a cudaStream_t.
+// Each stream is made at its slot's priority p (GPUSLOT_MAX_SLOT_PRIORITY
+// levels above the default): CUDA priority least - p of the device's
+// cuCtxGetStreamPriorityRange, a p beyond that range refused, and the
+// stream's priority read back with cuStreamGetPriority.
 // The driver API is loaded at run time (libcuda.so.1, cuda_load.cc); the
 // backend calls it only through CudaApi, which tests replace with a test
 // double.
@@ -42,12 +46,20 @@ struct CudaApi {
 	// groups of @group_sms; *out says what the split made.
 	int (*split)(int ordinal, unsigned int group_sms, CudaSplit *out);
 	// A green context of groups @idx[0 .. n) of that split and a stream on
-	// it; *sms and *coscheduled get what cuGreenCtxGetDevResource reports.
+	// it at CUDA stream priority @priority; *sms and *coscheduled get what
+	// cuGreenCtxGetDevResource reports.
 	int (*green_stream)(int ordinal, const unsigned int *idx, unsigned int n,
-			    void **stream, void **green_ctx, unsigned int *sms,
+			    int priority, void **stream, void **green_ctx, unsigned int *sms,
 			    unsigned int *coscheduled);
-	// A stream of the primary context: the whole GPU.
-	int (*plain_stream)(int ordinal, void **stream);
+	// A stream of the primary context at CUDA priority @priority: the
+	// whole GPU.
+	int (*plain_stream)(int ordinal, int priority, void **stream);
+	// cuCtxGetStreamPriorityRange of the device's primary context: the
+	// least (the default, e.g. 0) and greatest (most urgent, e.g. -5)
+	// CUDA stream priority; lower numbers are more urgent.
+	int (*priority_range)(int ordinal, int *least, int *greatest);
+	// cuStreamGetPriority: the priority @stream really has.
+	int (*stream_priority)(void *stream, int *priority);
 	int (*stream_synchronize)(void *stream);
 	// Destroy @stream, then @green_ctx (NULL for a plain stream).
 	int (*destroy)(void *stream, void *green_ctx);

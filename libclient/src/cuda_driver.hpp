@@ -29,6 +29,10 @@ struct CudaDriver {
 	decltype(&cuStreamSynchronize) stream_sync;
 	decltype(&cuStreamDestroy) stream_destroy;
 	decltype(&cuGetErrorString) error_string;
+	// Slot priorities (since libgpuslot 1.3).
+	decltype(&cuStreamCreateWithPriority) stream_create_priority;
+	decltype(&cuStreamGetPriority) stream_get_priority;
+	decltype(&cuCtxGetStreamPriorityRange) priority_range;
 };
 
 // A CudaApi over @driver, which must outlive every use of it. The process

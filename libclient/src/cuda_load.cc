@@ -108,8 +108,8 @@ int split(int ordinal, unsigned int group_sms, CudaSplit *out)
 	return 0;
 }
 
-int green_stream(int ordinal, const unsigned int *idx, unsigned int n, void **stream,
-		 void **green_ctx, unsigned int *sms, unsigned int *coscheduled)
+int green_stream(int ordinal, const unsigned int *idx, unsigned int n, int priority,
+		 void **stream, void **green_ctx, unsigned int *sms, unsigned int *coscheduled)
 {
 	std::vector<CUdevResource> mine;
 	CUdevice dev;
@@ -130,7 +130,7 @@ int green_stream(int ordinal, const unsigned int *idx, unsigned int n, void **st
 	if (CUresult r = driver()->green_create(&g, desc, dev, CU_GREEN_CTX_DEFAULT_STREAM))
 		return r;
 	CUstream s;
-	if (CUresult r = driver()->green_stream(&s, g, CU_STREAM_NON_BLOCKING, 0)) {
+	if (CUresult r = driver()->green_stream(&s, g, CU_STREAM_NON_BLOCKING, priority)) {
 		driver()->green_destroy(g);
 		return r;
 	}
@@ -148,7 +148,7 @@ int green_stream(int ordinal, const unsigned int *idx, unsigned int n, void **st
 	return 0;
 }
 
-int plain_stream(int ordinal, void **stream)
+int plain_stream(int ordinal, int priority, void **stream)
 {
 	CUcontext primary;
 	{
@@ -159,11 +159,30 @@ int plain_stream(int ordinal, void **stream)
 	if (CUresult r = driver()->push_current(primary))
 		return r;
 	CUstream s;
-	CUresult r = driver()->stream_create(&s, CU_STREAM_NON_BLOCKING);
+	CUresult r = driver()->stream_create_priority(&s, CU_STREAM_NON_BLOCKING, priority);
 	CUcontext popped;
 	driver()->pop_current(&popped);
 	*stream = r ? nullptr : s;
 	return r;
+}
+int priority_range(int ordinal, int *least, int *greatest)
+{
+	CUcontext primary;
+	{
+		std::lock_guard<std::mutex> hold(devices_lock);
+		primary = devices.at(ordinal).primary;
+	}
+	// The range is the context's: the primary context, pushed and popped.
+	if (CUresult r = driver()->push_current(primary))
+		return r;
+	CUresult r = driver()->priority_range(least, greatest);
+	CUcontext popped;
+	driver()->pop_current(&popped);
+	return r;
+}
+int stream_priority(void *stream, int *priority)
+{
+	return driver()->stream_get_priority(static_cast<CUstream>(stream), priority);
 }
 
 int stream_synchronize(void *stream)
@@ -211,8 +230,9 @@ CudaApi cuda_api_over(const CudaDriver &table)
 			initialised = false;
 		}
 	}
-	return {device_count, device_by_pci_bus_id, open_device, split, green_stream,
-		plain_stream, stream_synchronize, destroy, error_string, mps_running};
+	return {device_count,	  device_by_pci_bus_id, open_device,	    split,
+		green_stream,	  plain_stream,		priority_range,	    stream_priority,
+		stream_synchronize, destroy,		error_string,	    mps_running};
 }
 
 bool load_cuda(CudaApi *api, std::string *error)
@@ -266,6 +286,9 @@ bool load_cuda(CudaApi *api, std::string *error)
 	sym("cuGreenCtxGetDevResource", &d.green_resource);
 	sym("cuGreenCtxDestroy", &d.green_destroy);
 	sym("cuStreamCreate", &d.stream_create);
+	sym("cuStreamCreateWithPriority", &d.stream_create_priority);
+	sym("cuStreamGetPriority", &d.stream_get_priority);
+	sym("cuCtxGetStreamPriorityRange", &d.priority_range);
 	sym("cuStreamSynchronize", &d.stream_sync);
 	sym("cuStreamDestroy", &d.stream_destroy);
 	sym("cuGetErrorString", &d.error_string);

@@ -51,6 +51,21 @@ public:
 				 "): the hip backend cannot build streams for it";
 			return -EOPNOTSUPP;
 		}
+		// HIP offers no priority for a CU-masked stream:
+		// hipExtStreamCreateWithCUMask takes none, and
+		// hipStreamCreateWithPriority takes no CU mask (ROCm 5.2 to 7);
+		// the HSA queue's priority behind a stream is not reachable
+		// through HIP. A slot whose priority the stream cannot have is
+		// refused, not served at the default.
+		for (unsigned int slot = 0; slot < layout.k; slot++)
+			if ((slots >> slot & 1) && layout.priority(slot)) {
+				*error = "slot " + std::to_string(slot) + " has priority " +
+					 std::to_string(layout.priority(slot)) +
+					 ": HIP offers no stream priority for a CU-masked stream "
+					 "(hipExtStreamCreateWithCUMask has no priority argument), so "
+					 "the hip backend serves only slots of priority 0";
+				return -EOPNOTSUPP;
+			}
 		if (int err = resolve(error))
 			return err;
 		// hipSetDevice is per thread: the caller's device comes back.

@@ -113,7 +113,10 @@ HqdExplanation explain_hqd_exhausted(const AttrReader &read_attr, const std::str
 	Reader rd{read_attr, where, 0, {}};
 	unsigned long used = rd.number("hqd_used");
 	unsigned long limit = rd.error ? 0 : rd.number("hqd_limit");
-	std::string queues = rd.error ? "" : rd.read("queues");
+	// Who holds the budget is a debugfs table, root's only: a member's
+	// message goes without it, and says where it is.
+	std::string queues;
+	const int queues_error = rd.error ? 0 : read_attr("debug/queues", &queues);
 	if (rd.error)
 		return {rd.error, "GPU " + std::to_string(domain) +
 				  ": cannot read the hardware queue budget from " +
@@ -131,6 +134,10 @@ HqdExplanation explain_hqd_exhausted(const AttrReader &read_attr, const std::str
 		if (reservers.size() > kListed)
 			msg << ", ...";
 		msg << ')';
+	} else if (queues_error) {
+		msg << " (who holds it: debug/queues, readable by root" <<
+			(queues_error == EACCES ? "" : std::string(": ") + std::strerror(queues_error))
+		    << ")";
 	}
 	msg << "; this process needs " << needed << ".";
 	if (used > limit)

@@ -18,7 +18,7 @@ struct HqdExplanation {
 // A domain attribute's text (LockFile::read_attr): 0 or an errno.
 using AttrReader = std::function<int(const std::string &name, std::string *text)>;
 
-// From the attributes hqd_used, hqd_limit and queues that @read_attr gives
+// From the attributes hqd_used, hqd_limit and debug/queues that @read_attr gives
 // (@where names them in an error); @sched_policy_path is amdgpu's module
 // parameter (absent when amdgpu is not loaded).
 HqdExplanation explain_hqd_exhausted(const AttrReader &read_attr, const std::string &where,

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <condition_variable>
@@ -45,6 +46,8 @@ public:
 
 	int read_attr(const std::string &name, std::string *text) override
 	{
+		if (name == "fdinfo")
+			return read_fdinfo(text);
 		int f = ::open(path(name).c_str(), O_RDONLY | O_CLOEXEC);
 		if (f < 0)
 			return errno;
@@ -72,15 +75,60 @@ public:
 	}
 
 private:
+	// sysfs for the one-value files, debugfs for the tables.
 	std::string path(const std::string &name) const
 	{
-		return sysfs_root_ + "/gpu" + std::to_string(domain_) + "/" + name;
+		const std::string dir = "/gpu" + std::to_string(domain_) + "/";
+		if (name.rfind("debug/", 0) == 0)
+			return "/sys/kernel/debug/gpuslot" + dir + name.substr(6);
+		return sysfs_root_ + dir + name;
+	}
+
+	// This file's own lines of its fdinfo: those the module adds.
+	int read_fdinfo(std::string *text) const
+	{
+		std::string all;
+		char buf[4096];
+		const int f = ::open(("/proc/self/fdinfo/" + std::to_string(fd_)).c_str(),
+				     O_RDONLY | O_CLOEXEC);
+		if (f < 0)
+			return errno;
+		ssize_t n;
+		while ((n = ::read(f, buf, sizeof(buf))) > 0)
+			all.append(buf, size_t(n));
+		const int err = n < 0 ? errno : 0;
+		::close(f);
+		if (err)
+			return err;
+		std::string mine;
+		for (size_t at = 0; at < all.size();) {
+			size_t end = all.find('\n', at);
+			end = end == std::string::npos ? all.size() : end + 1;
+			if (all.compare(at, 8, "gpuslot-") == 0)
+				mine.append(all, at, end - at);
+			at = end;
+		}
+		*text = std::move(mine);
+		return 0;
 	}
 
 	int fd_;
 	unsigned int domain_;
 	std::string sysfs_root_;
 };
+
+// The commands of API 2, and VERSION at API 1's number (what every module
+// answers), by their whole numbers.
+bool known_command(unsigned long cmd)
+{
+	static const unsigned long known[] = {
+		GPUSLOT_IOC_VERSION,	    GPUSLOT_IOC_ATTACH,		   GPUSLOT_IOC_ACQUIRE,
+		GPUSLOT_IOC_RELEASE,	    GPUSLOT_IOC_SET_K,		   GPUSLOT_IOC_DOMAIN_INFO,
+		GPUSLOT_IOC_GET_STATS,	    GPUSLOT_IOC_RESERVE_QUEUES,	   GPUSLOT_IOC_UNRESERVE_QUEUES,
+		GPUSLOT_IOC_SET_LAYOUT,	    GPUSLOT_IOC_GET_LAYOUT,	   GPUSLOT_IOC_ACQUIRE_ASYNC,
+		GPUSLOT_IOC_ACQUIRE_COMPLETE, GPUSLOT_IOC_ACQUIRE_CANCEL, GPUSLOT_IOC_VERSION_LEGACY};
+	return std::find(std::begin(known), std::end(known), cmd) != std::end(known);
+}
 
 // The calling thread's id, asked once per thread (it is a system call);
 // a forked child asks again (its one thread has an id of its own).
@@ -93,32 +141,6 @@ int32_t this_thread_id()
 	if (!cached_tid)
 		cached_tid = int32_t(syscall(SYS_gettid));
 	return cached_tid;
-}
-
-// The module answers exactly the uapi's numbers (direction and VER0 size
-// included); the socket takes _IOC_NR of them, so the library checks the
-// whole number first, as the module's dispatcher would.
-bool known_command(unsigned long cmd)
-{
-	switch (cmd) {
-	case GPUSLOT_IOC_VERSION:
-	case GPUSLOT_IOC_ATTACH:
-	case GPUSLOT_IOC_ACQUIRE:
-	case GPUSLOT_IOC_RELEASE:
-	case GPUSLOT_IOC_SET_K:
-	case GPUSLOT_IOC_DOMAIN_INFO:
-	case GPUSLOT_IOC_GET_STATS:
-	case GPUSLOT_IOC_RESERVE_QUEUES:
-	case GPUSLOT_IOC_UNRESERVE_QUEUES:
-	case GPUSLOT_IOC_SET_LAYOUT:
-	case GPUSLOT_IOC_GET_LAYOUT:
-	case GPUSLOT_IOC_ACQUIRE_ASYNC:
-	case GPUSLOT_IOC_ACQUIRE_COMPLETE:
-	case GPUSLOT_IOC_ACQUIRE_CANCEL:
-		return true;
-	default:
-		return false;
-	}
 }
 
 // One connection to gpuslotd. Threads may share it as they share an open
@@ -134,7 +156,8 @@ public:
 	int call(unsigned long cmd, void *arg) override
 	{
 		// What the module's dispatcher refuses before it reads anything:
-		// a command it does not know (this library knows the uapi's).
+		// a command it does not know (this library knows the uapi's),
+		// by its whole number, as the module matches it.
 		if (!known_command(cmd))
 			return ENOTTY;
 		if (!arg)
@@ -211,7 +234,7 @@ public:
 private:
 	int attr(uint32_t cmd, const std::string &payload, std::string *text)
 	{
-		if (payload.size() > 2 * GPUSLOT_WIRE_ATTR_MAX)
+		if (payload.size() > 2 * GPUSLOT_WIRE_ATTR_MAX + 1)
 			return EINVAL;
 		std::vector<char> msg(sizeof(gpuslot_wire) + payload.size()), reply;
 		std::memcpy(msg.data() + sizeof(gpuslot_wire), payload.data(), payload.size());
@@ -258,8 +281,8 @@ private:
 			// Read one message for whoever waits for it.
 			reading_ = true;
 			guard.unlock();
-			std::vector<char> &in = in_; // the reader's alone
-			ssize_t n = recv(fd_, in.data(), in.size(), 0);
+			char *in = in_.get(); // the reader's alone
+			ssize_t n = recv(fd_, in, kReceiveMax, 0);
 			const int err = n < 0 ? errno : 0;
 			guard.lock();
 			reading_ = false;
@@ -278,19 +301,21 @@ private:
 				continue;
 			gpuslot_wire r;
 			if (n > 0 && size_t(n) >= sizeof(r))
-				std::memcpy(&r, in.data(), sizeof(r));
+				std::memcpy(&r, in, sizeof(r));
 			if (n <= 0 || size_t(n) < sizeof(r) || r.magic != GPUSLOT_WIRE_MAGIC ||
 			    r.size != size_t(n) - sizeof(r)) {
-				// Gone (a restart) or not gpuslotd: every caller
-				// learns it.
+				// Gone (a restart), an older gpuslotd or not
+				// gpuslotd: every caller learns it.
 				broken_ = true;
+				old_wire_ = n > 0 && size_t(n) >= sizeof(r) &&
+					    r.magic == GPUSLOT_WIRE_MAGIC_V1;
 				replied_.notify_all();
 				return n <= 0 ? ECONNRESET : EPROTO;
 			}
 			// Grants are announced for poll(); cancels answer nobody.
 			if (r.cmd == GPUSLOT_WIRE_GRANTED || ignored_.erase(r.seq))
 				continue;
-			replies_[r.seq].assign(in.begin(), in.begin() + n);
+			replies_[r.seq].assign(in, in + n);
 		}
 	}
 
@@ -318,16 +343,30 @@ private:
 		return send(fd_, &m, sizeof(m), MSG_NOSIGNAL) < 0 ? ECONNRESET : 0;
 	}
 
+public:
+	// The server answered in gsl1, API 1's protocol.
+	bool old_wire()
+	{
+		std::lock_guard<std::mutex> guard(lock_);
+		return old_wire_;
+	}
+
+private:
 	int fd_;
 	std::mutex lock_;
 	std::condition_variable replied_;
-	bool reading_ = false, broken_ = false;
+	bool reading_ = false, broken_ = false, old_wire_ = false;
 	uint32_t seq_ = 0;
 	std::map<uint32_t, std::vector<char>> replies_; // by sequence number
 	std::set<uint32_t> ignored_;			 // our own cancels
-	// What the reader receives into, the largest message there is.
-	std::vector<char> in_ = std::vector<char>(sizeof(gpuslot_wire) + GPUSLOT_MAX_STRUCT_SIZE +
-						  GPUSLOT_MAX_SLOTS * sizeof(gpuslot_partition));
+	// What the reader receives into, the largest message there is: a
+	// debug/ table. Not written until used, so the pages past the first
+	// cost nothing until such a table comes.
+	static constexpr size_t kReceiveMax =
+		sizeof(gpuslot_wire) +
+		std::max<size_t>(GPUSLOT_WIRE_TABLE_MAX,
+				 GPUSLOT_MAX_STRUCT_SIZE + GPUSLOT_MAX_SLOTS * sizeof(gpuslot_partition));
+	std::unique_ptr<char[]> in_ = std::make_unique_for_overwrite<char[]>(kReceiveMax);
 };
 
 std::string socket_path(const std::string &dir, unsigned int domain)
@@ -352,6 +391,22 @@ int open_lock_file(Transport transport, const std::string &where, unsigned int d
 			return -err;
 		}
 		auto file = std::make_unique<DeviceFile>(f, domain, sysfs_root);
+		// Which API the module speaks, before any command of ours.
+		VersionAnswer answer;
+		gpuslot_version v{};
+		v.size = sizeof(v);
+		answer.error = file->call(GPUSLOT_IOC_VERSION, &v);
+		answer.api_version = v.api_version;
+		if (answer.error == ENOTTY) {
+			gpuslot_version old{};
+			old.size = sizeof(old);
+			answer.legacy_error = file->call(GPUSLOT_IOC_VERSION_LEGACY, &old);
+			answer.api_version = old.api_version;
+		}
+		if (int err = judge_version(transport, answer, error)) {
+			*error = where + ": " + *error;
+			return err;
+		}
 		gpuslot_attach a{};
 		a.size = sizeof(a);
 		a.domain = domain;
@@ -397,7 +452,86 @@ int open_lock_file(Transport transport, const std::string &where, unsigned int d
 	// restarted (signal(7)). The timeout itself only makes us wait again.
 	const timeval wake{3600, 0};
 	setsockopt(f, SOL_SOCKET, SO_RCVTIMEO, &wake, sizeof(wake));
-	*out = std::make_unique<SocketFile>(f);
+	auto file = std::make_unique<SocketFile>(f);
+	// Which API gpuslotd speaks: an older one closes the connection at
+	// our first message (gsl1 cannot parse gsl2), or answers in gsl1.
+	VersionAnswer answer;
+	gpuslot_version v{};
+	v.size = sizeof(v);
+	answer.error = file->call(GPUSLOT_IOC_VERSION, &v);
+	answer.api_version = v.api_version;
+	answer.old_wire = file->old_wire();
+	if (int err = judge_version(transport, answer, error)) {
+		*error = path + ": " + *error;
+		return err;
+	}
+	*out = std::move(file);
+	return 0;
+}
+
+bool attribute_name_ok(const std::string &name)
+{
+	const size_t slash = name.find('/');
+	auto word = [&](size_t from, size_t to) {
+		return to > from && std::all_of(name.begin() + long(from), name.begin() + long(to),
+						[](char ch) {
+							return std::isalnum(static_cast<unsigned char>(ch)) ||
+							       ch == '_';
+						});
+	};
+	if (slash == std::string::npos)
+		return word(0, name.size());
+	return word(0, slash) && word(slash + 1, name.size());
+}
+
+int judge_version(Transport transport, const VersionAnswer &a, std::string *error)
+{
+	const std::string ours = " this libgpuslot needs API " + std::to_string(GPUSLOT_API_VERSION);
+	const std::string upgrade = " (gsl2): upgrade gpuslotd (the gpuslot package) to 2.x or "
+				    "later, or use the libgpuslot that came with it";
+	if (transport == Transport::socket) {
+		if (a.old_wire || (!a.error && a.api_version < GPUSLOT_API_VERSION)) {
+			*error = "gpuslotd speaks " +
+				 (a.old_wire ? std::string("the socket protocol gsl1 (API 1)")
+					     : "API " + std::to_string(a.api_version)) +
+				 ";" + ours + upgrade;
+			return -EPROTONOSUPPORT;
+		}
+		if (a.error == ECONNRESET) {
+			// What a gpuslotd 1.x does with a gsl2 message, and what
+			// any gpuslotd does with a connection over its limits:
+			// both close it, so say both.
+			*error = "gpuslotd closed the connection at its first request: it refused the "
+				 "connection (too many of this user's, or it is out of descriptors: "
+				 "see its log), or it speaks an older socket protocol (gsl1, API 1) "
+				 "that cannot read this libgpuslot's; this libgpuslot needs API 2" +
+				 upgrade;
+			return -ECONNRESET;
+		}
+		if (a.error) {
+			*error = std::string("VERSION: ") + strerror(a.error);
+			return -a.error;
+		}
+		return 0;
+	}
+	uint32_t api = a.api_version;
+	if (a.error == ENOTTY) {
+		if (a.legacy_error) {
+			*error = std::string("answers neither VERSION nor API 1's VERSION (") +
+				 strerror(a.legacy_error) + "): not a gpuslot device";
+			return -ENOTTY;
+		}
+		api = api ? api : 1;
+	} else if (a.error) {
+		*error = std::string("VERSION: ") + strerror(a.error);
+		return -a.error;
+	}
+	if (api < GPUSLOT_API_VERSION) {
+		*error = "the gpuslot module speaks API " + std::to_string(api) + ";" + ours +
+			 ": upgrade the gpuslot kernel module (gpuslot-dkms) to 2.x or later, or "
+			 "stop it (rmmod gpuslot) so that gpuslotd serves the socket transport";
+		return -EPROTONOSUPPORT;
+	}
 	return 0;
 }
 

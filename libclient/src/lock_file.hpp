@@ -5,6 +5,7 @@
 // calls the commands the same way on both.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -20,9 +21,11 @@ public:
 	// GPUSLOT_IOC_* on @arg, as ioctl(2) does it: 0 or a positive errno.
 	// GET_LAYOUT/SET_LAYOUT's partitions go through their pointer.
 	virtual int call(unsigned long cmd, void *arg) = 0;
-	// The attached domain's attribute @name with its sysfs text
-	// (/sys/kernel/gpuslot/gpu<N>/<name> on the device; the socket's
-	// GPUSLOT_WIRE_ATTR_*): 0 or a positive errno, as sysfs gives them.
+	// The attached domain's attribute @name with its file's text (on the
+	// device: /sys/class/gpuslot/gpu<N>/<name>, debug/<t> in
+	// /sys/kernel/debug/gpuslot/gpu<N>/<t>, fdinfo the gpuslot- lines of
+	// this file's /proc/self/fdinfo; on the socket GPUSLOT_WIRE_ATTR_*):
+	// 0 or a positive errno, as the files give them.
 	virtual int read_attr(const std::string &name, std::string *text) = 0;
 	virtual int write_attr(const std::string &name, const std::string &text) = 0;
 };
@@ -32,7 +35,27 @@ public:
 // @sysfs_root. 0, or -errno with *error.
 int open_lock_file(Transport transport, const std::string &where, unsigned int domain,
 		   std::unique_ptr<LockFile> *out, std::string *error,
-		   const std::string &sysfs_root = "/sys/kernel/gpuslot");
+		   const std::string &sysfs_root = "/sys/class/gpuslot");
+
+// @name is an attribute path: one or two words of [A-Za-z0-9_] joined by
+// a '/' ("k", "slot3/units", "debug/holders"), nothing that leaves the
+// domain's directory.
+bool attribute_name_ok(const std::string &name);
+
+// What the lock answered to VERSION when the file was opened.
+struct VersionAnswer {
+	int error = 0;        // of GPUSLOT_IOC_VERSION (ENOTTY: an API 1 module)
+	int legacy_error = 0; // of GPUSLOT_IOC_VERSION_LEGACY, if asked
+	uint32_t api_version = 0;
+	// The socket: the server answered in gsl1 (API 1). One that closed the
+	// connection at the first request (error ECONNRESET) is a gsl1 server
+	// (which cannot parse gsl2) or one that refused the connection.
+	bool old_wire = false;
+};
+
+// Whether this library may use a lock that answered @a: 0, or -errno with
+// *error naming the lock's API, ours, and what to upgrade.
+int judge_version(Transport transport, const VersionAnswer &a, std::string *error);
 
 // The transport for @domain: GPUSLOT_TRANSPORT=device|socket if set (else
 // -EINVAL), else the device when it exists, else the socket when gpuslotd

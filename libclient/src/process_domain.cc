@@ -128,6 +128,7 @@ int ProcessDomain::read_layout(SlotLayout *out, std::string *error) const
 			any |= mask[w] != 0;
 		}
 		s.masks.push_back(any ? mask : std::vector<uint32_t>{});
+		s.priorities.push_back(l.priority[slot]);
 	}
 	*out = std::move(s);
 	return 0;
@@ -318,6 +319,7 @@ bool ProcessDomain::claim(Lane *l, unsigned int slot_index, uint64_t generation,
 	l->stream = h.stream;
 	slot->index = slot_index;
 	slot->units = h.units;
+	slot->priority = h.priority;
 	slot->generation = h.generation;
 	slot->stream = h.stream;
 	slot->poll_fd = l->file->fd();
@@ -575,6 +577,15 @@ void ProcessDomain::info(gpuslot_layout_info *out, std::string *notice)
 	out->device = backend_->device_ordinal();
 	out->unit_size = l->unit_size ? l->unit_size : 1;
 	*notice = backend_->notice();
+}
+
+int ProcessDomain::slot_priority(unsigned int slot)
+{
+	std::lock_guard<std::mutex> hold(lock_);
+	const SlotLayout *l = sets_->layout();
+	if (!l || slot >= l->k)
+		return -EINVAL;
+	return int(l->priority(slot));
 }
 
 int ProcessDomain::read_attr(const std::string &name, std::string *text)

@@ -67,6 +67,8 @@ public:
 	void info(gpuslot_layout_info *out, std::string *notice);
 	// The domain's attribute @name through the control file: 0 or -errno.
 	int read_attr(const std::string &name, std::string *text);
+	// Slot @slot's priority in the current layout, or -EINVAL.
+	int slot_priority(unsigned int slot);
 	// End the holds and acquires of a client that closes.
 	void drop_owner(const void *owner);
 

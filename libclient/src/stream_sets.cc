@@ -112,7 +112,8 @@ bool StreamSets::hand_out(unsigned int slot, Handout *out)
 		return false;
 	g.set.handed_out[slot] = true;
 	g.holds++;
-	*out = {g.set.streams[slot], g.layout.generation, slot_units(g.layout, slot)};
+	*out = {g.set.streams[slot], g.layout.generation, slot_units(g.layout, slot),
+		g.set.priorities.size() > slot ? g.set.priorities[slot] : g.layout.priority(slot)};
 	return true;
 }
 

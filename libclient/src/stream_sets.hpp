@@ -73,6 +73,7 @@ public:
 		void *stream;
 		uint64_t generation;
 		unsigned int units; // of the layout's partition
+		unsigned int priority; // the slot's, which its stream was made at
 	};
 	bool hand_out(unsigned int slot, Handout *out);
 	// A hold of generation @generation ended.

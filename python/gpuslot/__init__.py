@@ -22,16 +22,17 @@ Reference: libgpuslot(3), docs/python.md.
 from ._native import lib as _lib
 from .aio import AsyncClient, AsyncSlot
 from .client import Client, Layout, Slot
-from .errors import ClientClosed, GpuslotError, SlotInterrupted, SlotTimeout
+from .errors import ClientClosed, GpuslotError, NotPermitted, SlotInterrupted, SlotTimeout
 from .graphs import SlotGraph
-from .status import Holder, Status, Waiter
+from .status import Holder, SlotInfo, Status, Waiter
 
 __all__ = ["Client", "Slot", "Layout", "AsyncClient", "AsyncSlot", "Status", "Holder",
-           "Waiter", "SlotGraph", "GpuslotError", "SlotTimeout", "SlotInterrupted", "ClientClosed",
+           "Waiter", "SlotInfo", "SlotGraph", "GpuslotError", "SlotTimeout", "SlotInterrupted",
+           "ClientClosed", "NotPermitted",
            "library_version",
            "hqd_explain", "__version__"]
 
-__version__ = "1.2.0"
+__version__ = "1.3.0"
 
 
 def library_version():

@@ -40,7 +40,9 @@ class SlotStruct(ctypes.Structure):
         ("generation", ctypes.c_uint64),
         ("stream", ctypes.c_void_p),
         ("handle", ctypes.c_uint64),
-        ("_reserved", ctypes.c_uint64 * 4),
+        ("priority", ctypes.c_uint32),
+        ("_reserved0", ctypes.c_uint32),
+        ("_reserved", ctypes.c_uint64 * 3),
     ]
 
 
@@ -92,6 +94,7 @@ def _declare(lib):
     fn("gpuslot_client_layout", ctypes.c_int, _client_p, ctypes.POINTER(LayoutInfo))
     fn("gpuslot_domain_attr", ctypes.c_int, _client_p, ctypes.c_char_p, ctypes.c_char_p,
        ctypes.c_size_t)
+    fn("gpuslot_slot_priority", ctypes.c_int, _client_p, ctypes.c_uint32)
     fn("gpuslot_last_error", ctypes.c_char_p)
     fn("gpuslot_hqd_explain", ctypes.c_int, ctypes.c_uint, ctypes.c_uint, ctypes.c_char_p,
        ctypes.c_size_t)
@@ -117,9 +120,9 @@ def lib():
             raise ImportError(
                 f"gpuslot: cannot load {name} ({e}); install libgpuslot1, or set "
                 "GPUSLOT_LIBRARY to the library's path") from e
-        if not hasattr(loaded, "gpuslot_domain_attr"):
-            raise ImportError(f"gpuslot: {name} is older than 1.2; this package needs "
-                              "libgpuslot 1.2 or newer")
+        if not hasattr(loaded, "gpuslot_slot_priority"):
+            raise ImportError(f"gpuslot: {name} is older than 1.3; this package needs "
+                              "libgpuslot 1.3 or newer (API 2: slot priorities)")
         _lib = _declare(loaded)
     return _lib
 

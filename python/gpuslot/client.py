@@ -75,13 +75,17 @@ class Layout:
     backend: str        # "none", "hip", "cuda"
     device: int         # the runtime's device number of the GPU; -1 none
     notice: str         # "" or what the user should know
+    # Per slot, its stream priority: 0 (the default) .. 15 levels above it,
+    # what the slot's stream was made at.
+    priorities: tuple = ()
 
 
 class Slot:
     """A slot held by the thread that acquired it, until released.
 
     ``index`` is the slot, ``units`` its partition's units (CUs; NVIDIA SM
-    groups of ``layout().unit_size`` SMs), ``stream`` the
+    groups of ``layout().unit_size`` SMs), ``priority`` the slot's stream
+    priority (0 .. 15 levels above the default), ``stream`` the
     raw hipStream_t / CUstream (an int, None for the none backend),
     ``generation`` the layout generation of that stream.
     """
@@ -94,6 +98,7 @@ class Slot:
 
     index = property(lambda self: self._raw.index)
     units = property(lambda self: self._raw.units)
+    priority = property(lambda self: self._raw.priority)
     generation = property(lambda self: self._raw.generation)
     stream = property(lambda self: self._raw.stream)
     held = property(lambda self: self._held)
@@ -382,11 +387,20 @@ class Client:
                       hqd_reserved=info.hqd_reserved,
                       live_generations=info.live_generations, rebuilds=info.rebuilds,
                       backend=(info.backend or b"").decode(), device=info.device,
-                      notice=(info.notice or b"").decode(errors="replace"))
+                      notice=(info.notice or b"").decode(errors="replace"),
+                      priorities=tuple(
+                          errors.check(self._call(self._lib.gpuslot_slot_priority, i),
+                                       "gpuslot_slot_priority")
+                          for i in range(info.k)))
 
     def attribute(self, name):
-        """The domain's attribute ``name`` (k, holders, waiters, stats, ...)
-        with its sysfs text, through the client's transport."""
+        """The domain's attribute ``name`` with its file's text, through the
+        client's transport: the one-value files of /sys/class/gpuslot/gpu<N>/
+        (k, generation, nr_holders, stats/acquisitions, slot0/units,
+        slot0/priority, ...), the debug tables (debug/holders, debug/waiters,
+        debug/queues, debug/wait_hist: root's or an admin's only, else
+        errors.NotPermitted), or fdinfo (what the client's control file
+        holds)."""
         if not isinstance(name, str) or not name:
             raise ValueError(f"gpuslot: {name!r} is not an attribute name")
         size = 4096

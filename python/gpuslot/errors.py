@@ -27,7 +27,14 @@ class ClientClosed(GpuslotError):
     held)."""
 
 
+class NotPermitted(GpuslotError, PermissionError):
+    """Not for this caller (EACCES, EPERM): e.g. a debug table, which only
+    root (the module) or an admin (the socket) may read."""
+
+
 _BY_ERRNO = {
+    _errno.EACCES: NotPermitted,
+    _errno.EPERM: NotPermitted,
     _errno.ETIMEDOUT: SlotTimeout,
     _errno.EAGAIN: SlotTimeout,
     _errno.EINTR: SlotInterrupted,

@@ -34,18 +34,40 @@ class Waiter:
 @dataclasses.dataclass(frozen=True)
 class Status:
     """One domain now: k and its layout's generation, the boost, who holds
-    and who waits (FIFO order), the queue budget and the counters."""
+    and who waits, the queue budget and the counters.
+
+    ``holders`` and ``waiters`` (FIFO order) and ``wait_hist`` come from the
+    debug tables (debugfs's gpuslot/gpu<N>/, root's only, or the socket's
+    debug/ names, admins only): for a member of the gpuslot group they are
+    None, and the counts ``nr_holders``, ``nr_waiters`` and ``held_mask``
+    say what is held and how many wait."""
     k: int
     generation: int
     boost_priority: int
     max_hold_ms: int
-    holders: tuple
-    waiters: tuple
-    more_waiters: int  # past a page, the table sums the rest up
+    nr_holders: int
+    nr_waiters: int
+    held: frozenset     # the slots held now (held_mask)
+    holders: tuple      # None for members
+    waiters: tuple      # None for members
     hqd_used: int
     hqd_limit: int
-    stats: dict
+    stats: dict         # the counters of stats/, one per name
+    wait_hist: tuple    # 32 (bucket_lo_ns, count) pairs; None for members
+    slots: tuple        # per slot < k: SlotInfo
 
+
+@dataclasses.dataclass(frozen=True)
+class SlotInfo:
+    """One slot of the live layout: its units ("all", or the kernel's
+    bitmap text) and its stream priority."""
+    units: str
+    priority: int
+
+
+# The counters of stats/, one file each.
+STATS = ("acquisitions", "contended", "timeouts", "interrupted", "total_wait_ns",
+         "max_wait_ns", "max_hold_ns", "overruns")
 
 def slots_of(mask):
     """The slot indices of a bit mask."""
@@ -61,53 +83,54 @@ def _fields(line, count, what):
 
 
 def _table(text, what, count):
-    """The lines of a table and the count of its "... N more" line."""
-    rows, more = [], 0
-    for line in text.splitlines():
-        m = re.fullmatch(r"\.\.\. (\d+) more", line)
-        if m:
-            more = int(m.group(1))
-        else:
-            rows.append(_fields(line, count, what))
-    return rows, more
+    """The lines of a table: as long as it is (no page cut since API 2)."""
+    return [_fields(line, count, what) for line in text.splitlines()]
 
 
 def parse_holders(text):
-    rows, _ = _table(text, "holders", 6)
+    rows = _table(text, "holders", 6)
     return tuple(Holder(int(slot), int(pid), int(tid), unescape_name(comm), int(held), boost)
                  for slot, pid, tid, comm, held, boost in rows)
 
 
 def parse_waiters(text):
-    rows, more = _table(text, "waiters", 5)
+    rows = _table(text, "waiters", 5)
     return tuple(Waiter(int(pid), int(tid), unescape_name(comm), int(waited),
                         slots_of(int(mask, 16)))
-                 for pid, tid, comm, waited, mask in rows), more
+                 for pid, tid, comm, waited, mask in rows)
 
 
-def parse_stats(text):
-    """Counters by name; wait_hist_log2_ns is the list of its 32 buckets."""
-    stats = {}
-    for line in text.splitlines():
-        name, *values = line.split()
-        if not values:
-            raise ValueError(f"gpuslot: a stats line has no value: {line!r}")
-        stats[name] = [int(v) for v in values] if name == "wait_hist_log2_ns" else int(values[0])
-    return stats
+def parse_wait_hist(text):
+    """debug/wait_hist: 32 lines "bucket_lo_ns count"."""
+    return tuple((int(lo), int(count)) for lo, count in _table(text, "wait_hist", 2))
+
+
+def _admin_only(read, name, parse):
+    """A debug table, or None where the reader may not see it (EACCES)."""
+    try:
+        return parse(read(name))
+    except PermissionError:
+        return None
 
 
 def parse_status(read):
-    """``read(name)`` gives an attribute's text."""
-    waiters, more = parse_waiters(read("waiters"))
+    """``read(name)`` gives an attribute's text; it raises PermissionError
+    (an OSError of EACCES) for a table the reader may not see."""
+    k = int(read("k"))
     return Status(
-        k=int(read("k")),
+        k=k,
         generation=int(read("generation")),
         boost_priority=int(read("boost_priority")),
         max_hold_ms=int(read("max_hold_ms")),
-        holders=parse_holders(read("holders")),
-        waiters=waiters,
-        more_waiters=more,
+        nr_holders=int(read("nr_holders")),
+        nr_waiters=int(read("nr_waiters")),
+        held=slots_of(int(read("held_mask"), 16)),
+        holders=_admin_only(read, "debug/holders", parse_holders),
+        waiters=_admin_only(read, "debug/waiters", parse_waiters),
         hqd_used=int(read("hqd_used")),
         hqd_limit=int(read("hqd_limit")),
-        stats=parse_stats(read("stats")),
+        stats={name: int(read(f"stats/{name}")) for name in STATS},
+        wait_hist=_admin_only(read, "debug/wait_hist", parse_wait_hist),
+        slots=tuple(SlotInfo(read(f"slot{i}/units").strip(), int(read(f"slot{i}/priority")))
+                    for i in range(k)),
     )

@@ -103,7 +103,9 @@ def test_layout_and_status_are_plain_objects(client):
     assert layout.unit_kind in ("none", "cu", "sm_group")
     assert layout.unit_size >= 1
     assert status.stats["acquisitions"] >= 0
-    assert len(status.stats["wait_hist_log2_ns"]) == 32
+    assert len(status.wait_hist) == 32
+    assert [lo for lo, _ in status.wait_hist] == [1 << i for i in range(32)]
+    assert status.nr_holders == len(status.holders) and status.nr_waiters == 0
     assert status.hqd_used <= status.hqd_limit
     with pytest.raises(gpuslot.GpuslotError) as e:
         client.attribute("no_such_attribute")

@@ -35,5 +35,5 @@ def test_pip_installs_an_importable_package(tmp_path):
     assert out.returncode == 0, out.stderr
     where, version = out.stdout.split()
     assert where.startswith(str(target))
-    assert version == "1.2.0"
+    assert version == "1.3.0"
     assert (target / "gpuslot" / "aio.py").exists()

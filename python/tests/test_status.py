@@ -13,13 +13,31 @@ def test_an_escaped_name_is_one_word_and_comes_back_whole():
     assert holders[0].boost == "boosted"
 
 
-def test_waiters_keep_their_order_masks_and_the_rest_counted():
-    waiters, more = status.parse_waiters(
-        "313 313 infer 5120400 0x5\n314 316 plan 10 0xffffffffffffffff\n... 7 more\n")
+def test_waiters_keep_their_order_and_masks():
+    waiters = status.parse_waiters(
+        "313 313 infer 5120400 0x5\n314 316 plan 10 0xffffffffffffffff\n")
     assert [w.pid for w in waiters] == [313, 314]
     assert waiters[0].allowed == frozenset({0, 2})
     assert waiters[1].allowed == frozenset(range(64))
-    assert more == 7
+
+
+def test_a_member_sees_the_counts_not_the_debug_tables():
+    files = {"k": "2\n", "generation": "7\n", "boost_priority": "50\n", "max_hold_ms": "500\n",
+             "nr_holders": "1\n", "nr_waiters": "3\n", "held_mask": "0x2\n", "hqd_used": "0\n",
+             "hqd_limit": "24\n", "slot0/units": "all\n", "slot0/priority": "2\n",
+             "slot1/units": "0000000,0000000f\n", "slot1/priority": "0\n"}
+    files.update({f"stats/{n}": "4\n" for n in status.STATS})
+
+    def read(name):
+        if name.startswith("debug/"):
+            raise PermissionError(13, "root only")
+        return files[name]
+
+    s = status.parse_status(read)
+    assert s.holders is None and s.waiters is None and s.wait_hist is None
+    assert (s.nr_holders, s.nr_waiters, s.held) == (1, 3, frozenset({1}))
+    assert s.stats["overruns"] == 4
+    assert s.slots == (status.SlotInfo("all", 2), status.SlotInfo("0000000,0000000f", 0))
 
 
 @pytest.mark.parametrize("bad", ["0 1 2 x 5\n", "0 1 2 x 5 boosted extra\n", "a b c d e f\n"])
@@ -28,11 +46,11 @@ def test_a_malformed_holders_line_is_an_error(bad):
         status.parse_holders(bad)
 
 
-def test_stats_with_the_histogram():
-    stats = status.parse_stats("acquisitions 4\novverruns 0\nwait_hist_log2_ns" +
-                               " 1" * 32 + "\n")
-    assert stats["acquisitions"] == 4
-    assert stats["wait_hist_log2_ns"] == [1] * 32
+def test_the_wait_histogram():
+    hist = status.parse_wait_hist("".join(f"{1 << i} {i}\n" for i in range(32)))
+    assert hist[0] == (1, 0) and hist[31] == (1 << 31, 31)
+    with pytest.raises(ValueError):
+        status.parse_wait_hist("1 2 3\n")
 
 
 def test_slot_sets_and_timeouts_become_the_librarys_numbers():

@@ -68,6 +68,12 @@ static int set_k_over_the_socket(unsigned int k)
 		printf("error: %s: %s\n", a.sun_path, strerror(errno));
 		return 1;
 	}
+	if (rep.w.magic != GPUSLOT_WIRE_MAGIC) {
+		/* gsl1 (API 1): a gpuslotd 1.x, which cannot parse gsl2 */
+		printf("error: %s: gpuslotd answered in protocol 0x%x, not gsl2\n", a.sun_path,
+		       rep.w.magic);
+		return 1;
+	}
 	if (rep.w.error) {
 		printf("set-k: %s\n", strerror(rep.w.error));
 		return 1;

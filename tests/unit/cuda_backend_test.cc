@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,10 @@ struct CudaDouble {
 	static inline bool mps = false;
 	static inline uintptr_t next = 0x100;
 	static inline std::vector<std::string> visible;
+	// CUDA stream priorities: the device's range, what each stream was
+	// made at (by handle), and a driver that clamps (gives @clamp_to).
+	static inline int least = 0, greatest = -5, clamp_at = 1;
+	static inline std::map<uintptr_t, int> priorities;
 
 	static void reset()
 	{
@@ -42,6 +47,17 @@ struct CudaDouble {
 		granted_coscheduled = 8;
 		mps = false;
 		next = 0x100;
+		least = 0;
+		greatest = -5;
+		clamp_at = 1;
+		priorities.clear();
+	}
+
+	// A driver clamps out-of-range priorities silently; this one clamps
+	// at @clamp_at (1: it does not), whatever range it reports.
+	static int clamp(int priority)
+	{
+		return clamp_at != 1 && priority < clamp_at ? clamp_at : priority;
 	}
 
 	static gpuslot::CudaApi api()
@@ -68,23 +84,35 @@ struct CudaDouble {
 			*out = {split_groups, split_sms, 8};
 			return 0;
 		};
-		a.green_stream = [](int, const unsigned int *idx, unsigned int n, void **s,
-				    void **g, unsigned int *sms, unsigned int *coscheduled) {
+		a.green_stream = [](int, const unsigned int *idx, unsigned int n, int priority,
+				    void **s, void **g, unsigned int *sms, unsigned int *coscheduled) {
 			std::string c = "green";
 			for (unsigned int i = 0; i < n; i++)
 				c += " " + std::to_string(idx[i]);
-			calls.push_back(c);
+			calls.push_back(priority ? c + " prio " + std::to_string(priority) : c);
 			if (greens++ == fail_green_at)
 				return 2; // CUDA_ERROR_OUT_OF_MEMORY
+			priorities[next] = clamp(priority);
 			*s = reinterpret_cast<void *>(next++);
 			*g = reinterpret_cast<void *>(next++);
 			*sms = 32 * n - granted_short;
 			*coscheduled = granted_coscheduled;
 			return 0;
 		};
-		a.plain_stream = [](int, void **s) {
-			calls.push_back("plain");
+		a.plain_stream = [](int, int priority, void **s) {
+			calls.push_back(priority ? "plain prio " + std::to_string(priority) : "plain");
+			priorities[next] = clamp(priority);
 			*s = reinterpret_cast<void *>(next++);
+			return 0;
+		};
+		a.priority_range = [](int, int *l, int *g) {
+			calls.push_back("range");
+			*l = least;
+			*g = greatest;
+			return 0;
+		};
+		a.stream_priority = [](void *s, int *p) {
+			*p = priorities.at(reinterpret_cast<uintptr_t>(s));
 			return 0;
 		};
 		a.stream_synchronize = [](void *) { return 0; };
@@ -146,6 +174,70 @@ TEST_F(CudaBackend, OneGreenContextPerSlotFromItsGroups)
 	EXPECT_EQ(CudaDouble::calls.size(), 4u);
 	EXPECT_EQ(CudaDouble::calls[0], "destroy 256 green");
 	EXPECT_EQ(CudaDouble::calls[2], "destroy 260");
+}
+
+// Issue 32: each slot's stream at its priority, p levels above the default
+// being CUDA's least - p, read back from the stream.
+TEST_F(CudaBackend, EachStreamIsMadeAtItsSlotsPriority)
+{
+	gpuslot::CudaBackend b(CudaDouble::api(), ordinal(1));
+	auto l = groups({{}, {0x4}, {0x8}});
+	l.priorities = {5, 1, 0};
+	ASSERT_EQ(b.build(l, 0x7, &set, &error), 0) << error;
+	EXPECT_EQ(CudaDouble::calls,
+		  (std::vector<std::string>{"open 1", "split 32", "range", "plain prio -5",
+					    "green 2 prio -1", "green 3"}));
+	EXPECT_EQ(set.priorities, (std::vector<unsigned int>{5, 1, 0}));
+	for (unsigned int s = 0; s < 3; s++)
+		EXPECT_EQ(CudaDouble::priorities.at(reinterpret_cast<uintptr_t>(streams[s])),
+			  -int(l.priorities[s]));
+
+	// A device whose default is not 0: levels count from its least.
+	b.destroy(&set);
+	CudaDouble::calls.clear();
+	CudaDouble::least = 2;
+	CudaDouble::greatest = -1;
+	l.priorities = {3, 0, 0};
+	ASSERT_EQ(b.build(l, 0x1, &set, &error), 0) << error;
+	EXPECT_EQ(CudaDouble::calls, (std::vector<std::string>{"range", "plain prio -1"}));
+}
+
+TEST_F(CudaBackend, APriorityBeyondTheDevicesRangeIsRefused)
+{
+	gpuslot::CudaBackend b(CudaDouble::api(), ordinal(0));
+	auto l = groups({{0x1}, {0x2}});
+	l.priorities = {6, 0};
+	EXPECT_EQ(b.build(l, 0x3, &set, &error), -EOPNOTSUPP);
+	EXPECT_NE(error.find("slot 0's priority 6 is beyond this GPU's stream priorities"),
+		  std::string::npos)
+		<< error;
+	EXPECT_NE(error.find("CUDA offers 5 levels above the default (priorities 0 .. -5)"),
+		  std::string::npos)
+		<< error;
+	// Nothing was created.
+	EXPECT_EQ(std::count_if(CudaDouble::calls.begin(), CudaDouble::calls.end(),
+				[](const std::string &c) { return c.rfind("green", 0) == 0; }),
+		  0);
+	// A slot left out of the set does not count.
+	EXPECT_EQ(b.build(l, 0x2, &set, &error), 0) << error;
+}
+
+TEST_F(CudaBackend, AStreamWhosePriorityReadsBackOtherwiseIsRefused)
+{
+	// A driver that clamps -3 to -2 while it says it offers 0 .. -5.
+	CudaDouble::clamp_at = -2;
+	gpuslot::CudaBackend b(CudaDouble::api(), ordinal(0));
+	auto l = groups({{0x1}, {0x2}});
+	l.priorities = {1, 3};
+	EXPECT_EQ(b.build(l, 0x3, &set, &error), -EIO);
+	EXPECT_NE(error.find("slot 1's stream has CUDA priority -2; its layout says 3 levels above "
+			     "the default, CUDA priority -3"),
+		  std::string::npos)
+		<< error;
+	// Slot 0's stream, made first, is undone, and so is slot 1's.
+	EXPECT_EQ(CudaDouble::calls.back(), "destroy 256 green") << "the first slot's is undone";
+	EXPECT_EQ(std::count(CudaDouble::calls.begin(), CudaDouble::calls.end(), "destroy 258 green"),
+		  1);
 }
 
 TEST_F(CudaBackend, UnderMpsThereIsNothingToSay)

@@ -133,6 +133,24 @@ CUresult stream_create(CUstream *s, unsigned int)
 	live_streams++;
 	return CUDA_SUCCESS;
 }
+CUresult stream_create_priority(CUstream *s, unsigned int flags, int)
+{
+	return stream_create(s, flags);
+}
+CUresult stream_get_priority(CUstream, int *priority)
+{
+	*priority = 0;
+	return CUDA_SUCCESS;
+}
+CUresult priority_range(int *least, int *greatest)
+{
+	// The range is a context's, as the driver's is.
+	if (current.empty())
+		return CUDA_ERROR_INVALID_CONTEXT;
+	*least = 0;
+	*greatest = -5;
+	return CUDA_SUCCESS;
+}
 CUresult stream_sync(CUstream) { return CUDA_SUCCESS; }
 CUresult stream_destroy(CUstream)
 {
@@ -149,7 +167,8 @@ const gpuslot::CudaDriver driver = {
 	init,	       device_count,  device_get,    by_bus_id,	   retain,
 	push,	       pop,	      device_resource, split,	   generate_desc,
 	green_create, green_stream, green_resource, green_destroy, stream_create,
-	stream_sync,  stream_destroy, error_string,
+	stream_sync,  stream_destroy, error_string, stream_create_priority, stream_get_priority,
+	priority_range,
 };
 
 TEST(CudaThreads, ManyThreadsOpenSplitAndBuildAtOnce)
@@ -174,6 +193,7 @@ TEST(CudaThreads, ManyThreadsOpenSplitAndBuildAtOnce)
 				int n = 0, found = -1;
 				gpuslot::CudaSplit groups;
 				unsigned int sms = 0, coscheduled = 0;
+				int least = 1, greatest = 1;
 				const unsigned int idx[] = {0, 1};
 				void *s = nullptr, *g = nullptr, *plain = nullptr;
 				if (api.device_count(&n) || n != 2 ||
@@ -182,9 +202,11 @@ TEST(CudaThreads, ManyThreadsOpenSplitAndBuildAtOnce)
 				    found != ordinal || api.open_device(ordinal) ||
 				    api.split(ordinal, 32, &groups) || groups.groups != 4 ||
 				    groups.group_sms != 32 || groups.device_coscheduled != 8 ||
-				    api.green_stream(ordinal, idx, 2, &s, &g, &sms, &coscheduled) ||
+				    api.green_stream(ordinal, idx, 2, 0, &s, &g, &sms, &coscheduled) ||
 				    sms != 64 || coscheduled != 8 ||
-				    api.plain_stream(ordinal, &plain) ||
+				    api.plain_stream(ordinal, -1, &plain) ||
+				    api.priority_range(ordinal, &least, &greatest) || least != 0 ||
+				    greatest != -5 ||
 				    api.stream_synchronize(s)) {
 					failures++;
 					continue;

@@ -162,6 +162,23 @@ TEST_F(HipBackend, OneMaskedStreamPerSlotOnTheDomainsGpu)
 	EXPECT_EQ(HipDouble::current, 0);
 }
 
+// Issue 32: HIP has no priority for a CU-masked stream; a slot of another
+// priority than 0 is refused in words, nothing created.
+TEST_F(HipBackend, ASlotPriorityIsRefusedPlainly)
+{
+	auto b = gpuslot::make_hip_backend(HipDouble::runtime(), at("0000:43:00.0"));
+	auto l = layout({{0x33333333, 0x3333333}, {0xcccccccc, 0xccccccc}});
+	l.priorities = {0, 2};
+	EXPECT_EQ(b->build(l, 0x3, &set, &error), -EOPNOTSUPP);
+	EXPECT_EQ(error, "slot 1 has priority 2: HIP offers no stream priority for a CU-masked "
+			 "stream (hipExtStreamCreateWithCUMask has no priority argument), so the "
+			 "hip backend serves only slots of priority 0");
+	EXPECT_TRUE(HipDouble::calls.empty());
+	// Slot 0 alone, at priority 0, is served.
+	ASSERT_EQ(b->build(l, 0x1, &set, &error), 0) << error;
+	EXPECT_EQ(set.priorities, (std::vector<unsigned int>{0, 0}));
+}
+
 TEST_F(HipBackend, VisibleDevicesRenumberingCannotMoveTheDomain)
 {
 	// HIP_VISIBLE_DEVICES=1: the domain's GPU is HIP's device 0 now.

@@ -28,6 +28,7 @@ protected:
 
 	void write(const std::string &rel, const std::string &text)
 	{
+		fs::create_directories((root_ / rel).parent_path());
 		std::ofstream(root_ / rel) << text;
 	}
 
@@ -44,7 +45,7 @@ TEST_F(HqdMessage, NamesWhoHoldsTheBudget)
 {
 	write("gpu0/hqd_used", "20\n");
 	write("gpu0/hqd_limit", "24\n");
-	write("gpu0/queues", "311 ds_infer 5\n312 planner 5\n313 tracker 4\n"
+	write("gpu0/debug/queues", "311 ds_infer 5\n312 planner 5\n313 tracker 4\n"
 			     "311 ds_infer 2\n");
 	auto e = explain(5);
 	EXPECT_EQ(e.error, 0);
@@ -59,7 +60,7 @@ TEST_F(HqdMessage, SaysWhatAmdgpuRunsWithAndWhenTheLimitWasLowered)
 {
 	write("gpu0/hqd_used", "20\n");
 	write("gpu0/hqd_limit", "10\n");
-	write("gpu0/queues", "311 a 20\n");
+	write("gpu0/debug/queues", "311 a 20\n");
 	write("sched_policy", "0\n");
 	auto e = explain(1);
 	EXPECT_EQ(e.error, 0);
@@ -69,6 +70,20 @@ TEST_F(HqdMessage, SaysWhatAmdgpuRunsWithAndWhenTheLimitWasLowered)
 		<< e.text;
 }
 
+// debug/queues is root's (debugfs): a member's message says where it is.
+TEST_F(HqdMessage, WithoutTheQueuesTableItSaysWhereItIs)
+{
+	write("gpu0/hqd_used", "24\n");
+	write("gpu0/hqd_limit", "24\n");
+	auto e = explain(2);
+	EXPECT_EQ(e.error, 0);
+	EXPECT_EQ(e.text,
+		  "GPU 0: hardware queue budget exhausted: 24 of 24 reserved (who holds it: "
+		  "debug/queues, readable by root: No such file or directory); this process "
+		  "needs 2. Use fewer slots per process, or raise hqd_limit only if amdgpu runs "
+		  "with sched_policy=1.");
+}
+
 TEST_F(HqdMessage, ShortensLongLists)
 {
 	write("gpu0/hqd_used", "24\n");
@@ -76,7 +91,7 @@ TEST_F(HqdMessage, ShortensLongLists)
 	std::string q;
 	for (int pid = 100; pid < 108; pid++)
 		q += std::to_string(pid) + " worker 3\n";
-	write("gpu0/queues", q + "... 4 more\n");
+	write("gpu0/debug/queues", q + "... 4 more\n");
 	auto e = explain(2);
 	EXPECT_NE(e.text.find("pid 105 worker: 3, ...)"), std::string::npos)
 		<< e.text;

@@ -33,6 +33,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -114,6 +115,20 @@ protected:
 		for (int i = 0; i < 5000 && !fs::exists(gpuslot::domain_socket(dir_, 1)); i++)
 			usleep(1000);
 		return server;
+	}
+
+	// A connection without libgpuslot (which asks VERSION at open): for
+	// a server that does not read yet, or a peer of another protocol.
+	int raw_connect(unsigned int domain = 0)
+	{
+		int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+		sockaddr_un a{};
+		a.sun_family = AF_UNIX;
+		strcpy(a.sun_path, gpuslot::domain_socket(dir_, domain).c_str());
+		EXPECT_EQ(connect(s, reinterpret_cast<sockaddr *>(&a), sizeof(a)), 0);
+		const int on = 1;
+		setsockopt(s, SOL_SOCKET, SO_PASSCRED, &on, sizeof(on));
+		return s;
 	}
 
 	std::unique_ptr<LockFile> file(unsigned int domain = 0)
@@ -722,7 +737,7 @@ TEST_F(Socket, AThreadIdOfAnotherProcessIsNotBoosted)
 	// Item 8: nor is the thread id shown as the holder's: it is not one
 	// of the peer's threads.
 	std::string holders;
-	ASSERT_EQ(f->read_attr("holders", &holders), 0);
+	ASSERT_EQ(f->read_attr("debug/holders", &holders), 0);
 	EXPECT_EQ(holders.find(" " + std::to_string(child) + " "), std::string::npos) << holders;
 	EXPECT_EQ(release(*f), 0);
 	kill(child, SIGKILL);
@@ -884,7 +899,7 @@ TEST_F(Socket, ASetuidExecAfterSendingIsNoAdmin)
 	ASSERT_EQ(chown(suid.c_str(), 0, 0), 0);
 	ASSERT_EQ(chmod(suid.c_str(), 04755), 0);
 	ASSERT_EQ(chmod(dir_.c_str(), 0755), 0);
-	auto f = file();
+	const int raw = raw_connect();
 	pid_t child = fork();
 	if (child == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -893,7 +908,7 @@ TEST_F(Socket, ASetuidExecAfterSendingIsNoAdmin)
 		gpuslot_set_k k{};
 		k.size = sizeof(k);
 		k.k = 3;
-		if (!send_request(f->fd(), _IOC_NR(GPUSLOT_IOC_SET_K), &k, sizeof(k),
+		if (!send_request(raw, _IOC_NR(GPUSLOT_IOC_SET_K), &k, sizeof(k),
 				  int32_t(getpid()), 7))
 			_exit(101);
 		execl(suid.c_str(), "sleep", "30", nullptr);
@@ -913,10 +928,11 @@ TEST_F(Socket, ASetuidExecAfterSendingIsNoAdmin)
 	ASSERT_TRUE(execd) << "the setuid helper did not run (nosuid /tmp?)";
 	run_server();
 	Reply r;
-	ASSERT_TRUE(recv_reply(f->fd(), &r));
+	ASSERT_TRUE(recv_reply(raw, &r));
 	EXPECT_EQ(r.h.seq, 7u);
 	EXPECT_EQ(r.h.error, EPERM) << "SET_K sent by a member, read after its setuid exec";
-	EXPECT_EQ(info(*f).k, 1u);
+	EXPECT_EQ(info(*file()).k, 1u);
+	close(raw);
 	kill(child, SIGKILL);
 	waitpid(child, nullptr, 0);
 }
@@ -1040,7 +1056,7 @@ TEST_F(Socket, AMembersRequestsAreRateLimited)
 		int reads = 0;
 		std::string t;
 		while (std::chrono::steady_clock::now() < end)
-			if (f->read_attr("holders", &t) == 0)
+			if (f->read_attr("k", &t) == 0)
 				reads++;
 		(void)!write(fds[1], &reads, sizeof(reads));
 		_exit(0);
@@ -1053,7 +1069,7 @@ TEST_F(Socket, AMembersRequestsAreRateLimited)
 	waitpid(child, nullptr, 0);
 	// The burst and a second at the rate (and a call the pause caught in
 	// flight).
-	EXPECT_LE(reads, 200 + 200 + 10) << "table reads a member got in 1 s";
+	EXPECT_LE(reads, 200 + 200 + 10) << "attribute reads a member got in 1 s";
 	EXPECT_GT(reads, 100);
 	close(fds[0]);
 	close(fds[1]);
@@ -1390,9 +1406,9 @@ TEST_F(Socket, AKeptHoldEndsAtItsHoldersExitOrAtTheGracePeriod)
 	run_server();
 	auto a = file(), b = file();
 	EXPECT_EQ(acquire(*a, GPUSLOT_ACQUIRE_TRY).err, EAGAIN);
-	EXPECT_NE(read_attr(*a, "holders").find("0 " + std::to_string(holders[0])),
+	EXPECT_NE(read_attr(*a, "debug/holders").find("0 " + std::to_string(holders[0])),
 		  std::string::npos)
-		<< read_attr(*a, "holders");
+		<< read_attr(*a, "debug/holders");
 	// Slot 0's holder exits: its slot goes to the waiter.
 	std::atomic<int> got{-1};
 	std::thread w([&] { got = int(acquire(*a, 0, 0, 1).slot); });
@@ -1548,13 +1564,12 @@ TEST_F(Socket, AConnectorsReusedPidIsNotBoosted)
 		if (connector == 0) {
 			if (!become(65534))
 				_exit(100);
-			std::unique_ptr<LockFile> f;
-			std::string error;
-			if (gpuslot::open_lock_file(gpuslot::Transport::socket, dir_, 0, &f, &error))
-				_exit(101);
+			// Not libgpuslot's open, which would wait for VERSION's
+			// answer: the server does not read yet.
+			const int raw = raw_connect();
 			gpuslot_acquire a{};
 			a.size = sizeof(a);
-			send_request(f->fd(), _IOC_NR(GPUSLOT_IOC_ACQUIRE), &a, sizeof(a),
+			send_request(raw, _IOC_NR(GPUSLOT_IOC_ACQUIRE), &a, sizeof(a),
 				     int32_t(getpid()), 3);
 			if (fork() == 0) { // keeps the connection open
 				close(keeper_end[1]);
@@ -1778,3 +1793,505 @@ TEST_F(Socket, ACrashRestoreGivesNoPrivilegeBackAfterACredentialChange)
 }
 
 } // namespace
+
+// Issue 29: the attributes of the module's gpu<N>/ directory, one value per
+// name, with the module's texts; the old tables are gone.
+TEST_F(Socket, EveryOneValueAttributeHasTheModulesNameAndText)
+{
+	gpuslot_layout l{};
+	l.size = sizeof(l);
+	l.k = 2;
+	l.unit_kind = GPUSLOT_UNIT_AMD_CU;
+	l.unit_size = 1;
+	l.nr_units = 60;
+	l.nr_partitions = 2;
+	gpuslot_partition parts[2] = {};
+	parts[0].units[0] = 0x3;
+	l.priority[1] = 4;
+	ASSERT_EQ(server_->set_layout(0, &l, parts), 0);
+	ASSERT_EQ(server_->set_attr(0, "pci_bus_id", "0000:03:00.0"), 0);
+	auto a = file(), b = file();
+	ASSERT_EQ(acquire(*a, 0, 0, 2).slot, 1u);
+	const std::string gen = std::to_string(l.generation) + "\n";
+	const std::pair<const char *, std::string> expected[] = {
+		{"k", "2\n"},
+		{"boost_priority", std::to_string(server_->boosting() ? GPUSLOT_DEFAULT_BOOST_PRIORITY
+								     : 0) +
+					   "\n"},
+		{"max_hold_ms", std::to_string(GPUSLOT_DEFAULT_MAX_HOLD_MS) + "\n"},
+		{"max_boost_share", std::to_string(GPUSLOT_DEFAULT_MAX_BOOST_SHARE) + "\n"},
+		{"hqd_limit", "24\n"},
+		{"pci_bus_id", "0000:03:00.0\n"},
+		{"generation", gen},
+		{"unit_kind", "amd-cu\n"},
+		{"unit_size", "1\n"},
+		{"nr_units", "60\n"},
+		{"hqd_used", "0\n"},
+		{"hqd_waiters", "0\n"},
+		{"nr_holders", "1\n"},
+		{"nr_waiters", "0\n"},
+		{"held_mask", "0x2\n"},
+		{"stats/acquisitions", "1\n"},
+		{"stats/contended", "0\n"},
+		{"stats/timeouts", "0\n"},
+		{"stats/interrupted", "0\n"},
+		{"stats/overruns", "0\n"},
+		// %*pb over 60 bits: a 28-bit group (7 digits), then 32 bits.
+		{"slot0/units", "0000000,00000003\n"},
+		{"slot1/units", "all\n"},
+		{"slot0/priority", "0\n"},
+		{"slot1/priority", "4\n"},
+	};
+	for (const auto &[name, text] : expected)
+		EXPECT_EQ(read_attr(*b, name), text) << name;
+	// The times: one decimal number each.
+	std::string t;
+	for (const char *time : {"stats/total_wait_ns", "stats/max_wait_ns", "stats/max_hold_ns"}) {
+		ASSERT_EQ(b->read_attr(time, &t), 0) << time;
+		EXPECT_EQ(t.find_first_not_of("0123456789"), t.size() - 1) << time << ": " << t;
+		EXPECT_EQ(t.back(), '\n');
+	}
+	// Past k: ENXIO (the module keeps all 64 slot directories); no such
+	// slot or file: ENOENT; the old tables: ENOENT.
+	EXPECT_EQ(b->read_attr("slot2/units", &t), ENXIO);
+	EXPECT_EQ(b->read_attr("slot63/priority", &t), ENXIO);
+	for (const char *gone : {"slot64/units", "slot01/units", "slot0/mask", "stats/wait_hist",
+				 "holders", "waiters", "stats", "queues", "partitions", "units",
+				 "stats/", "debug/nothing"})
+		EXPECT_EQ(b->read_attr(gone, &t), ENOENT) << gone;
+	// commit is write-only; read-only files refuse writes.
+	EXPECT_EQ(b->read_attr("commit", &t), EACCES);
+	for (const char *ro : {"generation", "held_mask", "stats/contended", "fdinfo",
+			       "debug/holders", "unit_kind"})
+		EXPECT_EQ(b->write_attr(ro, "1"), EACCES) << ro;
+	// A bitmap of 64 units prints two full groups.
+	l.nr_units = 64;
+	l.priority[1] = 0;
+	parts[0].units[0] = 0x8000000000000001ULL;
+	ASSERT_EQ(server_->set_layout(0, &l, parts), 0);
+	EXPECT_EQ(read_attr(*b, "slot0/units"), "80000000,00000001\n");
+}
+
+// Issue 29: slot<i>/units and slot<i>/priority writes are staged, checked
+// each on its own, and applied by commit as one generation.
+TEST_F(Socket, SlotWritesAreStagedAndCommitAppliesThemAsOneGeneration)
+{
+	gpuslot_layout l{};
+	l.size = sizeof(l);
+	l.k = 2;
+	l.unit_kind = GPUSLOT_UNIT_AMD_CU;
+	l.unit_size = 1;
+	l.nr_units = 60;
+	l.nr_partitions = 2;
+	gpuslot_partition parts[2] = {};
+	ASSERT_EQ(server_->set_layout(0, &l, parts), 0);
+	const uint64_t g0 = l.generation;
+	auto f = file();
+	EXPECT_EQ(f->write_attr("commit", std::to_string(g0)), ENODATA) << "nothing staged";
+	// Each write checked on its own: syntax, range, units within nr_units.
+	for (const char *bad : {"0x3", "", "0", "1000000000000000", "123456789", "g", "1,2,3"})
+		EXPECT_EQ(f->write_attr("slot0/units", bad), EINVAL) << bad;
+	for (const char *bad : {"16", "-1", "x", ""})
+		EXPECT_EQ(f->write_attr("slot0/priority", bad), EINVAL) << bad;
+	EXPECT_EQ(f->write_attr("slot2/units", "1"), ENXIO) << "a slot past k";
+	EXPECT_EQ(f->write_attr("commit", std::to_string(g0)), ENODATA) << "bad writes stage nothing";
+
+	ASSERT_EQ(f->write_attr("slot0/units", "00000000,0000000f\n"), 0);
+	ASSERT_EQ(f->write_attr("slot1/units", "f0"), 0);
+	ASSERT_EQ(f->write_attr("slot1/priority", "3"), 0);
+	// Reads show the live layout until the commit.
+	EXPECT_EQ(read_attr(*f, "slot0/units"), "all\n");
+	EXPECT_EQ(read_attr(*f, "slot1/priority"), "0\n");
+	EXPECT_EQ(read_attr(*f, "generation"), std::to_string(g0) + "\n");
+	EXPECT_EQ(f->write_attr("commit", "x"), EINVAL);
+	EXPECT_EQ(f->write_attr("commit", std::to_string(g0 + 7)), EAGAIN) << "not its generation";
+	EXPECT_EQ(f->write_attr("commit", std::to_string(g0)), ENODATA) << "dropped, as the module";
+	ASSERT_EQ(f->write_attr("slot0/units", "00000000,0000000f\n"), 0);
+	ASSERT_EQ(f->write_attr("slot1/units", "f0"), 0);
+	ASSERT_EQ(f->write_attr("slot1/priority", "3"), 0);
+	ASSERT_EQ(f->write_attr("commit", std::to_string(g0) + "\n"), 0);
+	EXPECT_EQ(read_attr(*f, "generation"), std::to_string(g0 + 1) + "\n") << "one change";
+	EXPECT_EQ(read_attr(*f, "slot0/units"), "0000000,0000000f\n");
+	EXPECT_EQ(read_attr(*f, "slot1/units"), "0000000,000000f0\n");
+	EXPECT_EQ(read_attr(*f, "slot1/priority"), "3\n");
+	std::vector<gpuslot_partition> back;
+	gpuslot_layout got{};
+	got.nr_partitions = 2;
+	ASSERT_EQ(server_->get_layout(0, &got, &back), 0);
+	EXPECT_EQ(back[0].units[0], 0xfu);
+	EXPECT_EQ(back[1].units[0], 0xf0u);
+	EXPECT_EQ(got.priority[1], 3);
+	EXPECT_EQ(f->write_attr("commit", std::to_string(g0 + 1)), ENODATA) << "applied, gone";
+
+	// A cross-slot rule broken: EINVAL, the staging kept to be fixed.
+	ASSERT_EQ(f->write_attr("slot1/priority", "0"), 0);
+	ASSERT_EQ(f->write_attr("slot1/units", "1f"), 0); // shares unit 0-3 with slot 0
+	EXPECT_EQ(f->write_attr("commit", std::to_string(g0 + 1)), EINVAL);
+	EXPECT_EQ(read_attr(*f, "generation"), std::to_string(g0 + 1) + "\n");
+	ASSERT_EQ(f->write_attr("slot1/units", "30"), 0);
+	ASSERT_EQ(f->write_attr("commit", std::to_string(g0 + 1)), 0);
+	EXPECT_EQ(read_attr(*f, "slot1/units"), "0000000,00000030\n");
+	EXPECT_EQ(read_attr(*f, "slot1/priority"), "0\n");
+
+	// The live layout moves under a staging: the commit fails EAGAIN and
+	// drops it.
+	const uint64_t g2 = g0 + 2;
+	ASSERT_EQ(f->write_attr("slot0/priority", "1"), 0);
+	ASSERT_EQ(f->write_attr("max_hold_ms", "100"), 0); // not the layout
+	ASSERT_EQ(f->write_attr("k", "3"), 0);
+	EXPECT_EQ(f->write_attr("commit", std::to_string(g2)), EAGAIN);
+	EXPECT_EQ(f->write_attr("commit", std::to_string(g2)), ENODATA) << "dropped";
+	EXPECT_EQ(read_attr(*f, "slot0/priority"), "0\n");
+	EXPECT_EQ(read_attr(*f, "slot0/units"), "all\n") << "k resets the partitions";
+
+	// Members: the file mode refuses them.
+	open_to_members(dir_);
+	EXPECT_EQ(in_child([&] {
+			  if (!become(65534))
+				  return 100;
+			  auto m = file();
+			  int errs[] = {m->write_attr("slot0/units", "1"),
+					m->write_attr("slot0/priority", "1"),
+					m->write_attr("commit", "1")};
+			  for (int e : errs)
+				  if (e != EACCES)
+					  return 1;
+			  return 0;
+		  }),
+		  0);
+}
+
+// Issue 29: the debugfs tables are for admins only, and as long as they
+// are: a waiters table far over a page comes whole.
+TEST_F(Socket, DebugTablesAreForAdminsAndComeWhole)
+{
+	auto holder = file();
+	ASSERT_EQ(acquire(*holder).err, 0);
+	std::vector<std::unique_ptr<LockFile>> waiting;
+	for (int i = 0; i < 150; i++) {
+		waiting.push_back(file());
+		gpuslot_acquire a{};
+		a.size = sizeof(a);
+		ASSERT_EQ(waiting.back()->call(GPUSLOT_IOC_ACQUIRE_ASYNC, &a), 0);
+	}
+	const std::string waiters = read_attr(*holder, "debug/waiters");
+	EXPECT_GT(waiters.size(), 4096u);
+	EXPECT_EQ(std::count(waiters.begin(), waiters.end(), '\n'), 150);
+	EXPECT_EQ(waiters.find("more"), std::string::npos);
+	const std::string me = std::to_string(getpid()) + " ";
+	EXPECT_EQ(waiters.rfind(me, 0), 0u) << waiters.substr(0, 200);
+	const std::string holders = read_attr(*holder, "debug/holders");
+	EXPECT_EQ(holders.rfind("0 " + me, 0), 0u) << holders;
+	const std::string hist = read_attr(*holder, "debug/wait_hist");
+	EXPECT_EQ(std::count(hist.begin(), hist.end(), '\n'), GPUSLOT_HIST_BUCKETS);
+	// "bucket_lo_ns count" per bucket, 2^i; the one grant counted once.
+	std::istringstream lines(hist);
+	uint64_t lo, count, total = 0;
+	for (unsigned int i = 0; i < GPUSLOT_HIST_BUCKETS; i++) {
+		ASSERT_TRUE(lines >> lo >> count) << hist;
+		EXPECT_EQ(lo, uint64_t(1) << i);
+		total += count;
+	}
+	EXPECT_EQ(total, 1u) << hist;
+	EXPECT_EQ(read_attr(*holder, "debug/queues"), "");
+	open_to_members(dir_);
+	EXPECT_EQ(in_child([&] {
+			  if (!become(65534))
+				  return 100;
+			  auto m = file();
+			  std::string t;
+			  for (const char *table : {"debug/holders", "debug/waiters", "debug/queues",
+						    "debug/wait_hist"})
+				  if (m->read_attr(table, &t) != EACCES)
+					  return 1;
+			  // The counters stay a member's to read.
+			  return m->read_attr("stats/acquisitions", &t) == 0 && t == "1\n" ? 0 : 2;
+		  }),
+		  0);
+}
+
+// Issue 29: fdinfo is the connection's own lines, the module's keys.
+TEST_F(Socket, FdinfoSaysWhatTheConnectionHoldsWaitsForAndReserved)
+{
+	set_k(1);
+	auto a = file(), b = file();
+	const std::string gen = read_attr(*a, "generation");
+	EXPECT_EQ(read_attr(*a, "fdinfo"), "gpuslot-domain:\t0\ngpuslot-state:\tidle\n"
+					   "gpuslot-slot:\t-\ngpuslot-generation:\t-\n"
+					   "gpuslot-allowed-mask:\t-\ngpuslot-hqd-reserved:\t0\n"
+					   "gpuslot-hqd-waiting:\t0\n");
+	ASSERT_EQ(acquire(*a).err, 0);
+	gpuslot_reserve_queues r{};
+	r.size = sizeof(r);
+	r.count = 3;
+	ASSERT_EQ(a->call(GPUSLOT_IOC_RESERVE_QUEUES, &r), 0);
+	EXPECT_EQ(read_attr(*a, "fdinfo"), "gpuslot-domain:\t0\ngpuslot-state:\theld\n"
+					   "gpuslot-slot:\t0\ngpuslot-generation:\t" + gen +
+					   "gpuslot-allowed-mask:\t-\ngpuslot-hqd-reserved:\t3\n"
+					   "gpuslot-hqd-waiting:\t0\n");
+	gpuslot_acquire q{};
+	q.size = sizeof(q);
+	q.allowed_mask = 1;
+	ASSERT_EQ(b->call(GPUSLOT_IOC_ACQUIRE_ASYNC, &q), 0);
+	EXPECT_EQ(read_attr(*b, "fdinfo"), "gpuslot-domain:\t0\ngpuslot-state:\tasync-waiting\n"
+					   "gpuslot-slot:\t-\ngpuslot-generation:\t-\n"
+					   "gpuslot-allowed-mask:\t0x1\ngpuslot-hqd-reserved:\t0\n"
+					   "gpuslot-hqd-waiting:\t0\n");
+	ASSERT_EQ(release(*a), 0);
+	EXPECT_NE(read_attr(*b, "fdinfo").find("gpuslot-state:\tpending\ngpuslot-slot:\t0\n"),
+		  std::string::npos);
+	// A sleeping waiter, and a queue request that waits.
+	std::thread sleeper([&] { EXPECT_EQ(acquire(*a).err, 0); });
+	ASSERT_TRUE(wait_waiters(*b, 1));
+	const std::string waiters = read_attr(*b, "debug/waiters");
+	EXPECT_EQ(std::count(waiters.begin(), waiters.end(), '\n'), 1) << waiters;
+	gpuslot_release c{};
+	c.size = sizeof(c);
+	ASSERT_EQ(b->call(GPUSLOT_IOC_ACQUIRE_CANCEL, &c), 0);
+	sleeper.join();
+	ASSERT_EQ(release(*a), 0);
+}
+
+// Issue 32: a priority per slot, set by an admin's SET_LAYOUT on the wire,
+// read back by GET_LAYOUT and the slot files; a change of priority alone is
+// a new generation; SET_K resets the priorities.
+TEST_F(Socket, SlotPrioritiesRoundTripThroughLayouts)
+{
+	auto f = file();
+	gpuslot_version v{};
+	v.size = sizeof(v);
+	ASSERT_EQ(f->call(GPUSLOT_IOC_VERSION, &v), 0);
+	EXPECT_EQ(v.api_version, 2u);
+	EXPECT_EQ(v.features & (GPUSLOT_FEATURE_DEADLINE | GPUSLOT_FEATURE_SLOT_PRIORITY),
+		  GPUSLOT_FEATURE_DEADLINE | GPUSLOT_FEATURE_SLOT_PRIORITY);
+	gpuslot_partition parts[3] = {};
+	parts[1].units[0] = 0x0f;
+	parts[2].units[0] = 0xf0;
+	gpuslot_layout l{};
+	l.size = sizeof(l);
+	l.k = 3;
+	l.unit_kind = GPUSLOT_UNIT_NV_SM_GROUP;
+	l.unit_size = 4;
+	l.nr_units = 8;
+	l.nr_partitions = 3;
+	l.partitions = uintptr_t(parts);
+	l.priority[0] = 5; // the whole GPU, above the confined slots
+	l.priority[2] = GPUSLOT_MAX_SLOT_PRIORITY;
+	ASSERT_EQ(f->call(GPUSLOT_IOC_SET_LAYOUT, &l), 0);
+	const uint64_t g = l.generation;
+	gpuslot_partition back[4] = {};
+	gpuslot_layout got{};
+	got.size = sizeof(got);
+	got.nr_partitions = 4;
+	got.partitions = uintptr_t(back);
+	ASSERT_EQ(f->call(GPUSLOT_IOC_GET_LAYOUT, &got), 0);
+	EXPECT_EQ(got.k, 3u);
+	EXPECT_EQ(got.generation, g);
+	EXPECT_EQ(std::vector<int>(got.priority, got.priority + 4), (std::vector<int>{5, 0, 15, 0}));
+	EXPECT_EQ(back[2].units[0], 0xf0u);
+	EXPECT_EQ(read_attr(*f, "slot0/priority"), "5\n");
+	EXPECT_EQ(read_attr(*f, "slot2/priority"), "15\n");
+	// The same layout again: no new generation; a priority alone: one.
+	ASSERT_EQ(f->call(GPUSLOT_IOC_SET_LAYOUT, &l), 0);
+	EXPECT_EQ(l.generation, g);
+	l.priority[1] = 1;
+	ASSERT_EQ(f->call(GPUSLOT_IOC_SET_LAYOUT, &l), 0);
+	EXPECT_EQ(l.generation, g + 1);
+	// A caller of API 1's layout size (64 bytes, no priorities) sets 0s.
+	gpuslot_layout old = l;
+	old.size = 64;
+	ASSERT_EQ(f->call(GPUSLOT_IOC_SET_LAYOUT, &old), 0);
+	EXPECT_EQ(old.generation, g + 2);
+	EXPECT_EQ(read_attr(*f, "slot0/priority"), "0\n");
+	// SET_K resets them with the partitions.
+	ASSERT_EQ(f->call(GPUSLOT_IOC_SET_LAYOUT, &l), 0);
+	gpuslot_set_k k{};
+	k.size = sizeof(k);
+	k.k = 3;
+	ASSERT_EQ(f->call(GPUSLOT_IOC_SET_K, &k), 0);
+	EXPECT_EQ(k.generation, g + 4);
+	got.size = sizeof(got);
+	ASSERT_EQ(f->call(GPUSLOT_IOC_GET_LAYOUT, &got), 0);
+	EXPECT_EQ(std::vector<int>(got.priority, got.priority + 3), (std::vector<int>{0, 0, 0}));
+
+	// Through libgpuslot (none backend): each slot says its priority.
+	ASSERT_EQ(f->call(GPUSLOT_IOC_SET_LAYOUT, &l), 0);
+	setenv("GPUSLOT_SOCKET_DIR", dir_.c_str(), 1);
+	setenv("GPUSLOT_TRANSPORT", "socket", 1);
+	gpuslot_options o{};
+	o.size = sizeof(o);
+	o.backend = GPUSLOT_BACKEND_NONE;
+	gpuslot_client *c = nullptr;
+	ASSERT_EQ(gpuslot_open(&o, &c), 0) << gpuslot_last_error();
+	EXPECT_EQ(gpuslot_slot_priority(c, 0), 5);
+	EXPECT_EQ(gpuslot_slot_priority(c, 1), 1);
+	EXPECT_EQ(gpuslot_slot_priority(c, 2), 15);
+	EXPECT_EQ(gpuslot_slot_priority(c, 3), -EINVAL);
+	gpuslot_slot s{};
+	s.size = sizeof(s);
+	ASSERT_EQ(gpuslot_acquire_slot(c, GPUSLOT_WAIT_FOREVER, 0x4, &s), 0);
+	EXPECT_EQ(s.index, 2u);
+	EXPECT_EQ(s.priority, 15u);
+	ASSERT_EQ(gpuslot_release_slot(c, &s, 0), 0);
+	gpuslot_close(c);
+	unsetenv("GPUSLOT_TRANSPORT");
+	unsetenv("GPUSLOT_SOCKET_DIR");
+}
+
+TEST_F(Socket, ABadSlotPriorityIsRefusedAndChangesNothing)
+{
+	auto f = file();
+	gpuslot_layout l{};
+	l.size = sizeof(l);
+	l.k = 2;
+	const std::string gen = read_attr(*f, "generation");
+	l.priority[1] = GPUSLOT_MAX_SLOT_PRIORITY + 1;
+	EXPECT_EQ(f->call(GPUSLOT_IOC_SET_LAYOUT, &l), EINVAL) << "over the highest";
+	l.priority[1] = 0;
+	l.priority[2] = 1;
+	EXPECT_EQ(f->call(GPUSLOT_IOC_SET_LAYOUT, &l), EINVAL) << "at k";
+	l.priority[2] = 0;
+	l.priority[GPUSLOT_MAX_SLOTS - 1] = 1;
+	EXPECT_EQ(f->call(GPUSLOT_IOC_SET_LAYOUT, &l), EINVAL) << "past k";
+	EXPECT_EQ(read_attr(*f, "k"), "1\n");
+	EXPECT_EQ(read_attr(*f, "generation"), gen);
+	// The staged file checks its value, and the commit the slots past k.
+	EXPECT_EQ(f->write_attr("slot0/priority", "16"), EINVAL);
+	EXPECT_EQ(f->write_attr("slot1/priority", "1"), ENXIO);
+	EXPECT_EQ(f->write_attr("commit", gen), ENODATA);
+	// A member may not set one at all.
+	open_to_members(dir_);
+	EXPECT_EQ(in_child([&] {
+			  if (!become(65534))
+				  return 100;
+			  auto m = file();
+			  gpuslot_layout ml{};
+			  ml.size = sizeof(ml);
+			  ml.k = 1;
+			  ml.priority[0] = 1;
+			  return m->call(GPUSLOT_IOC_SET_LAYOUT, &ml);
+		  }),
+		  EPERM);
+}
+
+// Issue 29: a libgpuslot 1.x peer (wire gsl1) gets an answer it parses,
+// EPROTONOSUPPORT in a gsl1 header, and the connection ends.
+TEST_F(Socket, AGsl1PeerIsRefusedInWordsItCanParse)
+{
+	const int raw = raw_connect();
+	gpuslot_wire h{};
+	h.magic = GPUSLOT_WIRE_MAGIC_V1;
+	h.cmd = 0; // VERSION
+	h.size = sizeof(gpuslot_version);
+	h.seq = 9;
+	struct {
+		gpuslot_wire h;
+		gpuslot_version v;
+	} m{h, {}};
+	m.v.size = sizeof(m.v);
+	ASSERT_EQ(send(raw, &m, sizeof(m), MSG_NOSIGNAL), ssize_t(sizeof(m)));
+	gpuslot_wire r{};
+	ASSERT_EQ(recv(raw, &r, sizeof(r), 0), ssize_t(sizeof(r)));
+	EXPECT_EQ(r.magic, uint32_t(GPUSLOT_WIRE_MAGIC_V1));
+	EXPECT_EQ(r.error, EPROTONOSUPPORT);
+	EXPECT_EQ(r.seq, 9u);
+	EXPECT_EQ(r.size, 0u);
+	char c;
+	EXPECT_EQ(recv(raw, &c, 1, 0), 0) << "closed after the answer";
+	close(raw);
+	// The server goes on serving others.
+	EXPECT_EQ(info(*file()).k, 1u);
+}
+
+// A gsl1 server (gpuslotd 1.x) closes the connection at a gsl2 message, or
+// would answer in gsl1: libgpuslot says what to upgrade.
+TEST(SocketVersion, AnOldServerIsRefusedWithWhatToUpgrade)
+{
+	for (bool answers : {false, true}) {
+		SCOPED_TRACE(answers ? "answers in gsl1" : "closes");
+		char tmpl[] = "/tmp/gpuslot-old-XXXXXX";
+		ASSERT_NE(mkdtemp(tmpl), nullptr);
+		const fs::path dir = tmpl;
+		const int l = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+		sockaddr_un a{};
+		a.sun_family = AF_UNIX;
+		strcpy(a.sun_path, gpuslot::domain_socket(dir, 0).c_str());
+		ASSERT_EQ(bind(l, reinterpret_cast<sockaddr *>(&a), sizeof(a)), 0);
+		ASSERT_EQ(listen(l, 4), 0);
+		std::thread old([&] {
+			const int c = accept4(l, nullptr, nullptr, SOCK_CLOEXEC);
+			char buf[4096];
+			gpuslot_wire h{};
+			if (recv(c, buf, sizeof(buf), 0) >= ssize_t(sizeof(h)) && answers) {
+				std::memcpy(&h, buf, sizeof(h));
+				// What a gsl1 server does not do with a gsl2 magic,
+				// but would with its own: answer in gsl1.
+				h.magic = GPUSLOT_WIRE_MAGIC_V1;
+				h.error = 0;
+				h.size = 0;
+				send(c, &h, sizeof(h), MSG_NOSIGNAL);
+			}
+			close(c); // gsl1: "not our protocol", closed
+		});
+		std::unique_ptr<LockFile> f;
+		std::string error;
+		// An answer in gsl1 is certain; a close may also be a refusal
+		// of the connection, and the message says both.
+		EXPECT_EQ(gpuslot::open_lock_file(gpuslot::Transport::socket, dir, 0, &f, &error),
+			  answers ? -EPROTONOSUPPORT : -ECONNRESET);
+		EXPECT_NE(error.find(answers ? "gpuslotd speaks the socket protocol gsl1 (API 1)"
+					     : "it speaks an older socket protocol (gsl1, API 1)"),
+			  std::string::npos)
+			<< error;
+		EXPECT_NE(error.find("this libgpuslot needs API 2 (gsl2): upgrade gpuslotd (the "
+				     "gpuslot package) to 2.x or later"),
+			  std::string::npos)
+			<< error;
+		old.join();
+		close(l);
+		fs::remove_all(dir);
+	}
+}
+
+// The decision at open, for the module: API 2 is used; an API 1 module
+// (ENOTTY to VERSION, API 1 at VERSION_LEGACY) is refused naming both APIs
+// and what to upgrade; a device that answers neither is no gpuslot device.
+TEST(SocketVersion, TheModulesApiDecidesAtOpen)
+{
+	using gpuslot::Transport;
+	std::string error;
+	gpuslot::VersionAnswer a;
+	a.api_version = 2;
+	EXPECT_EQ(gpuslot::judge_version(Transport::device, a, &error), 0);
+	a = {};
+	a.error = ENOTTY;
+	a.api_version = 1;
+	EXPECT_EQ(gpuslot::judge_version(Transport::device, a, &error), -EPROTONOSUPPORT);
+	EXPECT_EQ(error, "the gpuslot module speaks API 1; this libgpuslot needs API 2: upgrade "
+			 "the gpuslot kernel module (gpuslot-dkms) to 2.x or later, or stop it "
+			 "(rmmod gpuslot) so that gpuslotd serves the socket transport");
+	a.legacy_error = ENOTTY;
+	EXPECT_EQ(gpuslot::judge_version(Transport::device, a, &error), -ENOTTY);
+	EXPECT_NE(error.find("not a gpuslot device"), std::string::npos) << error;
+	a = {};
+	a.error = EFAULT;
+	EXPECT_EQ(gpuslot::judge_version(Transport::device, a, &error), -EFAULT);
+	// The socket: an older gpuslotd said API 1 in gsl2 (none did, but the
+	// rule holds), or spoke gsl1.
+	a = {};
+	a.api_version = 1;
+	EXPECT_EQ(gpuslot::judge_version(Transport::socket, a, &error), -EPROTONOSUPPORT);
+	EXPECT_NE(error.find("gpuslotd speaks API 1"), std::string::npos) << error;
+	a = {};
+	a.api_version = 2;
+	EXPECT_EQ(gpuslot::judge_version(Transport::socket, a, &error), 0);
+	a.error = ECONNRESET;
+	EXPECT_EQ(gpuslot::judge_version(Transport::socket, a, &error), -ECONNRESET);
+	EXPECT_NE(error.find("it refused the connection"), std::string::npos) << error;
+	// Attribute names a file may have.
+	for (const char *ok : {"k", "slot3/units", "stats/acquisitions", "debug/holders", "fdinfo"})
+		EXPECT_TRUE(gpuslot::attribute_name_ok(ok)) << ok;
+	for (const char *bad : {"", "/k", "k/", "../k", "debug/../k", "a/b/c", "slot0//units",
+				"debug/.", "k\n"})
+		EXPECT_FALSE(gpuslot::attribute_name_ok(bad)) << bad;
+}
