@@ -367,10 +367,11 @@ struct gpuslot_unreserve_queues {
  * Each slot also has a priority (see GPUSLOT_MAX_SLOT_PRIORITY). Two
  * partitions may share units only when their priorities differ: the GPU
  * then orders their work by priority where they meet, which is what an
- * overlapping layout is for (a high-priority slot on the whole GPU, or most
- * of it, beside confined low-priority slots that leave it SMs always free).
+ * overlapping layout is for (a high-priority slot on most of the GPU
+ * beside confined low-priority slots that leave it SMs always free).
  * Partitions that overlap at the same priority isolate nothing and are
- * refused. A partition of the whole GPU overlaps every other one.
+ * refused. A slot on the whole GPU is the "no partition" case, as it always
+ * was: it may sit beside any other slot, at any priority.
  */
 #define GPUSLOT_MAX_UNITS	1024
 #define GPUSLOT_UNIT_WORDS	(GPUSLOT_MAX_UNITS / 64)
@@ -422,10 +423,11 @@ struct gpuslot_partition {
  *                 every slot to 0). A change of priority alone is a new
  *                 generation: clients make their streams again.
  *
- * SET fails with EINVAL, changing nothing, when a field is out of range, a
- * partition uses a unit at or past @nr_units, a partition is given with
- * unit kind NONE, or two partitions of the same priority share a unit
- * (the whole GPU included): they would not be isolated from each other.
+ * SET fails with EINVAL, changing nothing, when a field is out of range
+ * (a priority too), a partition uses a unit at or past @nr_units, a
+ * partition is given with unit kind NONE, or two partitions that are both
+ * not the whole GPU share a unit at the same priority: they would not be
+ * isolated from each other.
  */
 #define GPUSLOT_LAYOUT_MAX_HOLD		_BITUL(0)
 #define GPUSLOT_LAYOUT_EXPECT_GENERATION	_BITUL(1)
