@@ -38,7 +38,7 @@ static int gpuslot_ioc_version(struct gpuslot_file *f, void *arg, u64 *cookie)
 	v->nr_domains = gpuslot_nr_domains();
 	v->features = GPUSLOT_FEATURE_LOCK | GPUSLOT_FEATURE_HQD |
 		      GPUSLOT_FEATURE_LAYOUT | GPUSLOT_FEATURE_ASYNC |
-		      GPUSLOT_FEATURE_DEADLINE;
+		      GPUSLOT_FEATURE_DEADLINE | GPUSLOT_FEATURE_SLOT_PRIORITY;
 	return 0;
 }
 

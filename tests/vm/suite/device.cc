@@ -227,6 +227,7 @@ int Dev::set_layout(Layout &l) const
 	a.hqd_limit = l.hqd_limit;
 	a.nr_partitions = l.partitions.size();
 	a.partitions = reinterpret_cast<uintptr_t>(l.partitions.data());
+	memcpy(a.priority, l.priority, sizeof(a.priority));
 	int err = call(GPUSLOT_IOC_SET_LAYOUT, &a);
 	if (!err)
 		l.generation = a.generation;
@@ -249,6 +250,7 @@ int Dev::get_layout(Layout &l, unsigned int room) const
 	l.nr_units = a.nr_units;
 	l.hqd_limit = a.hqd_limit;
 	l.generation = a.generation;
+	memcpy(l.priority, a.priority, sizeof(l.priority));
 	parts.resize(std::min(room, a.k));
 	l.partitions = parts;
 	return 0;

@@ -28,6 +28,8 @@ struct Layout {
 	uint32_t nr_units = 0;
 	uint32_t hqd_limit = 0;
 	std::vector<gpuslot_partition> partitions;
+	// Slot i's priority, 0 .. GPUSLOT_MAX_SLOT_PRIORITY (zero from k on).
+	uint8_t priority[GPUSLOT_MAX_SLOTS] = {};
 	uint64_t generation = 0; // out
 };
 
