@@ -4,6 +4,8 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/klog.h>
 #include <sys/mman.h>
@@ -39,6 +41,38 @@ struct SchedAttr {
 };
 
 } // namespace
+
+namespace {
+void on_test_signal(int)
+{
+}
+} // namespace
+
+int under_signals(int sa_flags, int every_ms, const std::function<int()> &call, int *sent)
+{
+	struct sigaction sa = {};
+	sa.sa_handler = on_test_signal;
+	sa.sa_flags = sa_flags;
+	sigaction(SIGUSR1, &sa, nullptr);
+	std::atomic<bool> done{false};
+	std::atomic<int> count{0};
+	const pthread_t target = pthread_self();
+	std::thread signaller([&] {
+		while (!done.load()) {
+			usleep(every_ms * 1000);
+			if (done.load())
+				break;
+			pthread_kill(target, SIGUSR1);
+			count++;
+		}
+	});
+	const int ret = call();
+	done = true;
+	signaller.join();
+	if (sent)
+		*sent = count.load();
+	return ret;
+}
 
 int ioctl_errno(int fd, unsigned long cmd, void *arg)
 {

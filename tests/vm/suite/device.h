@@ -116,6 +116,13 @@ private:
 	std::unique_ptr<LockFile> file_;
 };
 
+// In a forked child: run @call on this thread while another thread sends
+// it SIGUSR1 every @every_ms, caught by a handler installed with @sa_flags
+// (SA_RESTART or 0; it stays installed). Returns what @call returns; sets
+// *@sent to the signals sent meanwhile.
+int under_signals(int sa_flags, int every_ms, const std::function<int()> &call,
+		  int *sent = nullptr);
+
 // Raw ioctl on @fd: 0 or errno.
 int ioctl_errno(int fd, unsigned long cmd, void *arg);
 

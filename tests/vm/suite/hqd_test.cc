@@ -200,6 +200,64 @@ TEST_F(Hqd, WaitingReservationsAreServedInFifoOrderAndTimeOut)
 	EXPECT_EQ(hqd_used(), 0u);
 }
 
+// A waiting reservation's deadline is absolute: SA_RESTART signals every
+// 50 ms restart the wait (the module) or the caller sends the same struct
+// again (the socket, as libgpuslot does), and it ends with ETIMEDOUT at the
+// deadline; without SA_RESTART the first signal ends it with EINTR; a
+// deadline already past tries once.
+TEST_F(Hqd, AReservationDeadlineSurvivesSignalsAndAPastOneTriesOnce)
+{
+	Dev full;
+	ASSERT_EQ(full.reserve(24).err, 0);
+	for (int sa_flags : {SA_RESTART, 0}) {
+		pid_t w = spawn([sa_flags] {
+			Dev x;
+			gpuslot_reserve_queues r{};
+			r.size = sizeof(r);
+			r.flags = GPUSLOT_RESERVE_DEADLINE;
+			r.count = 2;
+			r.deadline_ns = deadline_after(sa_flags ? 400'000'000 : 30'000'000'000ULL);
+			int eintr = 0, sent = 0;
+			int err = under_signals(sa_flags, 50, [&] {
+				for (;;) {
+					int e = x.call(GPUSLOT_IOC_RESERVE_QUEUES, &r);
+					if (e != EINTR || !sa_flags)
+						return e;
+					eintr++;
+				}
+			}, &sent);
+			const uint64_t end = deadline_after(0);
+			if (!sa_flags) {
+				CHILD_REQUIRE(err == EINTR);
+				CHILD_REQUIRE(end < r.deadline_ns);
+				return 0;
+			}
+			CHILD_REQUIRE(err == ETIMEDOUT);
+			CHILD_REQUIRE(on_socket() || eintr == 0);
+			CHILD_REQUIRE(sent >= 2);
+			CHILD_REQUIRE(end >= r.deadline_ns);
+			CHILD_REQUIRE(end < r.deadline_ns + 4'000'000'000ULL);
+			return 0;
+		});
+		expect_child_ok(w);
+		EXPECT_EQ(domain_file("hqd_waiters"), "0\n") << sa_flags;
+		EXPECT_EQ(hqd_used(), 24u) << sa_flags;
+	}
+
+	Dev t;
+	gpuslot_reserve_queues r{};
+	r.size = sizeof(r);
+	r.flags = GPUSLOT_RESERVE_DEADLINE;
+	r.count = 2;
+	r.deadline_ns = deadline_after(0) - 1;
+	EXPECT_EQ(t.call(GPUSLOT_IOC_RESERVE_QUEUES, &r), ETIMEDOUT);
+	EXPECT_EQ(domain_file("hqd_waiters"), "0\n");
+	ASSERT_EQ(full.unreserve(24), 0);
+	EXPECT_EQ(t.call(GPUSLOT_IOC_RESERVE_QUEUES, &r), 0);
+	EXPECT_EQ(r.reserved, 2u);
+	EXPECT_EQ(t.unreserve(2), 0);
+}
+
 // 3. kill -9 of a reserving process returns its queues
 TEST_F(Hqd, KilledReserverReturnsItsQueues)
 {
