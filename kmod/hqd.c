@@ -182,6 +182,21 @@ int gpuslot_file_unreserve_queues(struct gpuslot_file *f,
 	return ret;
 }
 
+void gpuslot_file_unreserve_undo(struct gpuslot_file *f, unsigned int count)
+{
+	struct gpuslot_domain *d = gpuslot_file_lock(f);
+
+	/*
+	 * What another thread of the file returned since came out of this
+	 * call's queues too: the file keeps what it had before the call,
+	 * and never less than nothing.
+	 */
+	count = min(count, f->hqd_reserved);
+	if (count)
+		gpuslot_hqd_debit(d, f, count);
+	spin_unlock(&d->lock);
+}
+
 bool gpuslot_hqd_set_limit_locked(struct gpuslot_domain *d, unsigned int limit)
 {
 	LIST_HEAD(done);

@@ -910,11 +910,16 @@ TEST_F(Lock, BadIoctlsFailCleanly)
 
 	EXPECT_EQ(d.call(_IO(GPUSLOT_IOC_MAGIC, 0x40), nullptr),
 		  ENOTTY);
+	// Only the exact documented numbers: ACQUIRE's nr with API 1's _IO,
+	// another direction or another size is no command.
 	gpuslot_acquire a{};
 	a.size = sizeof(a);
-	EXPECT_EQ(d.call(_IOWR(GPUSLOT_IOC_MAGIC, 0x02,
-					    gpuslot_acquire), &a), ENOTTY);
+	EXPECT_EQ(d.call(_IO(GPUSLOT_IOC_MAGIC, 0x02), &a), ENOTTY);
+	EXPECT_EQ(d.call(_IOW(GPUSLOT_IOC_MAGIC, 0x02, gpuslot_acquire), &a), ENOTTY);
+	EXPECT_EQ(d.call(_IOC(_IOC_READ | _IOC_WRITE, GPUSLOT_IOC_MAGIC, 0x02,
+			      sizeof(gpuslot_acquire) + 8), &a), ENOTTY);
 	EXPECT_EQ(d.call(_IO('x', 0x02), &a), ENOTTY);
+	EXPECT_EQ(probe.info().nr_holders, 0u);
 
 	EXPECT_EQ(d.call(GPUSLOT_IOC_ACQUIRE, nullptr), EFAULT);
 	// Only the kernel can tell any bad pointer: on the socket the
