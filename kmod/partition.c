@@ -3,6 +3,7 @@
  * gpuslot partitions: the rules a layout must keep. See partition.h.
  */
 #include <linux/errno.h>
+#include <linux/nospec.h>
 
 #include "partition.h"
 
@@ -40,8 +41,13 @@ bool gpuslot_partition_fits(const u64 units[GPUSLOT_UNIT_WORDS],
 {
 	unsigned int w = nr_units / 64;
 
+	/*
+	 * @nr_units is the caller's (SET_LAYOUT, sysfs), checked before but
+	 * read here as an index: bound it under speculation too.
+	 */
 	if (w < GPUSLOT_UNIT_WORDS &&
-	    (units[w] & ~((1ULL << (nr_units % 64)) - 1)))
+	    (units[array_index_nospec(w, GPUSLOT_UNIT_WORDS)] &
+	     ~((1ULL << (nr_units % 64)) - 1)))
 		return false;
 	for (w++; w < GPUSLOT_UNIT_WORDS; w++)
 		if (units[w])
