@@ -406,9 +406,25 @@ void gpuslot_escape_name(char out[GPUSLOT_NAME_ESCAPED_LEN],
 	out[n] = '\0';
 }
 
+pid_t gpuslot_pid_nr_live(struct pid *pid, struct pid_namespace *ns)
+{
+	/*
+	 * A record keeps the struct pid, which outlives its task, but the
+	 * number does not: an exit frees it at once (free_pid()), and another
+	 * process may have it by now. Only a pid that still has its task is
+	 * named. A thread's struct pid never moves to another thread group
+	 * (de_thread() swaps pids within one), so a live holder tid is a
+	 * thread of the recorded process, which COMPLETE and the grant take
+	 * from the same task.
+	 */
+	if (!pid || !pid_has_task(pid, PIDTYPE_PID))
+		return 0;
+	return pid_nr_ns(pid, ns);
+}
+
 pid_t gpuslot_pid_for_reader(struct pid *pid)
 {
-	return pid_nr_ns(pid, task_active_pid_ns(current));
+	return gpuslot_pid_nr_live(pid, task_active_pid_ns(current));
 }
 
 #define GPUSLOT_ACQUIRE_FLAGS (GPUSLOT_ACQUIRE_TRY | GPUSLOT_ACQUIRE_DEADLINE)

@@ -21,6 +21,7 @@
 #include "partition.h"
 
 struct gpuslot_file;
+struct pid_namespace;
 
 /* Counters reported by sysfs "stats" and GPUSLOT_IOC_GET_STATS. */
 struct gpuslot_counters {
@@ -375,7 +376,13 @@ void gpuslot_domain_free(struct kobject *kobj);
 #define GPUSLOT_NAME_ESCAPED_LEN (4 * (TASK_COMM_LEN - 1) + 1)
 void gpuslot_escape_name(char out[GPUSLOT_NAME_ESCAPED_LEN],
 			 const char comm[TASK_COMM_LEN]);
-/* @pid as the reading task sees it: 0 outside its PID namespace. */
+/*
+ * @pid's number in @ns: 0 outside it, or once @pid has no task left (its
+ * number may belong to another process by then). Every table of recorded
+ * pids (holders, waiters, queues) prints them through it.
+ */
+pid_t gpuslot_pid_nr_live(struct pid *pid, struct pid_namespace *ns);
+/* gpuslot_pid_nr_live() in the reading task's PID namespace. */
 pid_t gpuslot_pid_for_reader(struct pid *pid);
 
 /*
