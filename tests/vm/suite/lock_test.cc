@@ -59,7 +59,7 @@ TEST_F(Lock, UncontendedAcquireReleaseAndVersion)
 	EXPECT_EQ(v.nr_domains, 1u);
 	EXPECT_TRUE(v.features & GPUSLOT_FEATURE_LOCK);
 	if (!on_socket()) {
-		EXPECT_EQ(read_file("/sys/kernel/gpuslot/version"), "1\n");
+		EXPECT_EQ(read_file("/sys/kernel/gpuslot/version"), std::to_string(GPUSLOT_API_VERSION) + "\n");
 	}
 
 	ASSERT_EQ(write_attr(0, "k", "3"), 0);
@@ -582,7 +582,13 @@ TEST_F(Lock, ForkAndDupShareTheSlotUntilTheLastClose)
 	EXPECT_EQ(probe.info().nr_holders, 1u);
 	auto holders = split_lines(domain_file("holders"));
 	ASSERT_EQ(holders.size(), 1u);
-	EXPECT_EQ(split_words(holders[0])[1], std::to_string(parent));
+	// The hold is still the dead parent's, not the child's; the parent
+	// is reaped and its number free for another process, so the table
+	// names no process (issue 29: 0, as for a pid the reader cannot see).
+	EXPECT_NE(split_words(holders[0])[1], std::to_string(kid));
+	if (!on_socket()) {
+		EXPECT_EQ(split_words(holders[0])[1], "0");
+	}
 
 	// A forked child may release through the shared file.
 	go.put(1);
