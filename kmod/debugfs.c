@@ -37,6 +37,20 @@ static struct dentry *gpuslot_debugfs_root;
  * A thread name as one word of a table: every byte outside '!'..'~', and
  * the backslash, as \xHH; an empty name as \x00.
  */
+/*
+ * A recorded pid's number while it still has its task, else 0: the number
+ * is freed when the task exits and may belong to another process by now.
+ * A thread's struct pid never moves to another thread group (de_thread()
+ * swaps pids within one), so a live holder tid is a thread of the recorded
+ * process.
+ */
+static pid_t gpuslot_pid_nr_live(struct pid *pid)
+{
+	if (!pid || !pid_has_task(pid, PIDTYPE_PID))
+		return 0;
+	return pid_nr(pid);
+}
+
 #define GPUSLOT_NAME_ESCAPED_LEN (4 * (TASK_COMM_LEN - 1) + 1)
 
 static void gpuslot_escape_name(char out[GPUSLOT_NAME_ESCAPED_LEN],
@@ -125,8 +139,8 @@ static int gpuslot_holders_show(struct seq_file *m, void *unused)
 		if (!f)
 			continue;
 		r->slot = slot;
-		r->tgid = pid_nr(f->holder_tgid);
-		r->tid = pid_nr(f->holder_tid);
+		r->tgid = gpuslot_pid_nr_live(f->holder_tgid);
+		r->tid = gpuslot_pid_nr_live(f->holder_tid);
 		memcpy(r->comm, f->holder_comm, sizeof(r->comm));
 		r->ns = gpuslot_since(now, f->hold_start_ns);
 		r->boost = f->hold_boost;
@@ -168,8 +182,8 @@ static int gpuslot_waiters_show(struct seq_file *m, void *unused)
 			break;
 		r = &rows[n++];
 		/* w->tgid and w->tid are valid while it waits here. */
-		r->tgid = pid_nr(w->tgid);
-		r->tid = pid_nr(w->tid);
+		r->tgid = gpuslot_pid_nr_live(w->tgid);
+		r->tid = gpuslot_pid_nr_live(w->tid);
 		memcpy(r->comm, w->comm, sizeof(r->comm));
 		r->ns = gpuslot_since(now, w->start_ns);
 		r->mask = cw->allowed;
@@ -203,7 +217,7 @@ static int gpuslot_queues_show(struct seq_file *m, void *unused)
 		if (WARN_ON_ONCE(n == GPUSLOT_TABLE_ROWS_MAX))
 			break;
 		r = &rows[n++];
-		r->tgid = pid_nr(f->hqd_tgid);
+		r->tgid = gpuslot_pid_nr_live(f->hqd_tgid);
 		memcpy(r->comm, f->hqd_comm, sizeof(r->comm));
 		r->count = f->hqd_reserved;
 	}

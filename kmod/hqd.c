@@ -125,6 +125,11 @@ int gpuslot_file_reserve_queues(struct gpuslot_file *f,
 		ret = -ENOSPC;
 		goto unlock;
 	}
+	/* A deadline already past was one try: nothing queued. */
+	if (timed && gpuslot_deadline_passed(expires)) {
+		ret = -ETIMEDOUT;
+		goto unlock;
+	}
 	if (d->budget.nr_waiters >= GPUSLOT_MAX_WAITERS) {
 		pr_warn_ratelimited("gpuslot: gpu%u: %u queue reservations waiting, the most a domain takes: ENOSPC for pid %d\n",
 				    d->id, d->budget.nr_waiters,
@@ -178,6 +183,21 @@ int gpuslot_file_unreserve_queues(struct gpuslot_file *f,
 	}
 	spin_unlock(&d->lock);
 	return ret;
+}
+
+void gpuslot_file_unreserve_undo(struct gpuslot_file *f, unsigned int count)
+{
+	struct gpuslot_domain *d = gpuslot_file_lock(f);
+
+	/*
+	 * What another thread of the file returned since came out of this
+	 * call's queues too: the file keeps what it had before the call,
+	 * and never less than nothing.
+	 */
+	count = min(count, f->hqd_reserved);
+	if (count)
+		gpuslot_hqd_debit(d, f, count);
+	spin_unlock(&d->lock);
 }
 
 bool gpuslot_hqd_set_limit_locked(struct gpuslot_domain *d, unsigned int limit)

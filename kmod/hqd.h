@@ -11,6 +11,11 @@ int gpuslot_file_reserve_queues(struct gpuslot_file *f,
 				struct gpuslot_reserve_queues *r);
 int gpuslot_file_unreserve_queues(struct gpuslot_file *f,
 				  struct gpuslot_unreserve_queues *u);
+/*
+ * Take back the @count queues a RESERVE_QUEUES of @f added, whose result
+ * could not be copied out; at most what the file holds.
+ */
+void gpuslot_file_unreserve_undo(struct gpuslot_file *f, unsigned int count);
 void gpuslot_hqd_cleanup_locked(struct gpuslot_domain *d,
 				struct gpuslot_file *f);
 int gpuslot_domain_set_hqd_limit(struct gpuslot_domain *d,

@@ -51,6 +51,9 @@ int gpuslot_file_set_layout(struct gpuslot_file *f, struct gpuslot_layout *l)
 	parts->unit_kind = l->unit_kind;
 	parts->unit_size = l->unit_size;
 	parts->nr_units = l->nr_units;
+	/* Zero from a caller older than size 128: every slot at priority 0. */
+	BUILD_BUG_ON(sizeof(parts->priority) != sizeof(l->priority));
+	memcpy(parts->priority, l->priority, sizeof(parts->priority));
 	BUILD_BUG_ON(sizeof(struct gpuslot_partition) != sizeof(parts->units[0]));
 	/* The copy's length is the caller's: bound it under speculation too. */
 	bytes = (size_t)array_index_nospec(l->nr_partitions,
@@ -100,6 +103,8 @@ int gpuslot_file_get_layout(struct gpuslot_file *f, struct gpuslot_layout *l)
 	l->unit_kind = parts->unit_kind;
 	l->unit_size = parts->unit_size;
 	l->nr_units = parts->nr_units;
+	/* Zero from k on: kept so by every change of the layout. */
+	memcpy(l->priority, parts->priority, sizeof(l->priority));
 	n = min(l->nr_partitions, l->k);
 	if (copy_to_user(u64_to_user_ptr(l->partitions), parts->units,
 			 (size_t)n * sizeof(struct gpuslot_partition)))

@@ -21,6 +21,11 @@ ktime_t gpuslot_deadline(u64 deadline_ns)
 	return ns_to_ktime(min_t(u64, deadline_ns, KTIME_MAX));
 }
 
+bool gpuslot_deadline_passed(ktime_t expires)
+{
+	return ktime_get() >= expires;
+}
+
 int gpuslot_domain_wait(struct gpuslot_domain *d, const bool *done,
 			ktime_t *expires)
 	__must_hold(&d->lock)
@@ -33,11 +38,16 @@ int gpuslot_domain_wait(struct gpuslot_domain *d, const bool *done,
 		set_current_state(TASK_INTERRUPTIBLE);
 		if (*done)
 			break;
+		/*
+		 * The caller leaves the queue and returns: under SA_RESTART
+		 * the call starts again, at the back of the queue, with the
+		 * same absolute deadline; otherwise userspace sees EINTR.
+		 */
 		if (signal_pending(current)) {
-			ret = -EINTR;
+			ret = -ERESTARTSYS;
 			break;
 		}
-		if (expires && ktime_get() >= *expires) {
+		if (expires && gpuslot_deadline_passed(*expires)) {
 			ret = -ETIMEDOUT;
 			break;
 		}
@@ -298,6 +308,13 @@ int gpuslot_file_acquire(struct gpuslot_file *f, struct gpuslot_acquire *a,
 
 	now = w.start_ns;
 	slot = gpuslot_core_try_acquire(&d->core, allowed);
+	/* A deadline already past was one try: no boost, no queueing. */
+	if (slot < 0 && timed && gpuslot_deadline_passed(expires)) {
+		d->counters.contended++;
+		d->counters.timeouts++;
+		ret = -ETIMEDOUT;
+		goto unlock;
+	}
 	/* No boost for a waiter that cannot queue. */
 	if (slot < 0 && !(a->flags & GPUSLOT_ACQUIRE_TRY) &&
 	    gpuslot_lock_queue_full(d)) {
@@ -341,7 +358,8 @@ int gpuslot_file_acquire(struct gpuslot_file *f, struct gpuslot_acquire *a,
 	ret = gpuslot_domain_wait(d, &w.core.done, timed ? &expires : NULL);
 	if (ret) {
 		gpuslot_core_cancel(&d->core, &w.core);
-		if (ret == -EINTR)
+		/* Once per interrupted wait, restarted or not. */
+		if (ret == -ERESTARTSYS)
 			d->counters.interrupted++;
 		else
 			d->counters.timeouts++;

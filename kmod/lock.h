@@ -49,12 +49,20 @@ bool gpuslot_lock_queue_full(struct gpuslot_domain *d)
 void gpuslot_grant(struct gpuslot_domain *d, struct gpuslot_waiter *w,
 		   unsigned int slot, u64 now);
 
-/* An absolute CLOCK_MONOTONIC deadline from userspace, as a ktime. */
+/*
+ * An absolute CLOCK_MONOTONIC deadline from userspace, as a ktime. It is
+ * absolute so that a call restarted after a signal (-ERESTARTSYS) ends
+ * when the first one would have: the restart reads the same struct.
+ */
 ktime_t gpuslot_deadline(u64 deadline_ns);
+/* CLOCK_MONOTONIC has reached @expires: a wait for it would not sleep. */
+bool gpuslot_deadline_passed(ktime_t expires);
 /*
  * Sleep with d->lock held (dropped while asleep) until a waker sets *done
- * under d->lock, a signal arrives (-EINTR) or *expires passes (-ETIMEDOUT;
- * NULL waits without a deadline). *done wins every race.
+ * under d->lock, a signal arrives (-ERESTARTSYS: the caller leaves the
+ * queue and returns it, so that SA_RESTART restarts the call and userspace
+ * sees EINTR otherwise) or *expires passes (-ETIMEDOUT; NULL waits without
+ * a deadline). *done wins every race.
  */
 int gpuslot_domain_wait(struct gpuslot_domain *d, const bool *done,
 			ktime_t *expires)

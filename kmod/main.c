@@ -42,7 +42,7 @@ static int gpuslot_ioc_version(struct gpuslot_file *f, void *arg, u64 *cookie)
 	v->nr_domains = gpuslot_nr_domains();
 	v->features = GPUSLOT_FEATURE_LOCK | GPUSLOT_FEATURE_HQD |
 		      GPUSLOT_FEATURE_LAYOUT | GPUSLOT_FEATURE_ASYNC |
-		      GPUSLOT_FEATURE_DEADLINE;
+		      GPUSLOT_FEATURE_DEADLINE | GPUSLOT_FEATURE_SLOT_PRIORITY;
 	return 0;
 }
 
@@ -102,14 +102,19 @@ static int gpuslot_ioc_reserve_queues(struct gpuslot_file *f, void *arg,
 	return gpuslot_file_reserve_queues(f, arg);
 }
 
-/* Undo a reservation whose result could not be copied out. */
+/*
+ * Undo a reservation whose result could not be copied out: exactly the
+ * count this call added. Going through UNRESERVE would return nothing at
+ * all once another thread of the file had returned some of them (EINVAL
+ * for more than the file holds), and leave the rest reserved by a call
+ * that reported failure.
+ */
 static void gpuslot_ioc_reserve_queues_undo(struct gpuslot_file *f,
 					    void *arg, u64 cookie)
 {
 	struct gpuslot_reserve_queues *r = arg;
-	struct gpuslot_unreserve_queues u = { .count = r->count };
 
-	gpuslot_file_unreserve_queues(f, &u);
+	gpuslot_file_unreserve_undo(f, r->count);
 }
 
 static int gpuslot_ioc_unreserve_queues(struct gpuslot_file *f, void *arg,
@@ -186,8 +191,14 @@ struct gpuslot_ioctl_op {
 	void (*undo)(struct gpuslot_file *f, void *arg, u64 cookie);
 };
 
+/*
+ * An entry of the table below, at index _IOC_NR(_cmd) (written out there:
+ * a macro that used _cmd twice would be one checkpatch flags). An entry
+ * at the wrong index only makes its command ENOTTY, which the VM suite's
+ * Ioctl.EveryApi2NumberWorks would see.
+ */
 #define GPUSLOT_OP(_cmd, _fn, _copy, _undo, _type, _size_ver0)		\
-	[_IOC_NR(_cmd)] = {						\
+	{								\
 		.cmd = _cmd,						\
 		.size = sizeof(_type),					\
 		.min_size = _size_ver0,					\
@@ -197,48 +208,62 @@ struct gpuslot_ioctl_op {
 	}
 
 static const struct gpuslot_ioctl_op gpuslot_ioctl_ops[] = {
+	[_IOC_NR(GPUSLOT_IOC_VERSION)] =
 	GPUSLOT_OP(GPUSLOT_IOC_VERSION, gpuslot_ioc_version,
 		   GPUSLOT_COPY_AFTER, NULL,
 		   struct gpuslot_version, GPUSLOT_VERSION_SIZE_VER0),
+	[_IOC_NR(GPUSLOT_IOC_ATTACH)] =
 	GPUSLOT_OP(GPUSLOT_IOC_ATTACH, gpuslot_ioc_attach,
 		   GPUSLOT_COPY_NONE, NULL,
 		   struct gpuslot_attach, GPUSLOT_ATTACH_SIZE_VER0),
+	[_IOC_NR(GPUSLOT_IOC_ACQUIRE)] =
 	GPUSLOT_OP(GPUSLOT_IOC_ACQUIRE, gpuslot_ioc_acquire,
 		   GPUSLOT_COPY_AFTER, gpuslot_ioc_acquire_undo,
 		   struct gpuslot_acquire, GPUSLOT_ACQUIRE_SIZE_VER0),
+	[_IOC_NR(GPUSLOT_IOC_RELEASE)] =
 	GPUSLOT_OP(GPUSLOT_IOC_RELEASE, gpuslot_ioc_release,
 		   GPUSLOT_COPY_PROBED, NULL,
 		   struct gpuslot_release, GPUSLOT_RELEASE_SIZE_VER0),
+	[_IOC_NR(GPUSLOT_IOC_SET_K)] =
 	GPUSLOT_OP(GPUSLOT_IOC_SET_K, gpuslot_ioc_set_k,
 		   GPUSLOT_COPY_PROBED, NULL,
 		   struct gpuslot_set_k, GPUSLOT_SET_K_SIZE_VER0),
+	[_IOC_NR(GPUSLOT_IOC_DOMAIN_INFO)] =
 	GPUSLOT_OP(GPUSLOT_IOC_DOMAIN_INFO, gpuslot_ioc_domain_info,
 		   GPUSLOT_COPY_AFTER, NULL,
 		   struct gpuslot_domain_info, GPUSLOT_DOMAIN_INFO_SIZE_VER0),
+	[_IOC_NR(GPUSLOT_IOC_GET_STATS)] =
 	GPUSLOT_OP(GPUSLOT_IOC_GET_STATS, gpuslot_ioc_get_stats,
 		   GPUSLOT_COPY_AFTER, NULL,
 		   struct gpuslot_stats, GPUSLOT_STATS_SIZE_VER0),
+	[_IOC_NR(GPUSLOT_IOC_RESERVE_QUEUES)] =
 	GPUSLOT_OP(GPUSLOT_IOC_RESERVE_QUEUES, gpuslot_ioc_reserve_queues,
 		   GPUSLOT_COPY_AFTER, gpuslot_ioc_reserve_queues_undo,
 		   struct gpuslot_reserve_queues,
 		   GPUSLOT_RESERVE_QUEUES_SIZE_VER0),
+	[_IOC_NR(GPUSLOT_IOC_UNRESERVE_QUEUES)] =
 	GPUSLOT_OP(GPUSLOT_IOC_UNRESERVE_QUEUES, gpuslot_ioc_unreserve_queues,
 		   GPUSLOT_COPY_PROBED, NULL,
 		   struct gpuslot_unreserve_queues,
 		   GPUSLOT_UNRESERVE_QUEUES_SIZE_VER0),
+	[_IOC_NR(GPUSLOT_IOC_SET_LAYOUT)] =
 	GPUSLOT_OP(GPUSLOT_IOC_SET_LAYOUT, gpuslot_ioc_set_layout,
 		   GPUSLOT_COPY_PROBED, NULL,
 		   struct gpuslot_layout, GPUSLOT_LAYOUT_SIZE_VER0),
+	[_IOC_NR(GPUSLOT_IOC_GET_LAYOUT)] =
 	GPUSLOT_OP(GPUSLOT_IOC_GET_LAYOUT, gpuslot_ioc_get_layout,
 		   GPUSLOT_COPY_AFTER, NULL,
 		   struct gpuslot_layout, GPUSLOT_LAYOUT_SIZE_VER0),
+	[_IOC_NR(GPUSLOT_IOC_ACQUIRE_ASYNC)] =
 	GPUSLOT_OP(GPUSLOT_IOC_ACQUIRE_ASYNC, gpuslot_ioc_acquire_async,
 		   GPUSLOT_COPY_NONE, NULL,
 		   struct gpuslot_acquire, GPUSLOT_ACQUIRE_SIZE_VER0),
 	/* An uncopyable grant goes back, as ACQUIRE's does. */
+	[_IOC_NR(GPUSLOT_IOC_ACQUIRE_COMPLETE)] =
 	GPUSLOT_OP(GPUSLOT_IOC_ACQUIRE_COMPLETE, gpuslot_ioc_acquire_complete,
 		   GPUSLOT_COPY_AFTER, gpuslot_ioc_acquire_undo,
 		   struct gpuslot_acquire, GPUSLOT_ACQUIRE_SIZE_VER0),
+	[_IOC_NR(GPUSLOT_IOC_ACQUIRE_CANCEL)] =
 	GPUSLOT_OP(GPUSLOT_IOC_ACQUIRE_CANCEL, gpuslot_ioc_acquire_cancel,
 		   GPUSLOT_COPY_PROBED, NULL,
 		   struct gpuslot_release, GPUSLOT_RELEASE_SIZE_VER0),

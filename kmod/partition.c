@@ -3,6 +3,7 @@
  * gpuslot partitions: the rules a layout must keep. See partition.h.
  */
 #include <linux/errno.h>
+#include <linux/nospec.h>
 
 #include "partition.h"
 
@@ -40,8 +41,13 @@ bool gpuslot_partition_fits(const u64 units[GPUSLOT_UNIT_WORDS],
 {
 	unsigned int w = nr_units / 64;
 
+	/*
+	 * @nr_units is the caller's (SET_LAYOUT, sysfs), checked before but
+	 * read here as an index: bound it under speculation too.
+	 */
 	if (w < GPUSLOT_UNIT_WORDS &&
-	    (units[w] & ~((1ULL << (nr_units % 64)) - 1)))
+	    (units[array_index_nospec(w, GPUSLOT_UNIT_WORDS)] &
+	     ~((1ULL << (nr_units % 64)) - 1)))
 		return false;
 	for (w++; w < GPUSLOT_UNIT_WORDS; w++)
 		if (units[w])
@@ -49,11 +55,22 @@ bool gpuslot_partition_fits(const u64 units[GPUSLOT_UNIT_WORDS],
 	return true;
 }
 
+/* The two partitions share a unit. */
+static bool gpuslot_partitions_meet(const u64 a[GPUSLOT_UNIT_WORDS],
+				    const u64 b[GPUSLOT_UNIT_WORDS])
+{
+	unsigned int w;
+
+	for (w = 0; w < GPUSLOT_UNIT_WORDS; w++)
+		if (a[w] & b[w])
+			return true;
+	return false;
+}
+
 int gpuslot_partitions_check(const struct gpuslot_partitions *p,
 			     unsigned int k)
 {
-	u64 taken[GPUSLOT_UNIT_WORDS] = { 0 };
-	unsigned int slot, w;
+	unsigned int slot, other;
 
 	if (k < 1 || k > GPUSLOT_MAX_SLOTS ||
 	    gpuslot_partitions_check_kind(p->unit_kind, p->unit_size,
@@ -62,17 +79,25 @@ int gpuslot_partitions_check(const struct gpuslot_partitions *p,
 	for (slot = 0; slot < GPUSLOT_MAX_SLOTS; slot++) {
 		const u64 *units = p->units[slot];
 
+		if (p->priority[slot] >
+		    (slot < k ? GPUSLOT_MAX_SLOT_PRIORITY : 0))
+			return -EINVAL;
 		if (gpuslot_partition_is_whole(units))
 			continue;
 		if (slot >= k || p->unit_kind == GPUSLOT_UNIT_NONE ||
 		    !gpuslot_partition_fits(units, p->nr_units))
 			return -EINVAL;
-		/* One pass: a unit seen before belongs to an earlier slot. */
-		for (w = 0; w < GPUSLOT_UNIT_WORDS; w++) {
-			if (taken[w] & units[w])
+		/*
+		 * Confined partitions at one priority must be disjoint: the
+		 * GPU orders work of different priorities where they meet,
+		 * and nothing orders work of the same one. A whole-GPU slot
+		 * (no bit set) meets none here. At most 64 * 63 / 2 pairs of
+		 * 16 words.
+		 */
+		for (other = 0; other < slot; other++)
+			if (p->priority[other] == p->priority[slot] &&
+			    gpuslot_partitions_meet(p->units[other], units))
 				return -EINVAL;
-			taken[w] |= units[w];
-		}
 	}
 	return 0;
 }
@@ -87,6 +112,8 @@ bool gpuslot_partitions_reset(struct gpuslot_partitions *p)
 			changed |= p->units[slot][w] != 0;
 			p->units[slot][w] = 0;
 		}
+		changed |= p->priority[slot] != 0;
+		p->priority[slot] = 0;
 	}
 	return changed;
 }

@@ -26,9 +26,12 @@ struct gpuslot_partitions {
 int gpuslot_partitions_check_kind(u32 unit_kind, u32 unit_size, u32 nr_units);
 
 /*
- * The partitions of slots 0 .. k - 1 fit the unit kind and @nr_units, the
- * slots >= k are empty, and no two partitions that are not the whole GPU
- * share a unit: 0, or -EINVAL.
+ * The layout of slots 0 .. k - 1 is one the uapi allows: the partitions fit
+ * the unit kind and @nr_units, every priority is at most
+ * GPUSLOT_MAX_SLOT_PRIORITY, slots >= k are the whole GPU at priority 0, and
+ * no two partitions that are both not the whole GPU share a unit at the
+ * same priority (different priorities may overlap: the GPU orders their
+ * work; a whole-GPU slot may sit beside any): 0, or -EINVAL.
  */
 int gpuslot_partitions_check(const struct gpuslot_partitions *p,
 			     unsigned int k);
@@ -39,7 +42,9 @@ bool gpuslot_partition_is_whole(const u64 units[GPUSLOT_UNIT_WORDS]);
 bool gpuslot_partition_fits(const u64 units[GPUSLOT_UNIT_WORDS],
 			    u32 nr_units);
 
-/* Make every slot the whole GPU again; true if one was not. */
+/*
+ * Make every slot the whole GPU at priority 0 again; true if one was not.
+ */
 bool gpuslot_partitions_reset(struct gpuslot_partitions *p);
 
 #endif /* GPUSLOT_PARTITION_H */

@@ -90,4 +90,97 @@ TEST(Partition, ResetMakesEverySlotWholeAndSaysSo)
 	EXPECT_EQ(p->nr_units, 304u);
 }
 
+// Issue 32: priorities go with the partitions; a priority alone is a change.
+TEST(Partition, ResetMakesEveryPriorityZeroAndSaysSo)
+{
+	auto p = cus(60);
+	p->priority[5] = 3;
+	EXPECT_TRUE(gpuslot_partitions_reset(p.get()));
+	for (auto prio : p->priority)
+		EXPECT_EQ(prio, 0);
+	EXPECT_FALSE(gpuslot_partitions_reset(p.get()));
+}
+
+TEST(Partition, PrioritiesAreInRangeBelowKAndZeroFromK)
+{
+	auto p = cus(60);
+	p->priority[0] = GPUSLOT_MAX_SLOT_PRIORITY;
+	p->priority[2] = 1;
+	EXPECT_EQ(gpuslot_partitions_check(p.get(), 3), 0);
+	p->priority[2] = GPUSLOT_MAX_SLOT_PRIORITY + 1;
+	EXPECT_EQ(gpuslot_partitions_check(p.get(), 3), -EINVAL);
+	p->priority[2] = 255;
+	EXPECT_EQ(gpuslot_partitions_check(p.get(), 3), -EINVAL);
+	p->priority[2] = 0;
+	p->priority[3] = 1; // slot 3 is past k
+	EXPECT_EQ(gpuslot_partitions_check(p.get(), 3), -EINVAL);
+	EXPECT_EQ(gpuslot_partitions_check(p.get(), 4), 0);
+	p->priority[63] = 1;
+	EXPECT_EQ(gpuslot_partitions_check(p.get(), 63), -EINVAL);
+	EXPECT_EQ(gpuslot_partitions_check(p.get(), 64), 0);
+	// Unit kind NONE: every slot the whole GPU, at any priority.
+	p = cus(60);
+	p->unit_kind = GPUSLOT_UNIT_NONE;
+	p->unit_size = 0;
+	p->nr_units = 0;
+	p->priority[1] = 4;
+	EXPECT_EQ(gpuslot_partitions_check(p.get(), 2), 0);
+	EXPECT_EQ(gpuslot_partitions_check(p.get(), 1), -EINVAL);
+}
+
+TEST(Partition, ConfinedPartitionsMayMeetOnlyAtDifferentPriorities)
+{
+	auto p = cus(60);
+	p->units[0][0] = 0x0fffffffffffffffULL; // most of the GPU
+	p->units[1][0] = 0xff;
+	p->units[2][0] = 0xff00;
+	// All at priority 0: slot 0 meets both.
+	EXPECT_EQ(gpuslot_partitions_check(p.get(), 3), -EINVAL);
+	p->priority[0] = 5;
+	EXPECT_EQ(gpuslot_partitions_check(p.get(), 3), 0);
+	// Slots 1 and 2 meet at their common priority 0.
+	p->units[2][0] = 0x1f0;
+	EXPECT_EQ(gpuslot_partitions_check(p.get(), 3), -EINVAL);
+	// ... and at a common nonzero one.
+	p->priority[1] = 2;
+	p->priority[2] = 2;
+	EXPECT_EQ(gpuslot_partitions_check(p.get(), 3), -EINVAL);
+	// Three levels: each meets the others, none at its own priority.
+	p->priority[2] = 1;
+	EXPECT_EQ(gpuslot_partitions_check(p.get(), 3), 0);
+	// A meeting in a high word only.
+	auto q = cus(304);
+	q->units[0][4] = 1ULL << 7;
+	q->units[1][4] = 1ULL << 7;
+	q->units[1][0] = 1;
+	EXPECT_EQ(gpuslot_partitions_check(q.get(), 2), -EINVAL);
+	q->priority[1] = 1;
+	EXPECT_EQ(gpuslot_partitions_check(q.get(), 2), 0);
+	// A fourth slot at priority 5 meeting slot 0 (also at 5), far apart
+	// in the slot order.
+	p->units[40][0] = 1ULL << 59;
+	p->priority[40] = 5;
+	EXPECT_EQ(gpuslot_partitions_check(p.get(), 41), -EINVAL);
+	p->priority[40] = 6;
+	EXPECT_EQ(gpuslot_partitions_check(p.get(), 41), 0);
+}
+
+// The whole GPU (no bit set) is the "no partition" case: beside confined
+// slots at any priority, and any number of them at one priority.
+TEST(Partition, WholeGpuSlotsSitBesideAnythingAtAnyPriority)
+{
+	auto p = cus(60);
+	p->units[1][0] = 0xff;
+	p->units[3][0] = 0xff00;
+	EXPECT_EQ(gpuslot_partitions_check(p.get(), 4), 0);
+	p->priority[0] = 3;
+	p->priority[1] = 3;
+	EXPECT_EQ(gpuslot_partitions_check(p.get(), 4), 0);
+	p->priority[2] = 0;
+	p->priority[3] = 0;
+	EXPECT_EQ(gpuslot_partitions_check(p.get(), 4), 0);
+	auto whole = cus(60);
+	EXPECT_EQ(gpuslot_partitions_check(whole.get(), 64), 0);
+}
+
 } // namespace

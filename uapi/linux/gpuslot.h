@@ -158,9 +158,10 @@ struct gpuslot_attach {
  * ETIMEDOUT; EINTR a signal arrived before a slot was granted (the waiter
  * left the queue; if the grant and the signal race, the grant wins and the
  * call succeeds; under SA_RESTART the kernel restarts the call, which
- * queues again at the end, with the same deadline); EINVAL also when k shrinks, while the call waits, below
- * every slot of @allowed_mask: the waiter leaves the queue at once, as a
- * new call with that mask would be refused; ENOSPC the call would wait and
+ * queues again at the end, with the same deadline); EINVAL also when k
+ * shrinks, while the call waits, below every slot of @allowed_mask: the
+ * waiter leaves the queue at once, as a new call with that mask would be
+ * refused; ENOSPC the call would wait and
  * the domain's lock queue holds 1024 waiters (sleeping and asynchronous)
  * already: the kernel bounds what one user can queue.
  *
@@ -203,9 +204,10 @@ struct gpuslot_acquire {
  * would, and keeps it until granted, cancelled or closed. poll() then
  * reports EPOLLIN when the slot is granted (or the wait failed). From the
  * grant the slot is the file's: held, shown as "pending" in the holders
- * table (debugfs) and the file's fdinfo, not yet boosted. Errors: EDEADLK the file holds a slot; EBUSY it
- * is acquiring already (either way); EINVAL as for ACQUIRE; ENOSPC no slot
- * is free and the lock queue is full, as for ACQUIRE (nothing queued).
+ * table (debugfs) and the file's fdinfo, not yet boosted. Errors: EDEADLK
+ * the file holds a slot; EBUSY it is acquiring already (either way); EINVAL
+ * as for ACQUIRE; ENOSPC no slot is free and the lock queue is full, as for
+ * ACQUIRE (nothing queued).
  *
  * GPUSLOT_IOC_ACQUIRE_COMPLETE (struct gpuslot_acquire) - take the grant.
  * @flags, @deadline_ns and @allowed_mask must be 0. @slot, @generation: out,
@@ -323,8 +325,12 @@ struct gpuslot_stats {
  * Errors: ENOSPC the budget cannot hold @count now (the library turns it
  * into a message naming who holds the budget), or a waiting request no
  * longer fits under a lowered limit, or (WAIT, DEADLINE) 1024 requests
- * wait in the domain already; ETIMEDOUT; EINTR. When @reserved cannot be
- * written back (EFAULT), exactly the @count this call added is returned.
+ * wait in the domain already; ETIMEDOUT (a deadline already past: one
+ * try); EINTR a signal, as for ACQUIRE (SA_RESTART restarts the wait, at
+ * the back of the queue, with the same deadline). When @reserved cannot be
+ * written back (EFAULT), exactly the @count this call added is returned
+ * (at most what the file still holds, should another thread of it have
+ * returned some meanwhile).
  * Everything a file reserved returns when its last descriptor closes.
  */
 #define GPUSLOT_RESERVE_WAIT	_BITUL(0)
@@ -367,10 +373,11 @@ struct gpuslot_unreserve_queues {
  * Each slot also has a priority (see GPUSLOT_MAX_SLOT_PRIORITY). Two
  * partitions may share units only when their priorities differ: the GPU
  * then orders their work by priority where they meet, which is what an
- * overlapping layout is for (a high-priority slot on the whole GPU, or most
- * of it, beside confined low-priority slots that leave it SMs always free).
+ * overlapping layout is for (a high-priority slot on most of the GPU
+ * beside confined low-priority slots that leave it SMs always free).
  * Partitions that overlap at the same priority isolate nothing and are
- * refused. A partition of the whole GPU overlaps every other one.
+ * refused. A slot on the whole GPU is the "no partition" case, as it always
+ * was: it may sit beside any other slot, at any priority.
  */
 #define GPUSLOT_MAX_UNITS	1024
 #define GPUSLOT_UNIT_WORDS	(GPUSLOT_MAX_UNITS / 64)
@@ -422,10 +429,11 @@ struct gpuslot_partition {
  *                 every slot to 0). A change of priority alone is a new
  *                 generation: clients make their streams again.
  *
- * SET fails with EINVAL, changing nothing, when a field is out of range, a
- * partition uses a unit at or past @nr_units, a partition is given with
- * unit kind NONE, or two partitions of the same priority share a unit
- * (the whole GPU included): they would not be isolated from each other.
+ * SET fails with EINVAL, changing nothing, when a field is out of range
+ * (a priority too), a partition uses a unit at or past @nr_units, a
+ * partition is given with unit kind NONE, or two partitions that are both
+ * not the whole GPU share a unit at the same priority: they would not be
+ * isolated from each other.
  */
 #define GPUSLOT_LAYOUT_MAX_HOLD		_BITUL(0)
 #define GPUSLOT_LAYOUT_EXPECT_GENERATION	_BITUL(1)

@@ -335,5 +335,44 @@ TEST_F(Async, AForkedChildThatCompletesIsTheHolderProcessAndThread)
 	expect_child_ok(child);
 }
 
+// Issue 29: COMPLETE records the completing thread and its own process.
+// The record outlives the thread (the file keeps the slot), but not the
+// thread's number: once the thread exits, the number is free, and the
+// kernel may give it to another process. The table must then not name it.
+TEST_F(Async, TheHolderRecordNeverNamesAThreadOfAnotherProcess)
+{
+	SKIP_ON_SOCKET("it steers the module host's PID allocation (ns_last_pid)");
+	Dev d;
+	ASSERT_EQ(d.acquire_async(), 0);
+	pid_t completer = 0;
+	int err = -1;
+	std::thread t([&] {
+		err = d.complete().err;
+		completer = pid_t(syscall(SYS_gettid));
+	});
+	t.join();
+	ASSERT_EQ(err, 0);
+	// The completing thread's process is this one, whatever thread queued.
+	auto held = only_holder();
+	ASSERT_EQ(held.size(), 6u) << domain_file("holders");
+	EXPECT_EQ(held[1], std::to_string(getpid()));
+
+	// The next process gets the exited thread's number.
+	ASSERT_EQ(write_file("/proc/sys/kernel/ns_last_pid", std::to_string(completer - 1)), 0);
+	Pipe go;
+	pid_t other = spawn([&go] { return go.get() == 1 ? 0 : 1; });
+	held = only_holder();
+	go.put(1);
+	expect_child_ok(other);
+	if (other != completer)
+		GTEST_SKIP() << "pid " << completer << " went to another process first";
+	ASSERT_EQ(held.size(), 6u) << domain_file("holders");
+	EXPECT_EQ(held[1], std::to_string(getpid()));
+	EXPECT_NE(held[2], std::to_string(other)) << "the holder's tid is another process's pid";
+	// A thread that is gone: 0, as for one the reader cannot see.
+	EXPECT_EQ(held[2], "0");
+	EXPECT_EQ(d.release(), 0);
+}
+
 } // namespace
 } // namespace gpuslot::test

@@ -4,6 +4,8 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/klog.h>
 #include <sys/mman.h>
@@ -40,6 +42,38 @@ struct SchedAttr {
 };
 
 } // namespace
+
+namespace {
+void on_test_signal(int)
+{
+}
+} // namespace
+
+int under_signals(int sa_flags, int every_ms, const std::function<int()> &call, int *sent)
+{
+	struct sigaction sa = {};
+	sa.sa_handler = on_test_signal;
+	sa.sa_flags = sa_flags;
+	sigaction(SIGUSR1, &sa, nullptr);
+	std::atomic<bool> done{false};
+	std::atomic<int> count{0};
+	const pthread_t target = pthread_self();
+	std::thread signaller([&] {
+		while (!done.load()) {
+			usleep(every_ms * 1000);
+			if (done.load())
+				break;
+			pthread_kill(target, SIGUSR1);
+			count++;
+		}
+	});
+	const int ret = call();
+	done = true;
+	signaller.join();
+	if (sent)
+		*sent = count.load();
+	return ret;
+}
 
 int ioctl_errno(int fd, unsigned long cmd, void *arg)
 {
@@ -228,6 +262,7 @@ int Dev::set_layout(Layout &l) const
 	a.hqd_limit = l.hqd_limit;
 	a.nr_partitions = l.partitions.size();
 	a.partitions = reinterpret_cast<uintptr_t>(l.partitions.data());
+	memcpy(a.priority, l.priority, sizeof(a.priority));
 	int err = call(GPUSLOT_IOC_SET_LAYOUT, &a);
 	if (!err)
 		l.generation = a.generation;
@@ -250,6 +285,7 @@ int Dev::get_layout(Layout &l, unsigned int room) const
 	l.nr_units = a.nr_units;
 	l.hqd_limit = a.hqd_limit;
 	l.generation = a.generation;
+	memcpy(l.priority, a.priority, sizeof(l.priority));
 	parts.resize(std::min(room, a.k));
 	l.partitions = parts;
 	return 0;

@@ -29,6 +29,8 @@ struct Layout {
 	uint32_t nr_units = 0;
 	uint32_t hqd_limit = 0;
 	std::vector<gpuslot_partition> partitions;
+	// Slot i's priority, 0 .. GPUSLOT_MAX_SLOT_PRIORITY (zero from k on).
+	uint8_t priority[GPUSLOT_MAX_SLOTS] = {};
 	uint64_t generation = 0; // out
 };
 
@@ -117,6 +119,13 @@ public:
 private:
 	std::unique_ptr<LockFile> file_;
 };
+
+// In a forked child: run @call on this thread while another thread sends
+// it SIGUSR1 every @every_ms, caught by a handler installed with @sa_flags
+// (SA_RESTART or 0; it stays installed). Returns what @call returns; sets
+// *@sent to the signals sent meanwhile.
+int under_signals(int sa_flags, int every_ms, const std::function<int()> &call,
+		  int *sent = nullptr);
 
 // Raw ioctl on @fd: 0 or errno.
 int ioctl_errno(int fd, unsigned long cmd, void *arg);

@@ -200,6 +200,71 @@ TEST_F(Hqd, WaitingReservationsAreServedInFifoOrderAndTimeOut)
 	EXPECT_EQ(hqd_used(), 0u);
 }
 
+// A waiting reservation's deadline is absolute: SA_RESTART signals every
+// 50 ms restart the wait (the module; on the socket they do not interrupt
+// it) and it ends with ETIMEDOUT at the deadline; a deadline already past
+// tries once; without SA_RESTART the first signal ends the wait with EINTR.
+TEST_F(Hqd, AReservationDeadlineSurvivesSignalsAndAPastOneTriesOnce)
+{
+	Dev full;
+	ASSERT_EQ(full.reserve(24).err, 0);
+	auto reserve_under_signals = [](int sa_flags, uint64_t timeout_ns) {
+		return spawn([sa_flags, timeout_ns] {
+			Dev x;
+			gpuslot_reserve_queues r{};
+			r.size = sizeof(r);
+			r.flags = GPUSLOT_RESERVE_DEADLINE;
+			r.count = 2;
+			r.deadline_ns = deadline_after(timeout_ns);
+			int eintr = 0, sent = 0;
+			int err = under_signals(sa_flags, 50, [&] {
+				for (;;) {
+					int e = x.call(GPUSLOT_IOC_RESERVE_QUEUES, &r);
+					if (e != EINTR || !sa_flags)
+						return e;
+					eintr++;
+				}
+			}, &sent);
+			const uint64_t end = deadline_after(0);
+			if (!sa_flags) {
+				CHILD_REQUIRE(err == EINTR);
+				CHILD_REQUIRE(end < r.deadline_ns);
+				return 0;
+			}
+			CHILD_REQUIRE(err == ETIMEDOUT);
+			CHILD_REQUIRE(eintr == 0);
+			CHILD_REQUIRE(sent >= 2);
+			CHILD_REQUIRE(end >= r.deadline_ns);
+			// Generous for a loaded TCG guest; a wait that started
+			// over at each signal would not end while they go on.
+			CHILD_REQUIRE(end < r.deadline_ns + 4'000'000'000ULL);
+			return 0;
+		});
+	};
+	expect_child_ok(reserve_under_signals(SA_RESTART, 400'000'000));
+	EXPECT_EQ(domain_file("hqd_waiters"), "0\n");
+	EXPECT_EQ(hqd_used(), 24u);
+
+	Dev t;
+	gpuslot_reserve_queues r{};
+	r.size = sizeof(r);
+	r.flags = GPUSLOT_RESERVE_DEADLINE;
+	r.count = 2;
+	r.deadline_ns = deadline_after(0) - 1;
+	EXPECT_EQ(t.call(GPUSLOT_IOC_RESERVE_QUEUES, &r), ETIMEDOUT);
+	EXPECT_EQ(domain_file("hqd_waiters"), "0\n");
+	ASSERT_EQ(full.unreserve(22), 0);
+	EXPECT_EQ(t.call(GPUSLOT_IOC_RESERVE_QUEUES, &r), 0);
+	EXPECT_EQ(r.reserved, 2u);
+	ASSERT_EQ(full.reserve(20).err, 0);
+
+	SKIP_ON_SOCKET("a signal does not interrupt a waiting RESERVE_QUEUES on the socket "
+		       "(libgpuslot cancels only ACQUIRE's wait)");
+	expect_child_ok(reserve_under_signals(0, 30'000'000'000ULL));
+	EXPECT_EQ(domain_file("hqd_waiters"), "0\n");
+	EXPECT_EQ(hqd_used(), 24u);
+}
+
 // 3. kill -9 of a reserving process returns its queues
 TEST_F(Hqd, KilledReserverReturnsItsQueues)
 {

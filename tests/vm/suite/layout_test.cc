@@ -367,5 +367,170 @@ TEST_F(Layouts, GetLayoutIgnoresTheExpectedGeneration)
 	}
 }
 
+// Issue 32: a slot is a partition and a GPU stream priority. A layout's
+// priorities round-trip, are zero from k on, and a change of priority
+// alone is a new generation (clients make their streams again).
+TEST_F(Layouts, SlotPrioritiesRoundTripAndAreANewGeneration)
+{
+	Dev admin;
+	Layout l = cu_layout(60, {0, 0xff00, 0xff0000});
+	l.priority[0] = GPUSLOT_MAX_SLOT_PRIORITY;
+	l.priority[1] = 3;
+	ASSERT_EQ(admin.set_layout(l), 0);
+	Layout got;
+	ASSERT_EQ(admin.get_layout(got), 0);
+	EXPECT_EQ(got.generation, l.generation);
+	EXPECT_EQ(got.priority[0], GPUSLOT_MAX_SLOT_PRIORITY);
+	EXPECT_EQ(got.priority[1], 3);
+	EXPECT_EQ(got.priority[2], 0);
+	for (unsigned int s = 3; s < GPUSLOT_MAX_SLOTS; s++)
+		EXPECT_EQ(got.priority[s], 0) << s;
+
+	// The same layout again: no new generation.
+	Layout again = l;
+	ASSERT_EQ(admin.set_layout(again), 0);
+	EXPECT_EQ(again.generation, l.generation);
+	// Only a priority changes: a new one.
+	Layout reprioritised = l;
+	reprioritised.priority[2] = 1;
+	ASSERT_EQ(admin.set_layout(reprioritised), 0);
+	EXPECT_EQ(reprioritised.generation, l.generation + 1);
+	ASSERT_EQ(admin.get_layout(got), 0);
+	EXPECT_EQ(got.priority[2], 1);
+
+	// Priorities with unit kind NONE: every slot is the whole GPU.
+	Layout none;
+	none.k = 2;
+	none.priority[1] = 7;
+	ASSERT_EQ(admin.set_layout(none), 0);
+	ASSERT_EQ(admin.get_layout(got), 0);
+	EXPECT_EQ(got.priority[0], 0);
+	EXPECT_EQ(got.priority[1], 7);
+
+	// GET writes every entry, whatever the caller's struct held.
+	gpuslot_layout g{};
+	g.size = sizeof(g);
+	memset(g.priority, 0xff, sizeof(g.priority));
+	ASSERT_EQ(admin.call(GPUSLOT_IOC_GET_LAYOUT, &g), 0);
+	EXPECT_EQ(g.priority[1], 7);
+	for (unsigned int s = 2; s < GPUSLOT_MAX_SLOTS; s++)
+		EXPECT_EQ(g.priority[s], 0) << s;
+}
+
+// A priority over GPUSLOT_MAX_SLOT_PRIORITY, or one for a slot at or past
+// k, is refused with EINVAL, and nothing changes.
+TEST_F(Layouts, ABadPriorityIsRefusedAndChangesNothing)
+{
+	Dev admin;
+	Layout good = cu_layout(60, {0xff, 0xff00});
+	good.priority[0] = 2;
+	ASSERT_EQ(admin.set_layout(good), 0);
+	for (int bad : {0, 1}) {
+		Layout l = cu_layout(60, {0xf, 0xf0, 0xf00});
+		if (bad == 0)
+			l.priority[1] = GPUSLOT_MAX_SLOT_PRIORITY + 1;
+		else
+			l.priority[3] = 1; // k is 3
+		EXPECT_EQ(admin.set_layout(l), EINVAL) << bad;
+		Layout got;
+		ASSERT_EQ(admin.get_layout(got), 0);
+		EXPECT_EQ(got.k, 2u) << bad;
+		EXPECT_EQ(got.generation, good.generation) << bad;
+		EXPECT_EQ(got.priority[0], 2) << bad;
+		EXPECT_EQ(got.partitions[0].units[0], 0xffu) << bad;
+	}
+	Layout l = cu_layout(60, {0xf});
+	l.priority[0] = 255;
+	EXPECT_EQ(admin.set_layout(l), EINVAL);
+	EXPECT_EQ(admin.info().generation, good.generation);
+}
+
+// Overlapping partitions are first class at different priorities: the GPU
+// orders their work where they meet. At the same priority they isolate
+// nothing and are refused; the whole GPU sits beside anything.
+TEST_F(Layouts, PartitionsMayOverlapOnlyAtDifferentPriorities)
+{
+	Dev admin;
+	// Slot 0 on most of the GPU at high priority, slots 1 and 2 confined
+	// and disjoint at low priority, slot 1 inside slot 0's units.
+	Layout overlap = cu_layout(60, {0x0fffffffffffffffULL, 0xff, 0xff00});
+	overlap.priority[0] = 5;
+	ASSERT_EQ(admin.set_layout(overlap), 0);
+	Layout got;
+	ASSERT_EQ(admin.get_layout(got), 0);
+	EXPECT_EQ(got.partitions[0].units[0], 0x0fffffffffffffffULL);
+	EXPECT_EQ(got.priority[0], 5);
+
+	// The same partitions at one priority: refused, nothing changed.
+	Layout same = overlap;
+	same.priority[0] = 0;
+	EXPECT_EQ(admin.set_layout(same), EINVAL);
+	// Two confined slots that meet at an equal nonzero priority too.
+	Layout equal = cu_layout(60, {0x1ff, 0xff00, 0x100});
+	equal.priority[0] = 4;
+	equal.priority[2] = 4;
+	EXPECT_EQ(admin.set_layout(equal), EINVAL);
+	ASSERT_EQ(admin.get_layout(got), 0);
+	EXPECT_EQ(got.generation, overlap.generation);
+	EXPECT_EQ(got.priority[0], 5);
+
+	// The whole GPU beside confined slots at the same priority: fine.
+	Layout whole = cu_layout(60, {0, 0xff, 0xff00});
+	ASSERT_EQ(admin.set_layout(whole), 0);
+}
+
+// A SET of an API-1-sized struct (64 bytes, before the priorities) sets
+// every slot to priority 0; SET_K and a write of k reset priorities with
+// the partitions.
+TEST_F(Layouts, AShortSetAndKResetEveryPriority)
+{
+	Dev admin;
+	Layout l = cu_layout(60, {0xf, 0xf0});
+	l.priority[0] = 9;
+	l.priority[1] = 1;
+	ASSERT_EQ(admin.set_layout(l), 0);
+	gpuslot_layout a{};
+	a.size = 64;
+	a.k = 2;
+	a.unit_kind = GPUSLOT_UNIT_AMD_CU;
+	a.unit_size = 1;
+	a.nr_units = 60;
+	a.nr_partitions = 2;
+	a.partitions = reinterpret_cast<uintptr_t>(l.partitions.data());
+	a.priority[0] = 9; // past the size: not sent
+	ASSERT_EQ(admin.call(GPUSLOT_IOC_SET_LAYOUT, &a), 0);
+	EXPECT_EQ(a.generation, l.generation + 1);
+	Layout got;
+	ASSERT_EQ(admin.get_layout(got), 0);
+	EXPECT_EQ(got.priority[0], 0);
+	EXPECT_EQ(got.priority[1], 0);
+	EXPECT_EQ(got.partitions[1].units[0], 0xf0u);
+	// GET at size 64 writes nothing past it.
+	gpuslot_layout g{};
+	g.size = 64;
+	memset(g.priority, 0xaa, sizeof(g.priority));
+	ASSERT_EQ(admin.call(GPUSLOT_IOC_GET_LAYOUT, &g), 0);
+	EXPECT_EQ(g.priority[0], 0xaa);
+
+	// SET_K: priorities go with the partitions, as a new generation even
+	// when only a priority was left to reset.
+	Layout p = l;
+	p.partitions = {gpuslot_partition{}, gpuslot_partition{}};
+	ASSERT_EQ(admin.set_layout(p), 0);
+	uint64_t gen = 0;
+	ASSERT_EQ(admin.set_k(2, &gen), 0);
+	EXPECT_EQ(gen, p.generation + 1);
+	ASSERT_EQ(admin.get_layout(got), 0);
+	EXPECT_EQ(got.priority[0], 0);
+	EXPECT_EQ(got.priority[1], 0);
+	// The k file.
+	ASSERT_EQ(admin.set_layout(l), 0);
+	ASSERT_EQ(write_attr(0, "k", "3"), 0);
+	ASSERT_EQ(admin.get_layout(got), 0);
+	EXPECT_EQ(got.k, 3u);
+	for (unsigned int s = 0; s < 3; s++)
+		EXPECT_EQ(got.priority[s], 0) << s;
+}
+
 } // namespace
 } // namespace gpuslot::test
