@@ -568,14 +568,37 @@ void Daemon::check_domains()
 		// An admin wrote partitions: keep them, say what is wrong.
 		m->generation = now.generation;
 		m->k = now.k;
+		// The confined slots' masks (a whole-GPU slot has none), named
+		// by their slots, then what the priorities do.
 		std::vector<std::vector<uint32_t>> masks;
-		for (const auto &p : now.partitions)
-			masks.push_back(mask_from_partition(p, now.nr_units));
+		std::vector<unsigned int> prios, slot_of;
+		for (unsigned int j = 0; j < now.partitions.size(); j++)
+			if (!partition_is_whole(now.partitions[j])) {
+				masks.push_back(mask_from_partition(now.partitions[j], now.nr_units));
+				prios.push_back(now.priority(j));
+				slot_of.push_back(j);
+			}
 		auto findings = now.unit_kind == GPUSLOT_UNIT_AMD_CU
 					? lint_masks(m->shape,
 						     walk(*m, config_.for_gpu(m->domain)).algorithm,
-						     masks)
+						     masks, prios)
 					: std::vector<LintFinding>{};
+		for (auto &f : findings) {
+			f.slot = int(slot_of[size_t(f.slot)]);
+			if (f.other_slot >= 0)
+				f.other_slot = int(slot_of[size_t(f.other_slot)]);
+		}
+		PriorityLintGpu pg;
+		pg.unit_kind = now.unit_kind;
+		pg.confined_overlap_linted = now.unit_kind == GPUSLOT_UNIT_AMD_CU;
+		if (m->nvidia) {
+			pg.task_slots = nv_task_slots(m->nv.cc_major, m->nv.cc_minor);
+			pg.what = "compute capability " + std::to_string(m->nv.cc_major) + "." +
+				  std::to_string(m->nv.cc_minor);
+		}
+		now.priorities.resize(now.partitions.size(), 0);
+		auto more = lint_priorities(now.partitions, now.priorities, pg);
+		findings.insert(findings.end(), more.begin(), more.end());
 		log_(LOG_INFO, name + ": partitions set outside gpuslotd (generation " +
 				       std::to_string(now.generation) + "); keeping them" +
 				       (findings.empty() ? "" : ", but:"));
