@@ -513,13 +513,13 @@ bool read_tables(Reader &r, bool socket, DomainState *s)
 		s->queues.push_back(q);
 		return true;
 	});
-	// wait_hist: "bucket_lo_ns count", bucket i from 2^i ns (0 for the
-	// first), in order.
+	// wait_hist: "bucket_lo_ns count", bucket i from 2^i ns (the first
+	// also counts 0 ns), in order.
 	ok = ok && r.lines("debug/wait_hist", hist, [&](const auto &w, const std::string &) {
 		const size_t i = s->wait_hist.size();
 		uint64_t lo, count;
 		if (w.size() != 2 || !number(w[0], &lo) || !number(w[1], &count) ||
-		    i >= GPUSLOT_HIST_BUCKETS || lo != (i ? 1ULL << i : 0))
+		    i >= GPUSLOT_HIST_BUCKETS || lo != 1ULL << i)
 			return false;
 		s->wait_hist.push_back(count);
 		return true;

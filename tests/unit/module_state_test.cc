@@ -67,7 +67,8 @@ protected:
 		ASSERT_GT(waiters.size(), 4096u);
 		table("waiters", waiters);
 		table("queues", "700 Web\\x20Content 6\n");
-		std::string hist = "0 0\n2 1\n";
+		// As debugfs writes it: bucket i from 2^i ns.
+		std::string hist = "1 0\n2 1\n";
 		for (int i = 2; i < GPUSLOT_HIST_BUCKETS; i++)
 			hist += std::to_string(1ULL << i) + " 0\n";
 		table("wait_hist", hist);
@@ -196,7 +197,7 @@ TEST_F(ModuleState, NamesAreUnescapedAndStrayWordsRefused)
 	table("waiters", "1 1 a b 5 0x1\n");
 	EXPECT_FALSE(read(&s, &err));
 	table("waiters", "");
-	table("wait_hist", "0 0\n4 1\n"); // bucket 1 starts at 2 ns
+	table("wait_hist", "1 0\n4 1\n"); // bucket 1 starts at 2 ns
 	EXPECT_FALSE(read(&s, &err));
 	EXPECT_NE(err.find("wait_hist:2: cannot parse '4 1'"), std::string::npos) << err;
 }
