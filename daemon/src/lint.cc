@@ -293,9 +293,12 @@ std::vector<LintFinding> lint_priorities(const std::vector<gpuslot_partition> &p
 					       " orders nothing: no slot of a lower priority "
 					       "shares its " + unit,
 				       "the GPU orders kernels by priority only where they "
-				       "compete for the same " + unit + "; across partitions a "
-				       "higher priority can only evict the others' kernels "
-				       "from the GPU's task slots (seed 002)"});
+				       "compete for the same " + unit +
+					       (gpu.unit_kind == GPUSLOT_UNIT_AMD_CU
+							? std::string("")
+							: "; across partitions a higher priority "
+							  "can only evict the others' kernels from "
+							  "the GPU's task slots (seed 002)")});
 	}
 
 	std::vector<unsigned int> levels;
