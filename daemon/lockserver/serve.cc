@@ -107,9 +107,8 @@ int serve_socket_transport(const DaemonOptions &daemon, const SocketServeOptions
 						      choose_algorithm(topo.gpus[i].gfx, kernel, "",
 								       s.mask_algorithm)
 							      .algorithm,
-						      k, s.sizes, hqd, &layout, notes, why)
-					: plan_nv_layout(nv.gpus[i], k, s.sizes, hqd, &layout, notes,
-							 why);
+						      k, s, hqd, &layout, notes, why)
+					: plan_nv_layout(nv.gpus[i], k, s, hqd, &layout, notes, why);
 		if (!ok) {
 			*why = "cannot plan k = " + std::to_string(k) + ": " + *why;
 			return false;
@@ -122,6 +121,8 @@ int serve_socket_transport(const DaemonOptions &daemon, const SocketServeOptions
 		l->nr_units = layout.nr_units;
 		l->hqd_limit = layout.hqd_limit;
 		l->nr_partitions = uint32_t(layout.partitions.size());
+		for (unsigned int j = 0; j < layout.k && j < GPUSLOT_MAX_SLOTS; j++)
+			l->priority[j] = uint8_t(layout.priority(j)); // issue 32
 		if (int err = server.set_layout(unsigned(i), l, layout.partitions.data())) {
 			*why = std::string("the lock refused the layout: ") + strerror(err);
 			return false;

@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "planner.hpp"
+#include "slot_layout.hpp"
 
 namespace gpuslot {
 
@@ -25,7 +26,9 @@ unsigned int GpuSettings::k_or(unsigned int current) const
 		return *k;
 	if (sizes)
 		return unsigned(std::count(sizes->begin(), sizes->end(), ',') + 1);
-	return current;
+	if (priorities)
+		return unsigned(std::count(priorities->begin(), priorities->end(), ',') + 1);
+	return protect() ? std::max(current, 2u) : current;
 }
 
 GpuSettings Config::for_gpu(unsigned int domain) const
@@ -37,8 +40,15 @@ GpuSettings Config::for_gpu(unsigned int domain) const
 	const GpuSettings &g = it->second;
 	if (g.k)
 		s.k = g.k;
-	if (g.sizes)
+	// The layout keys go together: a [gpuN] that sets any of them
+	// replaces all of [default]'s (protect there, sizes here, or the
+	// reverse, would never agree).
+	if (g.sizes || g.priorities || g.layout || g.reserve_percent) {
 		s.sizes = g.sizes;
+		s.priorities = g.priorities;
+		s.layout = g.layout;
+		s.reserve_percent = g.reserve_percent;
+	}
 	if (g.boost_priority)
 		s.boost_priority = g.boost_priority;
 	if (g.max_boost_share)
@@ -128,11 +138,42 @@ int on_key(void *user, const char *section, const char *key,
 		std::vector<unsigned int> sizes;
 		std::string err;
 		// Percentages are checked against the GPU when planning.
-		if (!parse_sizes(value, 100, &sizes, &err))
+		if (!parse_sizes(value, 100, &sizes, &err, true))
 			return fail("sizes '" + std::string(value) + "': " + err +
-				    "; expected CUs (30,10,10,10) or percentages "
-				    "(50%,25%,25%)");
+				    "; expected one size per slot: CUs (AMD) or SMs "
+				    "(NVIDIA) such as 30,10,10,10, percentages such as "
+				    "50%,25%,25%, or all for a slot on the whole GPU "
+				    "(all,25%,25%,25%)");
 		g->sizes = value;
+	} else if (name == "priorities") {
+		std::vector<unsigned int> prios;
+		std::string err;
+		if (!parse_priorities(value, &prios, &err))
+			return fail("priorities '" + std::string(value) + "': " + err +
+				    "; expected one GPU stream priority per slot, "
+				    "comma-separated, each 0 to 15 (more is more "
+				    "urgent), such as 5,0,0,0");
+		g->priorities = value;
+	} else if (name == "layout") {
+		if (std::string(value) == "partitions")
+			g->layout = LayoutKind::partitions;
+		else if (std::string(value) == "protect")
+			g->layout = LayoutKind::protect;
+		else
+			return fail("layout '" + std::string(value) +
+				    "': expected partitions (k partitions from sizes "
+				    "and priorities) or protect (slot 0 on the whole "
+				    "GPU at a higher priority, the others confined "
+				    "to leave it a reserve)");
+	} else if (name == "reserve") {
+		std::string t = value;
+		if (t.empty() || t.back() != '%' ||
+		    !number(t.substr(0, t.size() - 1).c_str(), 0, 90, &v))
+			return fail("reserve '" + t +
+				    "': expected a percentage of the GPU from 0% to "
+				    "90% that no confined slot may use (layout = "
+				    "protect), such as 25%");
+		g->reserve_percent = v;
 	} else if (name == "boost_priority") {
 		if (!number(value, 0, GPUSLOT_MAX_BOOST_PRIORITY, &v))
 			return fail("boost_priority '" + std::string(value) +
@@ -196,19 +237,51 @@ bool parse_config(const std::string &text, const std::string &name,
 			       : "expected '[section]', 'key = value' or a comment");
 		return false;
 	}
-	// k and sizes may come from different sections; they must agree.
+	// k, sizes and priorities may come from different sections; they
+	// must agree, and layout = protect plans sizes and priorities itself.
 	auto agree = [&](const std::string &section, const GpuSettings &s) {
-		if (!s.k || !s.sizes)
-			return true;
-		std::vector<unsigned int> sizes;
+		std::vector<unsigned int> sizes, prios;
 		std::string err;
-		parse_sizes(*s.sizes, 100, &sizes, &err);
-		if (sizes.size() == *s.k)
-			return true;
-		*error = name + ": [" + section + "] has k " + std::to_string(*s.k) +
-			 " but " + std::to_string(sizes.size()) +
-			 " sizes; give as many sizes as k, or one of the two";
-		return false;
+		if (s.sizes)
+			parse_sizes(*s.sizes, 100, &sizes, &err, true);
+		if (s.priorities)
+			parse_priorities(*s.priorities, &prios, &err);
+		const std::string where = name + ": [" + section + "]";
+		if (s.protect() && (s.sizes || s.priorities)) {
+			*error = where + " has layout = protect and " +
+				 (s.sizes ? "sizes" : "priorities") +
+				 ": protect plans both itself (slot 0 on the whole GPU at "
+				 "priority " + std::to_string(kProtectPriority) +
+				 ", the others confined); remove one of the two";
+			return false;
+		}
+		if (s.reserve_percent && !s.protect()) {
+			*error = where + " has reserve but not layout = protect: a reserve "
+				 "is what protect leaves free for slot 0; for other layouts "
+				 "give sizes (all,25%,25%,25% leaves 25%)";
+			return false;
+		}
+		if (s.protect() && s.k && *s.k < 2) {
+			*error = where + " has layout = protect and k 1: protect needs slot 0 "
+				 "and at least one confined slot (k >= 2)";
+			return false;
+		}
+		if (s.k && s.sizes && sizes.size() != *s.k) {
+			*error = where + " has k " + std::to_string(*s.k) + " but " +
+				 std::to_string(sizes.size()) +
+				 " sizes; give as many sizes as k, or one of the two";
+			return false;
+		}
+		const unsigned int k = s.k ? *s.k : unsigned(sizes.size());
+		if (s.priorities && k && prios.size() != k) {
+			*error = where + " has " +
+				 (s.k ? "k " + std::to_string(k)
+				      : std::to_string(k) + " sizes") +
+				 " but " + std::to_string(prios.size()) +
+				 " priorities; give one priority per slot";
+			return false;
+		}
+		return true;
 	};
 	if (!agree("default", st.config.defaults))
 		return false;

@@ -15,16 +15,25 @@ namespace gpuslot {
 
 // What the config says about one GPU; unset keys fall back to [default],
 // then to what the module has now (k) or KFD topology says (hqd_limit).
+// What `layout` asks for: k partitions from `sizes` (or equal ones), or
+// "slot 0 protects one task" (see slot_layout.hpp).
+enum class LayoutKind { partitions, protect };
+
 struct GpuSettings {
 	std::optional<unsigned int> k;		    // 1 .. 64
-	std::optional<std::string> sizes;	    // "30,10,10,10", "50%,50%"
+	std::optional<std::string> sizes;	    // "30,10,10,10", "50%,50%", "all,25%"
+	std::optional<std::string> priorities;	    // "5,0,0,0": one per slot, 0 .. 15
+	std::optional<LayoutKind> layout;	    // unset: partitions
+	std::optional<unsigned int> reserve_percent; // layout = protect: 0 .. 90
 	std::optional<unsigned int> boost_priority; // 0 .. 98
 	std::optional<unsigned int> max_boost_share; // 1 .. 100 (%)
 	std::optional<unsigned int> hqd_limit;	    // 1 .. 1024
 	std::optional<MaskAlgorithm> mask_algorithm; // unset: auto
 
-	// k, else the number of sizes, else @current (the module's k).
+	// k, else the number of sizes (or priorities), else @current (the
+	// module's k; at least 2 for layout = protect).
 	unsigned int k_or(unsigned int current) const;
+	bool protect() const { return layout == LayoutKind::protect; }
 };
 
 struct Config {

@@ -21,48 +21,22 @@
 #include "lint.hpp"
 #include "nv_topology.hpp"
 #include "planner.hpp"
+#include "slot_layout.hpp"
 
 namespace fs = std::filesystem;
 
 namespace gpuslot {
-namespace {
-
-// The config's sizes for k partitions of @total units (CUs or SMs): none
-// when there are none, or when they were written for another k (an admin
-// changed k), with a note saying so.
-bool sizes_for_k(const std::optional<std::string> &sizes_text, unsigned int total,
-		 unsigned int k, std::vector<unsigned int> *sizes,
-		 std::vector<std::string> *notes, std::string *error)
-{
-	sizes->clear();
-	if (!sizes_text)
-		return true;
-	std::string err;
-	if (!parse_sizes(*sizes_text, total, sizes, &err)) {
-		*error = "sizes '" + *sizes_text + "': " + err;
-		return false;
-	}
-	if (sizes->size() != k) {
-		notes->push_back("sizes '" + *sizes_text + "' are for k = " +
-				 std::to_string(sizes->size()) + ", not " + std::to_string(k) +
-				 ": planning k equal partitions");
-		sizes->clear();
-	}
-	return true;
-}
-
-} // namespace
 
 bool plan_layout(const GpuNode &gpu, const CuShape &shape,
 		 MaskAlgorithm algorithm, unsigned int k,
-		 const std::optional<std::string> &sizes_text,
+		 const GpuSettings &settings,
 		 unsigned int hqd_limit, ModuleLayout *out,
 		 std::vector<std::string> *notes, std::string *error)
 {
-	std::vector<unsigned int> sizes;
-	if (!sizes_for_k(sizes_text, gpu.active_cus(), k, &sizes, notes, error))
+	LayoutSpec spec;
+	if (!layout_spec(settings, k, gpu.active_cus(), false, &spec, error))
 		return false;
-	Plan plan = plan_partitions(shape, algorithm, k, sizes);
+	Plan plan = plan_slots(shape, algorithm, spec);
 	if (!plan.error.empty()) {
 		*error = plan.error;
 		return false;
@@ -74,20 +48,31 @@ bool plan_layout(const GpuNode &gpu, const CuShape &shape,
 	l.unit_size = 1;
 	l.nr_units = gpu.active_cus();
 	l.hqd_limit = hqd_limit;
-	for (const auto &p : plan.partitions)
-		l.partitions.push_back(partition_from_mask(p.mask));
+	for (const auto &p : plan.partitions) {
+		l.partitions.push_back(p.whole ? gpuslot_partition{} : partition_from_mask(p.mask));
+		l.priorities.push_back(p.priority);
+	}
 	*out = std::move(l);
 	return true;
 }
 
+bool plan_layout(const GpuNode &gpu, const CuShape &shape, MaskAlgorithm algorithm,
+		 unsigned int k, const std::optional<std::string> &sizes, unsigned int hqd_limit,
+		 ModuleLayout *out, std::vector<std::string> *notes, std::string *error)
+{
+	GpuSettings s;
+	s.sizes = sizes;
+	return plan_layout(gpu, shape, algorithm, k, s, hqd_limit, out, notes, error);
+}
+
 bool plan_nv_layout(const NvGpu &gpu, unsigned int k,
-		    const std::optional<std::string> &sizes_text, unsigned int hqd_limit,
+		    const GpuSettings &settings, unsigned int hqd_limit,
 		    ModuleLayout *out, std::vector<std::string> *notes, std::string *error)
 {
-	std::vector<unsigned int> sizes;
-	if (!sizes_for_k(sizes_text, gpu.sm_count, k, &sizes, notes, error))
+	LayoutSpec spec;
+	if (!layout_spec(settings, k, gpu.sm_count, true, &spec, error))
 		return false;
-	NvPlan plan = plan_nv_partitions(gpu, k, sizes);
+	NvPlan plan = plan_nv_slots(gpu, spec);
 	if (!plan.error.empty()) {
 		*error = plan.error;
 		return false;
@@ -99,14 +84,24 @@ bool plan_nv_layout(const NvGpu &gpu, unsigned int k,
 	l.unit_size = plan.group_sms;
 	l.nr_units = plan.groups;
 	l.hqd_limit = hqd_limit;
-	for (const auto &groups : plan.slot_groups) {
+	for (size_t j = 0; j < plan.slot_groups.size(); j++) {
 		gpuslot_partition p{};
-		for (unsigned int g : groups)
+		for (unsigned int g : plan.slot_groups[j])
 			p.units[g / 64] |= 1ULL << (g % 64);
 		l.partitions.push_back(p);
+		l.priorities.push_back(plan.priorities[j]);
 	}
 	*out = std::move(l);
 	return true;
+}
+
+bool plan_nv_layout(const NvGpu &gpu, unsigned int k, const std::optional<std::string> &sizes,
+		    unsigned int hqd_limit, ModuleLayout *out, std::vector<std::string> *notes,
+		    std::string *error)
+{
+	GpuSettings s;
+	s.sizes = sizes;
+	return plan_nv_layout(gpu, k, s, hqd_limit, out, notes, error);
 }
 
 CuShape gpu_shape(const GpuNode &gpu, const fs::path &dri, std::string *note)
@@ -185,11 +180,9 @@ Daemon::Applied Daemon::apply(Managed &m, const GpuSettings &settings,
 	const std::string name = name_of(m.domain);
 	ModuleLayout layout;
 	std::vector<std::string> notes;
-	if (!(m.nvidia ? plan_nv_layout(m.nv, k, settings.sizes, hqd_limit, &layout, &notes,
-					error)
-		       : plan_layout(m.gpu, m.shape, walk(m, settings).algorithm, k,
-				     settings.sizes, hqd_limit,
-				     &layout, &notes, error))) {
+	if (!(m.nvidia ? plan_nv_layout(m.nv, k, settings, hqd_limit, &layout, &notes, error)
+		       : plan_layout(m.gpu, m.shape, walk(m, settings).algorithm, k, settings,
+				     hqd_limit, &layout, &notes, error))) {
 		*error = name + ": cannot plan k = " + std::to_string(k) + ": " +
 			 *error;
 		return Applied::failed;
@@ -243,11 +236,13 @@ Daemon::Applied Daemon::apply(Managed &m, const GpuSettings &settings,
 		unsigned int units = 0;
 		for (uint64_t w : layout.partitions[j].units)
 			units += __builtin_popcountll(w);
+		const bool whole = partition_is_whole(layout.partitions[j]);
 		msg << " slot " << j << " "
-		    << (m.nvidia ? std::to_string(units * layout.unit_size) + " SMs"
-				 : std::to_string(units) + " CUs")
-		    << " "
-		    << partition_text(layout.partitions[j])
+		    << (whole ? std::string("whole GPU")
+			: m.nvidia ? std::to_string(units * layout.unit_size) + " SMs"
+				   : std::to_string(units) + " CUs")
+		    << (whole ? "" : " " + partition_text(layout.partitions[j]))
+		    << " priority " << layout.priority(unsigned(j))
 		    << (j + 1 < layout.partitions.size() ? ";" : "");
 	}
 	log_(LOG_INFO, msg.str());
@@ -479,10 +474,9 @@ bool Daemon::reload(std::string *error)
 		ModuleLayout dry;
 		std::vector<std::string> notes;
 		const bool ok = m->nvidia
-					? plan_nv_layout(m->nv, ks[i], s.sizes, 0, &dry, &notes,
-							 error)
+					? plan_nv_layout(m->nv, ks[i], s, 0, &dry, &notes, error)
 					: plan_layout(m->gpu, m->shape, walk(*m, s).algorithm,
-						      ks[i], s.sizes, 0, &dry, &notes, error);
+						      ks[i], s, 0, &dry, &notes, error);
 		if (!ok) {
 			*error = name_of(m->domain) + ": " + *error +
 				 "; keeping the configuration loaded before";
@@ -574,14 +568,37 @@ void Daemon::check_domains()
 		// An admin wrote partitions: keep them, say what is wrong.
 		m->generation = now.generation;
 		m->k = now.k;
+		// The confined slots' masks (a whole-GPU slot has none), named
+		// by their slots, then what the priorities do.
 		std::vector<std::vector<uint32_t>> masks;
-		for (const auto &p : now.partitions)
-			masks.push_back(mask_from_partition(p, now.nr_units));
+		std::vector<unsigned int> prios, slot_of;
+		for (unsigned int j = 0; j < now.partitions.size(); j++)
+			if (!partition_is_whole(now.partitions[j])) {
+				masks.push_back(mask_from_partition(now.partitions[j], now.nr_units));
+				prios.push_back(now.priority(j));
+				slot_of.push_back(j);
+			}
 		auto findings = now.unit_kind == GPUSLOT_UNIT_AMD_CU
 					? lint_masks(m->shape,
 						     walk(*m, config_.for_gpu(m->domain)).algorithm,
-						     masks)
+						     masks, prios)
 					: std::vector<LintFinding>{};
+		for (auto &f : findings) {
+			f.slot = int(slot_of[size_t(f.slot)]);
+			if (f.other_slot >= 0)
+				f.other_slot = int(slot_of[size_t(f.other_slot)]);
+		}
+		PriorityLintGpu pg;
+		pg.unit_kind = now.unit_kind;
+		pg.confined_overlap_linted = now.unit_kind == GPUSLOT_UNIT_AMD_CU;
+		if (m->nvidia) {
+			pg.task_slots = nv_task_slots(m->nv.cc_major, m->nv.cc_minor);
+			pg.what = "compute capability " + std::to_string(m->nv.cc_major) + "." +
+				  std::to_string(m->nv.cc_minor);
+		}
+		now.priorities.resize(now.partitions.size(), 0);
+		auto more = lint_priorities(now.partitions, now.priorities, pg);
+		findings.insert(findings.end(), more.begin(), more.end());
 		log_(LOG_INFO, name + ": partitions set outside gpuslotd (generation " +
 				       std::to_string(now.generation) + "); keeping them" +
 				       (findings.empty() ? "" : ", but:"));
@@ -600,8 +617,17 @@ void Daemon::audit()
 	for (auto &m : gpus_) {
 		DomainState state;
 		std::string err;
-		if (!read_domain_state(options_.sysfs, m->domain, &state, &err)) {
+		if (!read_domain_state(options_.sysfs, m->domain, &state, &err,
+				       options_.debugfs)) {
 			log_(LOG_ERR, err);
+			continue;
+		}
+		if (!state.tables) {
+			// Once, not every period.
+			if (audit_note_ != state.tables_note)
+				log_(LOG_ERR, name_of(m->domain) + ": no queue audit: " +
+						      state.tables_note);
+			audit_note_ = state.tables_note;
 			continue;
 		}
 		auto o = over_reservation(queues, m->gpu.gpu_id, state);

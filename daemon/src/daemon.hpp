@@ -23,7 +23,8 @@ namespace gpuslot {
 struct DaemonOptions {
 	std::filesystem::path config = "/etc/gpuslot/gpuslotd.conf";
 	std::filesystem::path topology = "/sys/class/kfd/kfd/topology";
-	std::filesystem::path sysfs = "/sys/kernel/gpuslot";
+	std::filesystem::path sysfs = "/sys/class/gpuslot";
+	std::filesystem::path debugfs = "/sys/kernel/debug/gpuslot"; // the tables
 	std::filesystem::path device = "/dev/gpuslot";
 	std::filesystem::path kfd_proc = "/sys/class/kfd/kfd/proc";
 	std::filesystem::path dri = "/dev/dri"; // empty: do not ask libdrm
@@ -31,18 +32,28 @@ struct DaemonOptions {
 	std::string kernel;				   // empty: uname -r
 };
 
-// The layout for k partitions of @gpu (sizes from @sizes when it has k
-// entries, else equal) and @hqd_limit (0 keeps the module's). Notes say
-// what was rounded or assumed.
+// The layout of k slots of @gpu as @settings ask (sizes, `all` for a
+// whole-GPU slot, priorities, layout = protect; see slot_layout.hpp) and
+// @hqd_limit (0 keeps the module's). Notes say what was rounded, assumed
+// or why the layout is as it is.
+bool plan_layout(const GpuNode &gpu, const CuShape &shape,
+		 MaskAlgorithm algorithm, unsigned int k,
+		 const GpuSettings &settings, unsigned int hqd_limit,
+		 ModuleLayout *out, std::vector<std::string> *notes,
+		 std::string *error);
+// Only sizes (every slot at priority 0).
 bool plan_layout(const GpuNode &gpu, const CuShape &shape,
 		 MaskAlgorithm algorithm, unsigned int k,
 		 const std::optional<std::string> &sizes, unsigned int hqd_limit,
 		 ModuleLayout *out, std::vector<std::string> *notes,
 		 std::string *error);
 
-// The layout of k SM-group partitions of NVIDIA GPU @gpu (@sizes in SMs or
-// percent when it has k entries, else equal): unit kind nv-sm-group, unit
-// size G SMs, one unit per group of the driver's split.
+// The same for NVIDIA GPU @gpu (sizes in SMs or percent): unit kind
+// nv-sm-group, unit size G SMs, one unit per group of the driver's split.
+bool plan_nv_layout(const NvGpu &gpu, unsigned int k,
+		    const GpuSettings &settings, unsigned int hqd_limit,
+		    ModuleLayout *out, std::vector<std::string> *notes,
+		    std::string *error);
 bool plan_nv_layout(const NvGpu &gpu, unsigned int k,
 		    const std::optional<std::string> &sizes, unsigned int hqd_limit,
 		    ModuleLayout *out, std::vector<std::string> *notes,
@@ -107,6 +118,7 @@ private:
 	std::string amdgpu_version_; // amdgpu-dkms, when loaded
 	std::vector<std::unique_ptr<Managed>> gpus_;
 	size_t last_over_ = 0;
+	std::string audit_note_; // why the queue table could not be read
 };
 
 } // namespace gpuslot

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "domain_attrs.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
@@ -14,9 +17,9 @@ namespace fs = std::filesystem;
 
 namespace gpuslot {
 
-DomainAttrs DomainAttrs::module(const fs::path &sysfs_root)
+DomainAttrs DomainAttrs::module(const fs::path &sysfs_root, const fs::path &debugfs_root)
 {
-	return DomainAttrs(false, sysfs_root);
+	return DomainAttrs(false, sysfs_root, debugfs_root);
 }
 
 DomainAttrs DomainAttrs::socket(const fs::path &socket_dir)
@@ -59,6 +62,14 @@ int DomainAttrs::connection(unsigned int domain, LockFile **out) const
 	return 0;
 }
 
+fs::path DomainAttrs::path(unsigned int domain, const std::string &attr) const
+{
+	const std::string gpu = "gpu" + std::to_string(domain);
+	if (attr.starts_with("debug/"))
+		return debugfs_ / gpu / attr.substr(6);
+	return where_ / gpu / attr;
+}
+
 int DomainAttrs::read(unsigned int domain, const std::string &attr, std::string *text) const
 {
 	if (socket_) {
@@ -67,12 +78,29 @@ int DomainAttrs::read(unsigned int domain, const std::string &attr, std::string 
 			return err;
 		return f->read_attr(attr, text);
 	}
-	std::ifstream in(where_ / ("gpu" + std::to_string(domain)) / attr);
-	if (!in)
-		return errno ? errno : ENOENT;
-	std::ostringstream t;
-	t << in.rdbuf();
-	*text = t.str();
+	// read(2) itself, not a stream: its errno (EACCES for debugfs's
+	// root-only tables, ENXIO for a retired slot) is the answer.
+	const fs::path p = path(domain, attr);
+	int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno;
+	std::string t;
+	char buf[4096];
+	for (;;) {
+		ssize_t n = ::read(fd, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int err = errno;
+			::close(fd);
+			return err;
+		}
+		if (n == 0)
+			break;
+		t.append(buf, size_t(n));
+	}
+	::close(fd);
+	*text = std::move(t);
 	return 0;
 }
 
@@ -91,7 +119,7 @@ std::string DomainAttrs::name(unsigned int domain, const std::string &attr) cons
 {
 	const std::string gpu = "gpu" + std::to_string(domain);
 	return socket_ ? (where_ / (gpu + ".sock")).string() + ": " + attr
-		       : (where_ / gpu / attr).string();
+		       : path(domain, attr).string();
 }
 
 } // namespace gpuslot

@@ -27,6 +27,7 @@
 #include "nv_topology.hpp"
 #include "plan_report.hpp"
 #include "sizes.hpp"
+#include "slot_layout.hpp"
 #include "status.hpp"
 
 namespace {
@@ -35,25 +36,32 @@ const char kUsage[] =
 	"usage: gpuslotctl COMMAND [OPTIONS]\n"
 	"\n"
 	"  status [--domain N]          every GPU domain: k, generation, slots with\n"
-	"                               their partition and holder, waiters, HQDs,\n"
-	"                               the partitions as an SE x CU picture (one\n"
-	"                               letter per slot), gpuslotd's queue audit\n"
-	"  plan --k N [--sizes LIST]    k compute-unit partitions for every GPU of a\n"
+	"                               their partition, priority and holder, waiters,\n"
+	"                               HQDs, the partitions as an SE x CU picture (one\n"
+	"                               letter per slot), gpuslotd's queue audit; who\n"
+	"                               holds and waits only as root (debugfs tables)\n"
+	"  plan --k N [--sizes LIST] [--priorities LIST]\n"
+	"                               k compute-unit partitions for every GPU of a\n"
 	"                               KFD topology, as HIP CU masks with their CUs\n"
 	"                               per shader engine; changes nothing\n"
-	"  plan --nvidia --k N [--sizes LIST]\n"
-	"                               k SM partitions for every NVIDIA GPU the CUDA\n"
-	"                               driver sees, as groups of one green-context\n"
-	"                               split (sizes in SMs or percent)\n"
-	"  lint [--domain N] [MASK...]  what is wrong with CU masks (one per slot, in\n"
-	"                               slot order), or with the module's partitions\n"
-	"                               when no mask is given\n"
-	"  set-k K [--domain N]         set k (root); the partitions\n"
-	"                               become the whole GPU until gpuslotd re-plans\n"
-	"  set-partitions MASK... [--domain N] [--force]\n"
-	"                               set every slot's partition (hex CU mask or\n"
-	"                               'all'), one per slot in order (root); refused\n"
-	"                               when lint finds an error, unless --force\n"
+	"  plan --layout protect [--k N] [--reserve P%]\n"
+	"                               slot 0 protects one task: it runs on the whole\n"
+	"                               GPU at a higher priority, the other k - 1 slots\n"
+	"                               confined to leave it a reserve (default 25%)\n"
+	"  plan --nvidia ...            the same for every NVIDIA GPU the CUDA driver\n"
+	"                               sees, as groups of one green-context split\n"
+	"                               (sizes in SMs or percent)\n"
+	"  lint [--domain N] [MASK...] [--priorities LIST]\n"
+	"                               what is wrong with CU masks (one per slot, in\n"
+	"                               slot order) and their priorities, or with the\n"
+	"                               module's layout when no mask is given\n"
+	"  set-k K [--domain N]         set k (root); the partitions become the whole\n"
+	"                               GPU at priority 0 until gpuslotd re-plans\n"
+	"  set-partitions MASK... [--priorities LIST] [--domain N] [--force]\n"
+	"                               set every slot's partition (hex mask or 'all')\n"
+	"                               and priority, one per slot in order (root), as\n"
+	"                               one change (staged slot files, then commit);\n"
+	"                               refused when lint finds an error, unless --force\n"
 	"  cdi generate [--output FILE] a CDI spec (kind gpuslot.dev/gpu: one device\n"
 	"                               per domain and 'all') giving containers the\n"
 	"                               lock as this host has it: /dev/gpuslot, or\n"
@@ -67,15 +75,25 @@ const char kUsage[] =
 	"                     instead of standard output\n"
 	"  --domain N         one domain (default: all for status, 0 otherwise)\n"
 	"  --sizes LIST       plan: partition sizes in CUs (30,10,10,10) or percent\n"
-	"                     (50%,25%,25%); default k equal partitions\n"
+	"                     (50%,25%,25%), 'all' for a slot on the whole GPU\n"
+	"                     (all,25%,25%,25%); default k equal partitions\n"
+	"  --priorities LIST  one GPU stream priority per slot, 0..15, more is more\n"
+	"                     urgent (5,0,0,0); default all 0\n"
+	"  --layout L         plan: partitions (default: --sizes and --priorities) or\n"
+	"                     protect (slot 0 on the whole GPU at priority 1, the\n"
+	"                     others confined at 0)\n"
+	"  --reserve P%       plan --layout protect: the share no confined slot may\n"
+	"                     use, 0%..90% (default 25%, provisional)\n"
 	"  --k N              plan: number of slots, 1..64 (default: the number of\n"
-	"                     --sizes)\n"
+	"                     --sizes or --priorities; 2 for protect)\n"
 	"  --topology PATH    KFD topology root (with nodes/) or one node directory\n"
 	"                     (default /sys/class/kfd/kfd/topology)\n"
 	"  --transport T      where the lock is: device (the module's sysfs),\n"
 	"                     socket (gpuslotd's sockets), or auto (default): the\n"
 	"                     module's sysfs when it exists, else the sockets\n"
-	"  --sysfs-root PATH  the module's sysfs (default /sys/kernel/gpuslot)\n"
+	"  --sysfs-root PATH  the module's sysfs (default /sys/class/gpuslot)\n"
+	"  --debugfs-root PATH the module's tables (default\n"
+	"                     /sys/kernel/debug/gpuslot; root only)\n"
 	"  --socket-dir PATH  gpuslotd's sockets (default /run/gpuslot, or\n"
 	"                     $GPUSLOT_SOCKET_DIR)\n"
 	"  --state-dir PATH   where gpuslotd writes audit.json (default /run/gpuslot)\n"
@@ -104,14 +122,17 @@ struct Options {
 	std::string command;
 	std::vector<std::string> args;
 	std::string topology = "/sys/class/kfd/kfd/topology";
-	std::string sysfs = "/sys/kernel/gpuslot";
+	std::string sysfs = gpuslot::kSysfsRoot;
+	std::string debugfs = gpuslot::kDebugfsRoot;
 	std::string transport = "auto";
 	std::string socket_dir = getenv("GPUSLOT_SOCKET_DIR") && *getenv("GPUSLOT_SOCKET_DIR")
 					 ? getenv("GPUSLOT_SOCKET_DIR")
 					 : "/run/gpuslot";
 	std::string state_dir = "/run/gpuslot";
 	std::string dri = "/dev/dri";
-	std::string kernel, sizes;
+	std::string kernel, sizes, priorities;
+	std::optional<unsigned int> reserve; // --reserve, percent
+	bool protect = false;		      // --layout protect
 	std::string output; // cdi generate --output
 	unsigned int k = 0;
 	int domain = -1;
@@ -145,6 +166,10 @@ int parse_options(int argc, char **argv, Options *o)
 	static const option opts[] = {
 		{"topology", required_argument, nullptr, 't'},
 		{"sysfs-root", required_argument, nullptr, 'S'},
+		{"debugfs-root", required_argument, nullptr, 'G'},
+		{"priorities", required_argument, nullptr, 'P'},
+		{"layout", required_argument, nullptr, 'l'},
+		{"reserve", required_argument, nullptr, 'R'},
 		{"transport", required_argument, nullptr, 'T'},
 		{"socket-dir", required_argument, nullptr, 'L'},
 		{"state-dir", required_argument, nullptr, 'D'},
@@ -168,6 +193,30 @@ int parse_options(int argc, char **argv, Options *o)
 		switch (c) {
 		case 't': o->topology = optarg; break;
 		case 'S': o->sysfs = optarg; break;
+		case 'G': o->debugfs = optarg; break;
+		case 'P': {
+			std::vector<unsigned int> p;
+			std::string err;
+			if (!gpuslot::parse_priorities(optarg, &p, &err))
+				return usage_error("--priorities '" + std::string(optarg) + "': " + err);
+			o->priorities = optarg;
+			break;
+		}
+		case 'l':
+			if (std::string(optarg) != "protect" && std::string(optarg) != "partitions")
+				return usage_error("--layout '" + std::string(optarg) +
+						   "': expected partitions or protect");
+			o->protect = std::string(optarg) == "protect";
+			break;
+		case 'R': {
+			std::string t = optarg;
+			if (t.size() < 2 || t.back() != '%' ||
+			    !whole_number(t.substr(0, t.size() - 1).c_str(), 0, 90, &v))
+				return usage_error("--reserve '" + t +
+						   "': expected a percentage from 0% to 90%, such as 25%");
+			o->reserve = unsigned(v);
+			break;
+		}
 		case 'L': o->socket_dir = optarg; break;
 		case 'T':
 			o->transport = optarg;
@@ -229,8 +278,56 @@ int parse_options(int argc, char **argv, Options *o)
 	return 0;
 }
 
+// What --sizes, --priorities, --layout and --reserve ask for, as the
+// config's keys would: 0, or the exit status of a usage error.
+int plan_settings(const Options &o, gpuslot::GpuSettings *s, unsigned int *k)
+{
+	if (o.protect && (!o.sizes.empty() || !o.priorities.empty()))
+		return usage_error("--layout protect plans sizes and priorities itself: drop "
+				   "--sizes and --priorities");
+	if (o.reserve && !o.protect)
+		return usage_error("--reserve is for --layout protect; for other layouts give "
+				   "--sizes (all,25%,25%,25% leaves 25%)");
+	if (!o.sizes.empty())
+		s->sizes = o.sizes;
+	if (!o.priorities.empty())
+		s->priorities = o.priorities;
+	if (o.protect)
+		s->layout = gpuslot::LayoutKind::protect;
+	s->reserve_percent = o.reserve;
+	if (o.k)
+		s->k = o.k;
+	*k = s->k_or(0);
+	if (!*k)
+		return usage_error("give --k, --sizes, --priorities or --layout protect");
+	std::vector<unsigned int> v;
+	std::string err;
+	if (s->sizes && (!gpuslot::parse_sizes(*s->sizes, 100, &v, &err, true)))
+		return usage_error("--sizes '" + o.sizes + "': " + err);
+	if (s->sizes && v.size() != *k)
+		return usage_error("--sizes '" + o.sizes + "' gives " + std::to_string(v.size()) +
+				   " sizes for k = " + std::to_string(*k));
+	if (s->priorities && (!gpuslot::parse_priorities(*s->priorities, &v, &err) || v.size() != *k))
+		return usage_error("--priorities '" + o.priorities + "': " +
+				   (err.empty() ? "give one per slot, " + std::to_string(*k) : err));
+	return 0;
+}
+
+// Lint findings about a plan's priorities, as notes.
+void priority_notes(const std::vector<gpuslot_partition> &parts,
+		    const std::vector<unsigned int> &prios, const gpuslot::PriorityLintGpu &gpu,
+		    std::vector<std::string> *notes)
+{
+	for (const auto &f : gpuslot::lint_priorities(parts, prios, gpu))
+		notes->push_back(f.text());
+}
+
 int plan_nvidia(const Options &o)
 {
+	gpuslot::GpuSettings settings;
+	unsigned int k = 0;
+	if (int rc = plan_settings(o, &settings, &k))
+		return rc;
 	auto topo = gpuslot::read_nv_topology();
 	if (!topo.error.empty())
 		return fail(topo.error);
@@ -238,38 +335,54 @@ int plan_nvidia(const Options &o)
 	std::string text;
 	bool failed = false;
 	for (const auto &gpu : topo.gpus) {
-		std::vector<unsigned int> sizes;
+		gpuslot::LayoutSpec spec;
 		std::string err;
-		if (!o.sizes.empty() && !gpuslot::parse_sizes(o.sizes, gpu.sm_count, &sizes, &err))
-			return usage_error("--sizes '" + o.sizes + "': " + err);
-		unsigned int k = o.k ? o.k : unsigned(sizes.size());
-		if (!k)
-			return usage_error("give --k or --sizes");
-		auto p = gpuslot::plan_nv_partitions(gpu, k, sizes);
+		if (!gpuslot::layout_spec(settings, k, gpu.sm_count, true, &spec, &err))
+			return usage_error(err);
+		auto p = gpuslot::plan_nv_slots(gpu, spec);
 		failed |= !p.error.empty();
 		nlohmann::json slots = nlohmann::json::array();
+		const unsigned int task_slots = gpuslot::nv_task_slots(gpu.cc_major, gpu.cc_minor);
 		text += "CUDA device " + std::to_string(gpu.ordinal) + ": " + gpu.name + ", " +
 			std::to_string(gpu.sm_count) + " SMs, co-scheduled in groups of " +
 			std::to_string(gpu.coscheduled_alignment) + " (smallest partition " +
-			std::to_string(gpu.min_partition_sms) + ")\n  the driver's splits: " +
-			gpuslot::nv_splits_text(gpu.splits) + "\n";
+			std::to_string(gpu.min_partition_sms) + ")" +
+			(task_slots ? ", " + std::to_string(task_slots) + " task slots (compute " +
+					      "capability " + std::to_string(gpu.cc_major) + "." +
+					      std::to_string(gpu.cc_minor) + ")"
+				    : "") +
+			"\n  the driver's splits: " + gpuslot::nv_splits_text(gpu.splits) + "\n";
 		if (!p.error.empty()) {
 			text += "  cannot plan: " + p.error + "\n";
 		} else {
 			text += "  split: " + std::to_string(p.groups) + " groups of " +
 				std::to_string(p.group_sms) + " co-scheduled SMs\n";
+			std::vector<gpuslot_partition> parts;
 			for (size_t j = 0; j < p.slot_groups.size(); j++) {
 				gpuslot_partition part{};
 				for (unsigned int g : p.slot_groups[j])
 					part.units[g / 64] |= 1ULL << (g % 64);
-				text += "  slot " + std::to_string(j) + ": " + std::to_string(p.slot_sms[j]) +
-					" SMs, groups " + gpuslot::sizes_text(p.slot_groups[j]) + ", units " +
-					gpuslot::partition_text(part) + "\n";
+				parts.push_back(part);
+				text += "  slot " + std::to_string(j) + ": " +
+					(p.whole[j] ? "whole GPU (" + std::to_string(p.slot_sms[j]) +
+							      " SMs)"
+						    : std::to_string(p.slot_sms[j]) + " SMs, groups " +
+							      gpuslot::sizes_text(p.slot_groups[j]) +
+							      ", units " + gpuslot::partition_text(part)) +
+					"; priority " + std::to_string(p.priorities[j]) + "\n";
 				slots.push_back({{"slot", j},
+						 {"whole", bool(p.whole[j])},
+						 {"priority", p.priorities[j]},
 						 {"sms", p.slot_sms[j]},
 						 {"groups", p.slot_groups[j]},
 						 {"units", gpuslot::partition_text(part)}});
 			}
+			priority_notes(parts, p.priorities,
+				       {GPUSLOT_UNIT_NV_SM_GROUP, task_slots,
+					"compute capability " + std::to_string(gpu.cc_major) + "." +
+						std::to_string(gpu.cc_minor),
+					false},
+				       &p.notes);
 		}
 		for (const auto &n : p.notes)
 			text += "  note: " + n + "\n";
@@ -280,6 +393,7 @@ int plan_nvidia(const Options &o)
 				    {"name", gpu.name},
 				    {"sms", gpu.sm_count},
 				    {"coscheduled_sms", gpu.coscheduled_alignment},
+				    {"task_slots", task_slots},
 				    {"splits", splits},
 				    {"unit_kind", "nv-sm-group"},
 				    {"unit_size", p.group_sms},
@@ -301,6 +415,10 @@ int plan(const Options &o)
 		return usage_error("unexpected argument '" + o.args[0] + "'");
 	if (o.nvidia)
 		return plan_nvidia(o);
+	gpuslot::GpuSettings settings;
+	unsigned int k = 0;
+	if (int rc = plan_settings(o, &settings, &k))
+		return rc;
 	auto topo = gpuslot::read_topology(o.topology);
 	if (!topo.error.empty())
 		return fail(topo.error);
@@ -313,18 +431,29 @@ int plan(const Options &o)
 	for (const auto &gpu : topo.gpus) {
 		auto walk = walk_for(o, gpu);
 		gpuslot::GpuPlan p{gpu, gpuslot::uniform_shape(gpu), walk.algorithm, {}};
-		std::vector<unsigned int> sizes;
+		gpuslot::LayoutSpec spec;
 		std::string err;
-		if (!o.sizes.empty() &&
-		    !gpuslot::parse_sizes(o.sizes, gpu.active_cus(), &sizes, &err))
-			return usage_error("--sizes '" + o.sizes + "': " + err);
-		unsigned int slots = o.k ? o.k : unsigned(sizes.size());
-		if (!slots)
-			return usage_error("give --k or --sizes");
-		p.plan = gpuslot::plan_partitions(p.shape, walk.algorithm, slots, sizes);
+		if (!gpuslot::layout_spec(settings, k, gpu.active_cus(), false, &spec, &err))
+			return usage_error(err);
+		p.plan = gpuslot::plan_slots(p.shape, walk.algorithm, spec);
 		p.plan.notes.insert(p.plan.notes.begin(), walk.notes.begin(),
 				    walk.notes.end());
 		p.plan.notes.insert(p.plan.notes.begin(), "mask walk " + walk.why);
+		// protect's own notes say what its overlap does on AMD.
+		if (p.plan.error.empty() && !o.protect) {
+			std::vector<gpuslot_partition> parts;
+			std::vector<unsigned int> prios;
+			for (const auto &part : p.plan.partitions) {
+				parts.push_back(part.whole ? gpuslot_partition{}
+							   : gpuslot::partition_from_mask(part.mask));
+				prios.push_back(part.priority);
+			}
+			// The HIP note is the planner's already.
+			for (const auto &f : gpuslot::lint_priorities(
+				     parts, prios, {GPUSLOT_UNIT_AMD_CU, 0, gpu.gfx.name(), true}))
+				if (f.slot >= 0)
+					p.plan.notes.push_back(f.text());
+		}
 		failed |= !p.plan.error.empty();
 		plans.push_back(std::move(p));
 	}
@@ -387,7 +516,7 @@ bool gpu_of_domain(const Options &o, unsigned int domain, gpuslot::GpuNode *gpu,
 // gpuslotd serves any).
 gpuslot::DomainAttrs domain_attrs(const Options &o)
 {
-	auto module = gpuslot::DomainAttrs::module(o.sysfs);
+	auto module = gpuslot::DomainAttrs::module(o.sysfs, o.debugfs);
 	auto socket = gpuslot::DomainAttrs::socket(o.socket_dir);
 	if (o.transport == "auto") {
 		std::error_code ec;
@@ -397,11 +526,15 @@ gpuslot::DomainAttrs domain_attrs(const Options &o)
 	return o.transport == "socket" ? socket : module;
 }
 
-// "the module's sysfs /sys/kernel/gpuslot" or "gpuslotd's socket ...".
-std::string transport_name(const gpuslot::DomainAttrs &a)
+// "the module's sysfs /sys/class/gpuslot" or "gpuslotd's sockets in ...";
+// @tables: the debug/ tables were read too.
+std::string transport_name(const gpuslot::DomainAttrs &a, bool tables = false)
 {
-	return (a.on_socket() ? "gpuslotd's sockets in " : "the module's sysfs ") +
-	       a.where().string();
+	if (a.on_socket())
+		return "gpuslotd's sockets in " + a.where().string() +
+		       (tables ? " (with its debug/ tables)" : "");
+	return "the module's sysfs " + a.where().string() +
+	       (tables ? " and debugfs " + a.debugfs().string() : "");
 }
 
 int status(const Options &o)
@@ -452,23 +585,31 @@ int status(const Options &o)
 		return fail("no domain " + std::to_string(o.domain) + " in " + transport_name(attrs));
 	std::fputs((o.json ? gpuslot::status_json(gpus) : gpuslot::status_text(gpus)).c_str(),
 		   stdout);
+	bool tables = true;
+	for (const auto &g : gpus)
+		tables &= g.state.tables;
 	if (!o.json)
-		std::printf("(read from %s)\n", transport_name(attrs).c_str());
+		std::printf("(read from %s)\n", transport_name(attrs, tables).c_str());
 	return 0;
 }
 
 // A slot and its CU mask; slots that are the whole GPU are left out.
 using SlotMasks = std::vector<std::pair<int, std::vector<uint32_t>>>;
 
-// Lint @masks, naming findings by their slots.
+// Lint @masks (and their slots' @priorities, one per slot), naming findings
+// by their slots.
 std::vector<gpuslot::LintFinding> lint_slots(const gpuslot::CuShape &shape,
 					     gpuslot::MaskAlgorithm algorithm,
-					     const SlotMasks &masks)
+					     const SlotMasks &masks,
+					     const std::vector<unsigned int> &priorities)
 {
 	std::vector<std::vector<uint32_t>> plain;
-	for (const auto &m : masks)
+	std::vector<unsigned int> prios;
+	for (const auto &m : masks) {
 		plain.push_back(m.second);
-	auto findings = gpuslot::lint_masks(shape, algorithm, plain);
+		prios.push_back(size_t(m.first) < priorities.size() ? priorities[m.first] : 0);
+	}
+	auto findings = gpuslot::lint_masks(shape, algorithm, plain, prios);
 	for (auto &f : findings) {
 		f.slot = masks[f.slot].first;
 		if (f.other_slot >= 0)
@@ -486,11 +627,39 @@ bool parse_mask_args(const std::vector<std::string> &args, SlotMasks *out,
 			continue;
 		std::vector<uint32_t> m;
 		if (!gpuslot::parse_mask(args[slot], &m)) {
-			*error = "'" + args[slot] + "' is not a CU mask: expected hex "
+			*error = "'" + args[slot] + "' is not a mask: expected hex "
 				 "such as 0x888888888888888 (at most 1024 bits) or 'all'";
 			return false;
 		}
 		out->push_back({int(slot), m});
+	}
+	return true;
+}
+
+// Every slot's partition from @masks (slots not in it: the whole GPU).
+std::vector<gpuslot_partition> partitions_of(const SlotMasks &masks, size_t k)
+{
+	std::vector<gpuslot_partition> parts(k);
+	for (const auto &[slot, mask] : masks)
+		parts[size_t(slot)] = gpuslot::partition_from_mask(mask);
+	return parts;
+}
+
+// The --priorities given, or @current, for @k slots.
+bool priorities_for(const Options &o, size_t k, const std::vector<unsigned int> &current,
+		    std::vector<unsigned int> *out, std::string *error)
+{
+	if (o.priorities.empty()) {
+		*out = current;
+		out->resize(k, 0);
+		return true;
+	}
+	if (!gpuslot::parse_priorities(o.priorities, out, error))
+		return false;
+	if (out->size() != k) {
+		*error = "--priorities '" + o.priorities + "' gives " + std::to_string(out->size()) +
+			 " priorities for " + std::to_string(k) + " slots: give one per slot";
+		return false;
 	}
 	return true;
 }
@@ -524,14 +693,33 @@ bool has_error(const std::vector<gpuslot::LintFinding> &f)
 	return false;
 }
 
+// How priorities are linted on a domain of @unit_kind: NVIDIA's task slots
+// where the driver answers.
+gpuslot::PriorityLintGpu priority_gpu(uint32_t unit_kind)
+{
+	gpuslot::PriorityLintGpu g;
+	g.unit_kind = unit_kind;
+	g.confined_overlap_linted = unit_kind == GPUSLOT_UNIT_AMD_CU;
+	if (unit_kind == GPUSLOT_UNIT_NV_SM_GROUP) {
+		auto topo = gpuslot::read_nv_topology();
+		if (topo.error.empty() && !topo.gpus.empty()) {
+			g.task_slots = gpuslot::nv_task_slots(topo.gpus[0].cc_major,
+							      topo.gpus[0].cc_minor);
+			g.what = "compute capability " + std::to_string(topo.gpus[0].cc_major) +
+				 "." + std::to_string(topo.gpus[0].cc_minor);
+		}
+	}
+	return g;
+}
+
 int lint(const Options &o)
 {
 	const unsigned int domain = o.domain < 0 ? 0 : unsigned(o.domain);
-	gpuslot::GpuNode gpu;
 	std::string err;
-	if (!gpu_of_domain(o, domain, &gpu, &err))
-		return fail(err);
 	SlotMasks masks;
+	size_t k = o.args.size();
+	std::vector<unsigned int> current;
+	uint32_t unit_kind = GPUSLOT_UNIT_AMD_CU;
 	if (!o.args.empty()) {
 		if (!parse_mask_args(o.args, &masks, &err))
 			return usage_error(err);
@@ -539,18 +727,36 @@ int lint(const Options &o)
 		gpuslot::DomainState s;
 		if (!gpuslot::read_domain_state(domain_attrs(o), domain, &s, &err))
 			return fail(err);
+		k = s.partitions.size();
+		current = s.priorities;
+		unit_kind = s.unit_kind;
 		for (size_t slot = 0; slot < s.partitions.size(); slot++)
 			if (!gpuslot::partition_is_whole(s.partitions[slot]))
 				masks.push_back({int(slot), gpuslot::mask_from_partition(
 								    s.partitions[slot], s.nr_units)});
 	}
-	std::string note;
-	auto shape = gpuslot::gpu_shape(gpu, o.dri, &note);
-	auto findings = lint_slots(shape, walk_for(o, gpu).algorithm, masks);
+	std::vector<unsigned int> prios;
+	if (!priorities_for(o, k, current, &prios, &err))
+		return usage_error(err);
+	std::vector<gpuslot::LintFinding> findings;
+	std::string what;
+	if (unit_kind == GPUSLOT_UNIT_AMD_CU) {
+		gpuslot::GpuNode gpu;
+		if (!gpu_of_domain(o, domain, &gpu, &err))
+			return fail(err);
+		std::string note;
+		auto shape = gpuslot::gpu_shape(gpu, o.dri, &note);
+		findings = lint_slots(shape, walk_for(o, gpu).algorithm, masks, prios);
+		what = gpu.gfx.name() + " (" + std::to_string(gpu.active_cus()) + " CUs)";
+	} else {
+		what = std::string(gpuslot::unit_kind_name(unit_kind)) + " units";
+	}
+	auto more = gpuslot::lint_priorities(partitions_of(masks, k), prios, priority_gpu(unit_kind));
+	findings.insert(findings.end(), more.begin(), more.end());
 	print_findings(o, findings);
 	if (!o.json && findings.empty())
-		std::printf("%zu mask(s) on %s (%u CUs): no problem found\n",
-			    masks.size(), gpu.gfx.name().c_str(), gpu.active_cus());
+		std::printf("%zu slot(s), %zu mask(s) on %s: no problem found\n", k, masks.size(),
+			    what.c_str());
 	return has_error(findings) ? 1 : 0;
 }
 
@@ -565,11 +771,16 @@ int set_k(const Options &o)
 	if (int e = attrs.write(domain, "k", std::to_string(k)))
 		return fail(attrs.name(domain, "k") + ": " + strerror(e) +
 			    (e == EACCES || e == EPERM ? " (root only)" : ""));
-	std::printf("gpu%u: k %lu through %s; every slot runs on the whole GPU until "
-		    "gpuslotd re-plans the partitions\n", domain, k, transport_name(attrs).c_str());
+	std::printf("gpu%u: k %lu through %s; every slot runs on the whole GPU at priority 0 "
+		    "until gpuslotd re-plans the partitions\n", domain, k,
+		    transport_name(attrs).c_str());
 	return 0;
 }
 
+// set-partitions: the staged slot<i>/units and slot<i>/priority files, then
+// commit with the generation they were read at, so that the layout changes
+// once (one generation) and never over someone else's newer one: the same
+// on the module and on gpuslotd's sockets.
 int set_partitions(const Options &o)
 {
 	const unsigned int domain = o.domain < 0 ? 0 : unsigned(o.domain);
@@ -589,30 +800,57 @@ int set_partitions(const Options &o)
 	SlotMasks masks;
 	if (!parse_mask_args(o.args, &masks, &err))
 		return usage_error(err);
+	std::vector<unsigned int> prios;
+	if (!priorities_for(o, s.k, s.priorities, &prios, &err))
+		return usage_error(err);
 
 	gpuslot::GpuNode gpu;
+	std::vector<gpuslot::LintFinding> findings;
 	if (s.unit_kind == GPUSLOT_UNIT_AMD_CU && gpu_of_domain(o, domain, &gpu, &err)) {
 		std::string note;
-		auto findings = lint_slots(gpuslot::gpu_shape(gpu, o.dri, &note),
-					   walk_for(o, gpu).algorithm, masks);
-		print_findings(o, findings);
-		if (has_error(findings) && !o.force)
-			return fail("refusing to write partitions lint calls wrong "
-				    "(--force writes them anyway)");
-	} else {
-		std::fprintf(stderr, "gpuslotctl: not linted: %s\n", err.c_str());
+		findings = lint_slots(gpuslot::gpu_shape(gpu, o.dri, &note),
+				      walk_for(o, gpu).algorithm, masks, prios);
+	} else if (s.unit_kind == GPUSLOT_UNIT_AMD_CU) {
+		std::fprintf(stderr, "gpuslotctl: masks not linted: %s\n", err.c_str());
 	}
+	auto more = gpuslot::lint_priorities(partitions_of(masks, s.k), prios,
+					     priority_gpu(s.unit_kind));
+	findings.insert(findings.end(), more.begin(), more.end());
+	print_findings(o, findings);
+	if (has_error(findings) && !o.force)
+		return fail("refusing to write partitions lint calls wrong "
+			    "(--force writes them anyway)");
 
-	std::string text;
-	for (size_t slot = 0; slot < o.args.size(); slot++)
-		text += std::to_string(slot) + " " + o.args[slot] + "\n";
-	if (int e = attrs.write(domain, "partitions", text))
-		return fail(attrs.name(domain, "partitions") + ": " + strerror(e) +
-			    (e == EINVAL ? " (partitions must be disjoint, non-zero and "
-					   "within the GPU's " + std::to_string(s.nr_units) + " units" +
-					   (attrs.on_socket() ? ")" : "; the kernel log names the line)")
+	const auto parts = partitions_of(masks, s.k);
+	const auto why = [&](const std::string &attr, int e) {
+		return fail(attrs.name(domain, attr) + ": " + strerror(e) +
+			    (e == EINVAL ? " (each slot's units must lie within the GPU's " +
+						   std::to_string(s.nr_units) +
+						   " units, its priority 0 to 15)"
 			     : e == EACCES || e == EPERM ? " (root only)"
-			     : e == EAGAIN ? " (the layout changed meanwhile; try again)"
+			     : e == ENXIO ? " (k changed meanwhile; run again)"
+					  : ""));
+	};
+	for (unsigned int slot = 0; slot < s.k; slot++) {
+		const std::string dir = "slot" + std::to_string(slot) + "/";
+		if (int e = attrs.write(domain, dir + "units",
+					gpuslot::partition_bitmap_text(parts[slot], s.nr_units)))
+			return why(dir + "units", e);
+		if (int e = attrs.write(domain, dir + "priority", std::to_string(prios[slot])))
+			return why(dir + "priority", e);
+	}
+	if (int e = attrs.write(domain, "commit", std::to_string(s.generation)))
+		return fail(attrs.name(domain, "commit") + ": " + strerror(e) +
+			    (e == EINVAL ? " (partitions must not overlap at the same priority, and "
+					   "none may be empty" +
+					   std::string(attrs.on_socket()
+							       ? ")"
+							       : "; the kernel log names the rule)")
+			     : e == EACCES || e == EPERM ? " (root only)"
+			     : e == EAGAIN ? " (the layout changed since generation " +
+						     std::to_string(s.generation) +
+						     ", gpuslotd or another admin: nothing was "
+						     "changed; run again)"
 					   : ""));
 	gpuslot::DomainState after;
 	if (gpuslot::read_domain_state(attrs, domain, &after, &err))

@@ -12,6 +12,7 @@
 #include "daemon.hpp"
 #include "metrics.hpp"
 #include "plan_report.hpp"
+#include "slot_layout.hpp"
 #include "serve.hpp"
 
 #include <sys/stat.h>
@@ -23,7 +24,7 @@ const char kUsage[] =
 	"\n"
 	"Plans compute-unit partitions for every GPU in KFD topology, writes them\n"
 	"into the gpuslot module (k, partitions, hqd_limit = num_cp_queues), and\n"
-	"keeps them: it re-plans when an admin writes /sys/kernel/gpuslot/gpu<N>/k,\n"
+	"keeps them: it re-plans when an admin writes /sys/class/gpuslot/gpu<N>/k,\n"
 	"reloads its configuration on SIGHUP, audits the compute queues processes\n"
 	"really have against what they reserved, and stops on SIGTERM. It runs in\n"
 	"the foreground and speaks sd_notify (READY=1, STATUS=, WATCHDOG=1) when\n"
@@ -35,7 +36,9 @@ const char kUsage[] =
 	"                    topology, print the plans, change nothing, and exit\n"
 	"  --topology PATH   KFD topology root or node directory\n"
 	"                    (default /sys/class/kfd/kfd/topology)\n"
-	"  --sysfs-root PATH the module's sysfs (default /sys/kernel/gpuslot)\n"
+	"  --sysfs-root PATH the module's sysfs (default /sys/class/gpuslot)\n"
+	"  --debugfs-root PATH the module's tables, for the queue audit and the\n"
+	"                    metrics (default /sys/kernel/debug/gpuslot)\n"
 	"  --device PATH     the module's device (default /dev/gpuslot)\n"
 	"  --kfd-proc PATH   KFD's per-process queues (default\n"
 	"                    /sys/class/kfd/kfd/proc)\n"
@@ -125,15 +128,14 @@ int check_config(const gpuslot::DaemonOptions &o)
 			s.mask_algorithm);
 		gpuslot::GpuPlan p{gpu, gpuslot::gpu_shape(gpu, o.dri, &note),
 				   walk.algorithm, {}};
-		std::vector<unsigned int> sizes;
-		if (s.sizes && !gpuslot::parse_sizes(*s.sizes, gpu.active_cus(),
-						     &sizes, &error)) {
+		// Without k or sizes the module's k stays; show k = 1.
+		const unsigned int k = s.k_or(1);
+		gpuslot::LayoutSpec spec;
+		if (!gpuslot::layout_spec(s, k, gpu.active_cus(), false, &spec, &error)) {
 			log_line(LOG_ERR, "gpu" + std::to_string(i) + ": " + error);
 			return 1;
 		}
-		// Without k or sizes the module's k stays; show k = 1.
-		unsigned int k = s.k_or(1);
-		p.plan = gpuslot::plan_partitions(p.shape, walk.algorithm, k, sizes);
+		p.plan = gpuslot::plan_slots(p.shape, walk.algorithm, spec);
 		p.plan.notes.insert(p.plan.notes.begin(), walk.notes.begin(),
 				    walk.notes.end());
 		p.plan.notes.insert(p.plan.notes.begin(), "mask walk " + walk.why);
@@ -161,6 +163,7 @@ int main(int argc, char **argv)
 		{"check-config", no_argument, nullptr, 'C'},
 		{"topology", required_argument, nullptr, 't'},
 		{"sysfs-root", required_argument, nullptr, 's'},
+		{"debugfs-root", required_argument, nullptr, 'g'},
 		{"device", required_argument, nullptr, 'd'},
 		{"kfd-proc", required_argument, nullptr, 'p'},
 		{"dri", required_argument, nullptr, 'r'},
@@ -179,6 +182,7 @@ int main(int argc, char **argv)
 		case 'C': check = true; break;
 		case 't': o.topology = optarg; break;
 		case 's': o.sysfs = optarg; break;
+		case 'g': o.debugfs = optarg; break;
 		case 'd': o.device = optarg; break;
 		case 'p': o.kfd_proc = optarg; break;
 		case 'r': o.dri = optarg; break;
@@ -220,7 +224,7 @@ int main(int argc, char **argv)
 		metrics = std::make_unique<gpuslot::MetricsExporter>(
 			config.metrics,
 			socket ? gpuslot::DomainAttrs::socket(so.socket_dir)
-			       : gpuslot::DomainAttrs::module(o.sysfs),
+			       : gpuslot::DomainAttrs::module(o.sysfs, o.debugfs),
 			log_line);
 		std::string error;
 		if (!metrics->start(&error)) {

@@ -11,7 +11,7 @@ namespace gpuslot {
 
 std::string LintFinding::text() const
 {
-	std::string who = "slot " + std::to_string(slot);
+	std::string who = slot < 0 ? "layout" : "slot " + std::to_string(slot);
 	if (other_slot >= 0)
 		who = "slots " + std::to_string(slot) + " and " +
 		      std::to_string(other_slot);
@@ -198,8 +198,10 @@ void lint_one(const CuShape &shape, MaskAlgorithm algorithm,
 
 std::vector<LintFinding> lint_masks(const CuShape &shape,
 				    MaskAlgorithm algorithm,
-				    const std::vector<std::vector<uint32_t>> &masks)
+				    const std::vector<std::vector<uint32_t>> &masks,
+				    const std::vector<unsigned int> &priorities)
 {
+	auto prio = [&](size_t j) { return j < priorities.size() ? priorities[j] : 0u; };
 	std::vector<LintFinding> out;
 	const auto slots = mask_bit_slots(shape, algorithm);
 	for (size_t j = 0; j < masks.size(); j++)
@@ -212,14 +214,126 @@ std::vector<LintFinding> lint_masks(const CuShape &shape,
 			for (size_t i = 0; i < cus; i++)
 				if (bit(masks[a], i) && bit(masks[b], i))
 					shared.push_back(i);
-			if (shared.empty())
+			// At different priorities an overlap is a layout of
+			// its own (lint_priorities() says what it does).
+			if (shared.empty() || prio(a) != prio(b))
 				continue;
 			out.push_back({LintFinding::kError, int(a), int(b),
-				       "they share " + bits(shared),
-				       "the two slots' jobs compete for those CUs, "
-				       "so neither is isolated from the other; the "
-				       "module refuses overlapping partitions"});
+				       "they share " + bits(shared) + " at the same priority " +
+					       std::to_string(prio(a)),
+				       "the two slots' jobs compete for those CUs and "
+				       "neither goes first, so neither is isolated from "
+				       "the other; the module refuses partitions that "
+				       "overlap at the same priority"});
 		}
+	return out;
+}
+
+namespace {
+
+bool shares_units(const gpuslot_partition &a, const gpuslot_partition &b)
+{
+	if (partition_is_whole(a) || partition_is_whole(b))
+		return true;
+	for (size_t w = 0; w < GPUSLOT_UNIT_WORDS; w++)
+		if (a.units[w] & b.units[w])
+			return true;
+	return false;
+}
+
+} // namespace
+
+std::vector<LintFinding> lint_priorities(const std::vector<gpuslot_partition> &parts,
+					 const std::vector<unsigned int> &priorities,
+					 const PriorityLintGpu &gpu)
+{
+	std::vector<LintFinding> out;
+	const size_t k = parts.size();
+	auto prio = [&](size_t j) { return j < priorities.size() ? priorities[j] : 0u; };
+	auto whole = [&](size_t j) { return partition_is_whole(parts[j]); };
+	const std::string unit = gpu.unit_kind == GPUSLOT_UNIT_AMD_CU ? "CUs" : "SMs";
+
+	for (size_t a = 0; a < k; a++)
+		for (size_t b = a + 1; b < k; b++) {
+			if (!shares_units(parts[a], parts[b]) || prio(a) != prio(b) ||
+			    (whole(a) && whole(b)))
+				continue; // apart, ordered, or k-exclusion on the whole GPU
+			if (!whole(a) && !whole(b)) {
+				if (!gpu.confined_overlap_linted)
+					out.push_back({LintFinding::kError, int(a), int(b),
+						       "their partitions share units at the same "
+						       "priority " + std::to_string(prio(a)),
+						       "neither goes first where they meet, so "
+						       "neither is isolated from the other; the "
+						       "module refuses partitions that overlap at "
+						       "the same priority"});
+				continue;
+			}
+			const size_t w = whole(a) ? a : b, c = whole(a) ? b : a;
+			out.push_back({LintFinding::kWarning, int(std::min(a, b)), int(std::max(a, b)),
+				       "slot " + std::to_string(w) + " is the whole GPU and slot " +
+					       std::to_string(c) + " shares its " + unit +
+					       " at the same priority " + std::to_string(prio(a)),
+				       "where they meet neither goes first, so the overlap "
+				       "protects neither; give the slot to protect a higher "
+				       "priority (gpuslotctl plan --layout protect)"});
+		}
+
+	// A priority above another slot's that meets none of them.
+	for (size_t a = 0; a < k; a++) {
+		bool lower = false, meets_lower = false;
+		for (size_t b = 0; b < k; b++)
+			if (b != a && prio(b) < prio(a)) {
+				lower = true;
+				meets_lower |= shares_units(parts[a], parts[b]);
+			}
+		if (lower && !meets_lower)
+			out.push_back({LintFinding::kWarning, int(a), -1,
+				       "priority " + std::to_string(prio(a)) +
+					       " orders nothing: no slot of a lower priority "
+					       "shares its " + unit,
+				       "the GPU orders kernels by priority only where they "
+				       "compete for the same " + unit +
+					       (gpu.unit_kind == GPUSLOT_UNIT_AMD_CU
+							? std::string("")
+							: "; across partitions a higher priority "
+							  "can only evict the others' kernels from "
+							  "the GPU's task slots (seed 002)")});
+	}
+
+	std::vector<unsigned int> levels;
+	for (size_t j = 0; j < k; j++)
+		if (std::find(levels.begin(), levels.end(), prio(j)) == levels.end())
+			levels.push_back(prio(j));
+	if (gpu.unit_kind == GPUSLOT_UNIT_AMD_CU) {
+		std::string list;
+		for (size_t j = 0; j < k; j++)
+			if (prio(j))
+				list += (list.empty() ? "" : ", ") + std::to_string(j);
+		if (!list.empty())
+			out.push_back({LintFinding::kWarning, -1, -1,
+				       "slot(s) " + list + " have a priority other than 0 on an "
+				       "AMD GPU",
+				       "HIP makes no CU-masked stream at a priority "
+				       "(hipExtStreamCreateWithCUMask takes none): libgpuslot "
+				       "refuses those slots, and their clients fail"});
+	} else if (levels.size() > 1 && gpu.task_slots && k > gpu.task_slots) {
+		std::sort(levels.begin(), levels.end());
+		size_t above = 0;
+		for (size_t j = 0; j < k; j++)
+			above += prio(j) > levels.front();
+		out.push_back({LintFinding::kWarning, -1, -1,
+			       "k = " + std::to_string(k) + " slots can have " + std::to_string(k) +
+				       " kernels pending at once (one stream per slot, as libgpuslot "
+				       "makes them), " + std::to_string(above) +
+				       " of them above the lowest priority, more than the " +
+				       std::to_string(gpu.task_slots) + " task slots of a " +
+				       gpu.what + " GPU",
+			       "once the task slots are full, kernels of a higher priority "
+			       "evict lower-priority ones, and a partition that shares no SM "
+			       "with them stalls until one ends (seed 002, Fig. 12); use k <= " +
+				       std::to_string(gpu.task_slots) + " or one priority"});
+	}
 	return out;
 }
 

@@ -108,6 +108,9 @@ std::vector<MetricFamily> metric_families(const std::vector<DomainState> &domain
 			   "How long the slot's current hold has lasted (0: free).");
 	auto &units = f.add("gpuslot_slot_units", MetricType::Gauge,
 			    "Units (AMD CUs, NVIDIA SM groups) of the slot's partition.");
+	auto &stream_prio = f.add("gpuslot_slot_priority", MetricType::Gauge,
+				  "GPU stream priority of the slot's work, 0 (default) to 15 "
+				  "(more is more urgent).");
 	auto &prio = f.add("gpuslot_slot_boost_priority", MetricType::Gauge,
 			   "SCHED_FIFO priority the slot's holder runs at (0: free or not "
 			   "boosted).");
@@ -133,8 +136,8 @@ std::vector<MetricFamily> metric_families(const std::vector<DomainState> &domain
 		       1);
 		sample(k, l, s.k);
 		sample(gen, l, double(s.generation));
-		sample(held, l, double(s.holders.size()));
-		sample(waiters, l, double(s.waiters.size() + s.more_waiters));
+		sample(held, l, double(s.nr_holders));
+		sample(waiters, l, double(s.nr_waiters));
 		sample(acq, l, double(s.acquisitions));
 		sample(contended, l, double(s.contended));
 		sample(timeouts, l, double(s.timeouts));
@@ -170,8 +173,13 @@ std::vector<MetricFamily> metric_families(const std::vector<DomainState> &domain
 					if (x.boost == HoldBoost::boosted)
 						priority = s.boost_priority;
 				}
-			sample(hold, sl, held_s);
-			sample(prio, sl, priority);
+			// Who holds a slot and how long: the debug/ tables,
+			// which only root (gpuslotd) reads.
+			if (s.tables) {
+				sample(hold, sl, held_s);
+				sample(prio, sl, priority);
+			}
+			sample(stream_prio, sl, slot < s.priorities.size() ? s.priorities[slot] : 0);
 			if (slot < s.partitions.size()) {
 				unsigned int n = 0;
 				for (uint64_t w : s.partitions[slot].units)

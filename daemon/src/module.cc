@@ -26,8 +26,9 @@ bool partition_is_whole(const gpuslot_partition &p)
 
 bool ModuleLayout::all_whole() const
 {
-	return std::all_of(partitions.begin(), partitions.end(),
-			   partition_is_whole);
+	return std::all_of(partitions.begin(), partitions.end(), partition_is_whole) &&
+	       std::all_of(priorities.begin(), priorities.end(),
+			   [](unsigned int p) { return p == 0; });
 }
 
 gpuslot_partition partition_from_mask(const std::vector<uint32_t> &mask)
@@ -86,6 +87,54 @@ bool parse_partition(const std::string &text, gpuslot_partition *out)
 		out->units[i / 16] |= uint64_t(v) << (4 * (i % 16));
 	}
 	return true;
+}
+
+std::string partition_bitmap_text(const gpuslot_partition &p, unsigned int nr_units)
+{
+	if (partition_is_whole(p) || !nr_units)
+		return "all";
+	// lib/vsprintf.c bitmap_string(): 32-bit chunks, the first one as
+	// wide as its bits need, the others 8 digits, joined by commas.
+	const unsigned int bits = std::min<unsigned int>(nr_units, GPUSLOT_MAX_UNITS);
+	std::string out;
+	for (int chunk = int((bits + 31) / 32) - 1; chunk >= 0; chunk--) {
+		const uint32_t v = uint32_t(p.units[chunk / 2] >> (32 * (chunk % 2)));
+		const unsigned int width =
+			unsigned(chunk) == (bits - 1) / 32 && bits % 32 ? (bits % 32 + 3) / 4 : 8;
+		char buf[16];
+		snprintf(buf, sizeof(buf), "%0*x", int(width), v);
+		out += (out.empty() ? "" : ",") + std::string(buf);
+	}
+	return out;
+}
+
+bool parse_partition_bitmap(const std::string &text, gpuslot_partition *out)
+{
+	*out = gpuslot_partition{};
+	std::string_view s = text;
+	while (!s.empty() && (s.back() == '\n' || s.back() == ' '))
+		s.remove_suffix(1);
+	if (s == "all")
+		return true;
+	if (s.empty())
+		return false;
+	// Chunks from the least significant one, at the end.
+	unsigned int chunk = 0;
+	for (;;) {
+		const size_t comma = s.rfind(',');
+		const std::string_view part = comma == std::string_view::npos ? s : s.substr(comma + 1);
+		if (part.empty() || part.size() > 8 || chunk >= GPUSLOT_MAX_UNITS / 32)
+			return false;
+		uint32_t v = 0;
+		auto [end, err] = std::from_chars(part.data(), part.data() + part.size(), v, 16);
+		if (err != std::errc() || end != part.data() + part.size())
+			return false;
+		out->units[chunk / 2] |= uint64_t(v) << (32 * (chunk % 2));
+		chunk++;
+		if (comma == std::string_view::npos)
+			return true;
+		s = s.substr(0, comma);
+	}
 }
 
 const char *unit_kind_name(uint32_t kind)
@@ -150,6 +199,8 @@ int Device::set_layout(ModuleLayout *l) const
 	a.hqd_limit = l->hqd_limit;
 	a.nr_partitions = l->partitions.size();
 	a.partitions = reinterpret_cast<uintptr_t>(l->partitions.data());
+	for (size_t i = 0; i < l->priorities.size() && i < GPUSLOT_MAX_SLOTS; i++)
+		a.priority[i] = uint8_t(l->priorities[i]);
 	if (l->expected_generation) {
 		a.flags |= GPUSLOT_LAYOUT_EXPECT_GENERATION;
 		a.expected_generation = l->expected_generation;
@@ -177,6 +228,7 @@ int Device::get_layout(ModuleLayout *l) const
 	l->generation = a.generation;
 	parts.resize(std::min<size_t>(a.k, parts.size()));
 	l->partitions = std::move(parts);
+	l->priorities.assign(a.priority, a.priority + std::min<size_t>(a.k, GPUSLOT_MAX_SLOTS));
 	return 0;
 }
 
@@ -284,29 +336,42 @@ public:
 	{
 	}
 
-	bool text(const char *attr, std::string *out)
+	// 0 or the errno; the text as it is.
+	int raw(const std::string &attr, std::string *out)
 	{
-		if (int err = attrs_.read(domain_, attr, out))
+		return attrs_.read(domain_, attr, out);
+	}
+
+	bool text(const std::string &attr, std::string *out)
+	{
+		if (int err = raw(attr, out))
 			return fail(attr, 0, std::string("cannot be read: ") + strerror(err));
 		return true;
 	}
 
-	template <class T> bool value(const char *attr, T *out)
+	// One value: the file's text without its newline.
+	bool word(const std::string &attr, std::string *out)
 	{
-		std::string t;
-		if (!text(attr, &t))
+		if (!text(attr, out))
 			return false;
-		if (!t.empty() && t.back() == '\n')
-			t.pop_back();
-		return number(t, out) || fail(attr, 1, "expected a number, got '" + t + "'");
+		if (!out->empty() && out->back() == '\n')
+			out->pop_back();
+		return true;
 	}
 
-	// Calls @parse(words) per line; it returns false on a bad line.
-	template <class F> bool lines(const char *attr, F parse)
+	template <class T> bool value(const std::string &attr, T *out, int base = 10)
 	{
 		std::string t;
-		if (!text(attr, &t))
+		if (!word(attr, &t))
 			return false;
+		return number(t, out, base) ||
+		       fail(attr, 1, std::string("expected a ") + (base == 16 ? "hex " : "") +
+					     "number, got '" + t + "'");
+	}
+
+	// Calls @parse(words) per line of @t; it returns false on a bad line.
+	template <class F> bool lines(const std::string &attr, const std::string &t, F parse)
+	{
 		std::istringstream in(t);
 		unsigned int n = 0;
 		for (std::string line; std::getline(in, line);) {
@@ -317,7 +382,7 @@ public:
 		return true;
 	}
 
-	bool fail(const char *attr, unsigned int line, const std::string &what)
+	bool fail(const std::string &attr, unsigned int line, const std::string &what)
 	{
 		*error_ = attrs_.name(domain_, attr) +
 			  (line ? ":" + std::to_string(line) : "") + ": " + what;
@@ -330,53 +395,97 @@ private:
 	std::string *error_;
 };
 
-} // namespace
-
-bool read_domain_state(const fs::path &root, unsigned int domain,
-		       DomainState *out, std::string *error)
+// The one-value files: every one must be there and parse.
+bool read_values(Reader &r, DomainState *s)
 {
-	return read_domain_state(DomainAttrs::module(root), domain, out, error);
+	std::string kind;
+	if (!r.value("k", &s->k) || !r.value("generation", &s->generation) ||
+	    !r.value("boost_priority", &s->boost_priority) ||
+	    !r.value("max_hold_ms", &s->max_hold_ms) ||
+	    !r.value("hqd_limit", &s->hqd_limit) || !r.value("hqd_used", &s->hqd_used) ||
+	    !r.value("hqd_waiters", &s->hqd_waiters) ||
+	    !r.value("nr_holders", &s->nr_holders) ||
+	    !r.value("nr_waiters", &s->nr_waiters) || !r.value("held_mask", &s->held_mask, 16) ||
+	    !r.value("nr_units", &s->nr_units) || !r.value("unit_size", &s->unit_size) ||
+	    !r.word("unit_kind", &kind))
+		return false;
+	if (kind == "none")
+		s->unit_kind = GPUSLOT_UNIT_NONE;
+	else if (kind == "amd-cu")
+		s->unit_kind = GPUSLOT_UNIT_AMD_CU;
+	else if (kind == "nv-sm-group")
+		s->unit_kind = GPUSLOT_UNIT_NV_SM_GROUP;
+	else
+		return r.fail("unit_kind", 1,
+			      "expected none, amd-cu or nv-sm-group, got '" + kind + "'");
+	const std::pair<const char *, uint64_t *> counters[] = {
+		{"acquisitions", &s->acquisitions}, {"contended", &s->contended},
+		{"timeouts", &s->timeouts},	    {"interrupted", &s->interrupted},
+		{"total_wait_ns", &s->total_wait_ns}, {"max_wait_ns", &s->max_wait_ns},
+		{"max_hold_ns", &s->max_hold_ns},   {"overruns", &s->overruns}};
+	for (const auto &[name, field] : counters)
+		if (!r.value(std::string("stats/") + name, field))
+			return false;
+	if (s->k < 1 || s->k > GPUSLOT_MAX_SLOTS)
+		return r.fail("k", 1, "k " + std::to_string(s->k) + " is not 1 to 64");
+	s->partitions.clear();
+	s->priorities.clear();
+	for (unsigned int i = 0; i < s->k; i++) {
+		const std::string dir = "slot" + std::to_string(i) + "/";
+		std::string units;
+		gpuslot_partition p;
+		unsigned int prio;
+		if (!r.word(dir + "units", &units) || !r.value(dir + "priority", &prio))
+			return false;
+		if (!parse_partition_bitmap(units, &p))
+			return r.fail(dir + "units", 1,
+				      "expected 'all' or a bitmap such as 'ffff,ffffffff', got '" +
+					      units + "'");
+		if (prio > GPUSLOT_MAX_SLOT_PRIORITY)
+			return r.fail(dir + "priority", 1,
+				      "priority " + std::to_string(prio) + " is past 15");
+		s->partitions.push_back(p);
+		s->priorities.push_back(prio);
+	}
+	// Optional: a domain that no GPU was named for has an empty one.
+	if (std::string pci; !r.raw("pci_bus_id", &pci)) {
+		while (!pci.empty() && std::isspace((unsigned char)pci.back()))
+			pci.pop_back();
+		s->pci_bus_id = pci;
+	}
+	return true;
 }
 
-bool read_domain_state(const DomainAttrs &attrs, unsigned int domain, DomainState *out,
-		       std::string *error)
+// The debug/ tables, where this reader may read them. false only for a
+// table that is there but does not parse.
+bool read_tables(Reader &r, bool socket, DomainState *s)
 {
-	DomainState s;
-	s.domain = domain;
-	Reader r(attrs, domain, error);
-	if (!r.value("k", &s.k) || !r.value("generation", &s.generation) ||
-	    !r.value("boost_priority", &s.boost_priority) ||
-	    !r.value("max_hold_ms", &s.max_hold_ms) ||
-	    !r.value("hqd_limit", &s.hqd_limit) ||
-	    !r.value("hqd_used", &s.hqd_used) ||
-	    !r.value("hqd_waiters", &s.hqd_waiters))
-		return false;
-
-	std::string units;
-	if (!r.text("units", &units))
-		return false;
-	auto uw = words(units);
-	if (uw.size() != 3 || !number(uw[1], &s.nr_units) ||
-	    !number(uw[2], &s.unit_size))
-		return r.fail("units", 1, "expected '<kind> <units> <unit size>'");
-	s.unit_kind = uw[0] == "amd-cu"		? GPUSLOT_UNIT_AMD_CU
-		      : uw[0] == "nv-sm-group" ? GPUSLOT_UNIT_NV_SM_GROUP
-					       : GPUSLOT_UNIT_NONE;
-
-	bool ok = r.lines("partitions", [&](const auto &w, const std::string &) {
-		if (w.size() == 3 && w[0] == "...")
-			return true; // a table cut at a page: GET_LAYOUT has it all
-		unsigned int slot;
-		gpuslot_partition p;
-		if (w.size() != 2 || !number(w[0], &slot) ||
-		    slot != s.partitions.size() || !parse_partition(w[1], &p))
-			return false;
-		s.partitions.push_back(p);
+	std::string holders, waiters, queues, hist;
+	int err = r.raw("debug/holders", &holders);
+	if (!err)
+		err = r.raw("debug/waiters", &waiters);
+	if (!err)
+		err = r.raw("debug/queues", &queues);
+	if (!err)
+		err = r.raw("debug/wait_hist", &hist);
+	if (err) {
+		s->tables = false;
+		s->tables_note =
+			err == EACCES || err == EPERM
+				? (socket ? "the holder, waiter and queue tables are for admins "
+					    "only (gpuslotd's debug/ attributes; run as root)"
+					  : "the holder, waiter and queue tables are root's only "
+					    "(debugfs, /sys/kernel/debug/gpuslot; run as root)")
+			: err == ENOENT ? (socket ? "this gpuslotd serves no debug/ tables"
+						  : "no debugfs tables (is debugfs mounted on "
+						    "/sys/kernel/debug, and the kernel built with "
+						    "CONFIG_DEBUG_FS?)")
+					: std::string("the tables cannot be read: ") + strerror(err);
 		return true;
-	});
-	ok = ok && r.lines("holders", [&](const auto &w, const std::string &) {
-		if (w.size() == 3 && w[0] == "...")
-			return true; // 64 holders with long names
+	}
+	s->tables = true;
+	s->tables_note.clear();
+	bool ok = r.lines("debug/holders", holders, [&](const auto &w, const std::string &) {
 		Holder h;
 		auto boost = w.size() == 6 ? hold_boost(w[5]) : std::nullopt;
 		if (!boost || !number(w[0], &h.slot) || !number(w[1], &h.pid) ||
@@ -384,59 +493,74 @@ bool read_domain_state(const DomainAttrs &attrs, unsigned int domain, DomainStat
 		    !number(w[4], &h.held_ns))
 			return false;
 		h.boost = *boost;
-		s.holders.push_back(h);
+		s->holders.push_back(h);
 		return true;
 	});
-	ok = ok && r.lines("waiters", [&](const auto &w, const std::string &) {
-		if (w.size() == 3 && w[0] == "...")
-			return number(w[1], &s.more_waiters);
+	ok = ok && r.lines("debug/waiters", waiters, [&](const auto &w, const std::string &) {
 		Waiter x;
 		if (w.size() != 5 || !number(w[0], &x.pid) || !number(w[1], &x.tid) ||
 		    !unescape_name(w[2], &x.comm) || !number(w[3], &x.waited_ns) ||
 		    !number(w[4], &x.allowed, 16))
 			return false;
-		s.waiters.push_back(x);
+		s->waiters.push_back(x);
 		return true;
 	});
-	ok = ok && r.lines("queues", [&](const auto &w, const std::string &) {
-		if (w.size() == 3 && w[0] == "...")
-			return true;
+	ok = ok && r.lines("debug/queues", queues, [&](const auto &w, const std::string &) {
 		QueueUser q;
-		if (w.size() != 3 || !number(w[0], &q.pid) ||
-		    !unescape_name(w[1], &q.comm) || !number(w[2], &q.reserved))
+		if (w.size() != 3 || !number(w[0], &q.pid) || !unescape_name(w[1], &q.comm) ||
+		    !number(w[2], &q.reserved))
 			return false;
-		s.queues.push_back(q);
+		s->queues.push_back(q);
 		return true;
 	});
-	ok = ok && r.lines("stats", [&](const auto &w, const std::string &) {
-		if (!w.empty() && w[0] == "wait_hist_log2_ns") {
-			s.wait_hist.assign(w.size() - 1, 0);
-			for (size_t i = 1; i < w.size(); i++)
-				if (!number(w[i], &s.wait_hist[i - 1]))
-					return false;
-			return true;
-		}
-		const std::pair<const char *, uint64_t *> counters[] = {
-			{"acquisitions", &s.acquisitions}, {"contended", &s.contended},
-			{"timeouts", &s.timeouts},	   {"interrupted", &s.interrupted},
-			{"total_wait_ns", &s.total_wait_ns}, {"max_wait_ns", &s.max_wait_ns},
-			{"max_hold_ns", &s.max_hold_ns},   {"overruns", &s.overruns}};
-		for (const auto &[name, field] : counters)
-			if (w.size() == 2 && w[0] == name)
-				return number(w[1], field);
-		return true; // a counter of a newer module
+	// wait_hist: "bucket_lo_ns count", bucket i from 2^i ns (the first
+	// also counts 0 ns), in order.
+	ok = ok && r.lines("debug/wait_hist", hist, [&](const auto &w, const std::string &) {
+		const size_t i = s->wait_hist.size();
+		uint64_t lo, count;
+		if (w.size() != 2 || !number(w[0], &lo) || !number(w[1], &count) ||
+		    i >= GPUSLOT_HIST_BUCKETS || lo != 1ULL << i)
+			return false;
+		s->wait_hist.push_back(count);
+		return true;
 	});
-	// Older modules have no pci_bus_id: it is optional.
-	if (ok && !attrs.read(domain, "pci_bus_id", &s.pci_bus_id)) {
-		while (!s.pci_bus_id.empty() && std::isspace((unsigned char)s.pci_bus_id.back()))
-			s.pci_bus_id.pop_back();
-	} else {
-		s.pci_bus_id.clear();
+	return ok;
+}
+
+} // namespace
+
+bool read_domain_state(const fs::path &root, unsigned int domain,
+		       DomainState *out, std::string *error, const fs::path &debugfs_root)
+{
+	return read_domain_state(DomainAttrs::module(root, debugfs_root), domain, out, error);
+}
+
+bool read_domain_state(const DomainAttrs &attrs, unsigned int domain, DomainState *out,
+		       std::string *error)
+{
+	// One file at a time is no snapshot: a layout that changed while
+	// they were read (generation moved) is read again.
+	for (int tries = 0;; tries++) {
+		DomainState s;
+		s.domain = domain;
+		Reader r(attrs, domain, error);
+		if (!read_values(r, &s)) {
+			// A slot file gone with a smaller k: read it again.
+			if (tries < 3 && (error->find(": No such device or address") != std::string::npos ||
+					  error->find(": No such file or directory") != std::string::npos))
+				continue;
+			return false;
+		}
+		uint64_t after = 0;
+		if (!r.value("generation", &after))
+			return false;
+		if (after != s.generation && tries < 3)
+			continue;
+		if (!read_tables(r, attrs.on_socket(), &s))
+			return false;
+		*out = std::move(s);
+		return true;
 	}
-	if (!ok)
-		return false;
-	*out = std::move(s);
-	return true;
 }
 
 } // namespace gpuslot

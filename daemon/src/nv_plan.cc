@@ -31,6 +31,19 @@ const NvSplit *fitting_split(const std::vector<NvSplit> &splits,
 
 } // namespace
 
+unsigned int nv_task_slots(unsigned int major, unsigned int minor)
+{
+	switch (major * 10 + minor) {
+	case 30: case 53: case 62: case 72:
+		return 16;
+	case 35: case 37: case 50: case 52: case 61:
+		return 32;
+	case 0:
+		return 0;
+	}
+	return major >= 6 ? 128 : 0;
+}
+
 std::string nv_splits_text(const std::vector<NvSplit> &splits)
 {
 	std::string out;
@@ -126,6 +139,8 @@ NvPlan plan_nv_partitions(const NvGpu &gpu, unsigned int k,
 			mine.push_back(next++);
 		p.slot_groups.push_back(mine);
 		p.slot_sms.push_back(s);
+		p.whole.push_back(false);
+		p.priorities.push_back(0);
 		used += s;
 	}
 	if (used < sms)

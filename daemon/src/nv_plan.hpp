@@ -43,13 +43,25 @@ struct NvGpu {
 	// Every split whose groups have exactly the SMs asked for, asked in
 	// multiples of coscheduled_alignment, smallest first.
 	std::vector<NvSplit> splits;
+	// Compute capability; 0.0 where unknown.
+	unsigned int cc_major = 0, cc_minor = 0;
 };
+
+// The kernels the GPU's work distributor considers at once (its task
+// slots; CUDA's "maximum number of resident grids per device"): 128 on
+// compute capability 6.0, 7.0, 7.5 and 8.0 or later, 32 on 3.5-5.2 and
+// 6.1, 16 on 3.0, 5.3, 6.2 and 7.2 (Jetson); 0 where unknown. Seed 002:
+// past them, kernels of a higher priority evict lower-priority ones, and a
+// partition that shares no SM with them stalls.
+unsigned int nv_task_slots(unsigned int cc_major, unsigned int cc_minor);
 
 struct NvPlan {
 	unsigned int group_sms = 0; // G, the layout's unit_size
 	unsigned int groups = 0;    // the split's groups, the layout's nr_units
 	std::vector<std::vector<unsigned int>> slot_groups; // per slot
 	std::vector<unsigned int> slot_sms;
+	std::vector<bool> whole;	     // per slot: the whole GPU (no groups)
+	std::vector<unsigned int> priorities; // per slot (plan_nv_slots)
 	std::vector<std::string> notes;
 	std::string error; // empty on success
 };

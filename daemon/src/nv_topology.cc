@@ -65,6 +65,7 @@ NvTopologyResult read_nv_topology()
 	decltype(&cuDeviceGetDevResource) resource = nullptr;
 	decltype(&cuDeviceGetPCIBusId) bus_id = nullptr;
 	decltype(&cuDevSmResourceSplitByCount) split = nullptr;
+	decltype(&cuDeviceGetAttribute) attribute = nullptr;
 	auto sym = [&](const char *n, auto *fn) {
 		void *p = nullptr;
 		CUdriverProcAddressQueryResult st;
@@ -78,6 +79,7 @@ NvTopologyResult read_nv_topology()
 	sym("cuDeviceGetDevResource", &resource);
 	sym("cuDeviceGetPCIBusId", &bus_id);
 	sym("cuDevSmResourceSplitByCount", &split);
+	sym("cuDeviceGetAttribute", &attribute);
 	if (!init || !count || !device || !name || !resource || !split) {
 		r.error = "the NVIDIA driver lacks green-context resources (CUDA 12.4 or later)";
 		return r;
@@ -107,6 +109,13 @@ NvTopologyResult read_nv_topology()
 		NvGpu gpu{i, buf, sm.sm.smCount, sm.sm.minSmPartitionSize,
 			  sm.sm.smCoscheduledAlignment, pci, {}};
 		gpu.splits = co_scheduled_splits(split, sm);
+		int major = 0, minor = 0;
+		if (attribute &&
+		    !attribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d) &&
+		    !attribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d)) {
+			gpu.cc_major = unsigned(major);
+			gpu.cc_minor = unsigned(minor);
+		}
 		r.gpus.push_back(gpu);
 	}
 	if (r.gpus.empty())

@@ -77,17 +77,27 @@ std::string plan_text(const std::vector<GpuPlan> &plans)
 			out << "  cannot plan: " << p.plan.error << "\n";
 			continue;
 		}
+		bool any_whole = false;
 		for (size_t j = 0; j < p.plan.partitions.size(); j++) {
 			const auto &part = p.plan.partitions[j];
-			out << "  slot " << j << " (" << char('A' + j % 26) << "): "
-			    << part.cus << " CUs, "
+			out << "  slot " << j << " (" << char(j < 26 ? 'A' + j : 'a' + j - 26) << "): ";
+			if (part.whole) {
+				any_whole = true;
+				out << "whole GPU (" << part.cus << " CUs); priority " << part.priority
+				    << "\n";
+				continue;
+			}
+			out << part.cus << " CUs, "
 			    << (part.se_packed ? "SE-packed" : "SE-distributed")
 			    << ", mask " << part.mask_hex() << ", CUs per SE";
 			for (unsigned int c : part.cus_per_se)
 				out << ' ' << c;
-			out << "\n";
+			out << "; priority " << part.priority << "\n";
 		}
 		out << draw_partitions(p);
+		if (any_whole)
+			out << "  (whole-GPU slots are not drawn; '.' marks CUs no confined slot "
+			       "may use)\n";
 		for (const auto &n : p.plan.notes)
 			out << "  note: " << n << "\n";
 	}
@@ -103,10 +113,12 @@ std::string plan_json(const std::vector<GpuPlan> &plans)
 		for (size_t j = 0; j < p.plan.partitions.size(); j++) {
 			const auto &part = p.plan.partitions[j];
 			parts.push_back({{"slot", j},
+					 {"whole", part.whole},
+					 {"priority", part.priority},
 					 {"cus", part.cus},
 					 {"requested_cus", part.requested_cus},
 					 {"se_packed", part.se_packed},
-					 {"mask", part.mask_hex()},
+					 {"mask", part.whole ? std::string("all") : part.mask_hex()},
 					 {"cus_per_se", part.cus_per_se}});
 		}
 		nlohmann::json gpu = {{"node", g.node_id},

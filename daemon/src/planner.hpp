@@ -21,6 +21,8 @@ struct PlannedPartition {
 	bool se_packed = false;
 	std::vector<unsigned int> cus_per_se; // per SE, all XCCs in order
 	std::vector<uint32_t> mask;	      // HIP flat bits, 32 per word
+	bool whole = false;		      // the whole GPU (mask empty)
+	unsigned int priority = 0;	      // the slot's GPU stream priority
 
 	std::string mask_hex() const; // "0x..." most significant word first
 };

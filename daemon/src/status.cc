@@ -126,6 +126,11 @@ GpuPlan as_plan(const StatusGpu &g)
 	return p;
 }
 
+unsigned int slot_priority(const DomainState &s, unsigned int slot)
+{
+	return slot < s.priorities.size() ? s.priorities[slot] : 0;
+}
+
 std::string describe_partition(const StatusGpu &g, unsigned int slot)
 {
 	const auto &part = g.state.partitions[slot];
@@ -169,7 +174,8 @@ std::string status_text(const std::vector<StatusGpu> &gpus)
 			std::string part = slot < s.partitions.size()
 						   ? describe_partition(g, slot)
 						   : "?";
-			out << part << std::string(part.size() < 28 ? 28 - part.size() : 1, ' ');
+			out << part << std::string(part.size() < 28 ? 28 - part.size() : 1, ' ')
+			    << "priority " << slot_priority(s, slot) << "  ";
 			bool held = false;
 			for (const Holder &h : s.holders)
 				if (h.slot == slot) {
@@ -178,6 +184,11 @@ std::string status_text(const std::vector<StatusGpu> &gpus)
 					    << human_ns(h.held_ns) << boost_note(s, h);
 					held = true;
 				}
+			// Without the tables: held or not, from held_mask.
+			if (!held && !s.tables && slot < 64 && (s.held_mask >> slot & 1)) {
+				out << "held";
+				held = true;
+			}
 			out << (held ? "" : "free") << "\n";
 		}
 		for (const Holder &h : s.holders)
@@ -185,8 +196,12 @@ std::string status_text(const std::vector<StatusGpu> &gpus)
 				out << "  retiring slot " << h.slot << ": held by "
 				    << h.pid << " " << shown_name(h.comm) << " for "
 				    << human_ns(h.held_ns) << boost_note(s, h) << "\n";
+		if (!s.tables)
+			for (unsigned int slot = s.k; slot < 64; slot++)
+				if (s.held_mask >> slot & 1)
+					out << "  retiring slot " << slot << ": held\n";
 
-		out << "  waiters: " << s.waiters.size() + s.more_waiters;
+		out << "  waiters: " << s.nr_waiters;
 		for (const Waiter &w : s.waiters)
 			out << "\n    " << w.pid << " " << shown_name(w.comm) << " (tid " << w.tid
 			    << ") waiting " << human_ns(w.waited_ns) << ", slots "
@@ -197,6 +212,8 @@ std::string status_text(const std::vector<StatusGpu> &gpus)
 				       return std::string(b);
 			       }());
 		out << "\n";
+		if (!s.tables)
+			out << "  who holds and waits: not shown: " << s.tables_note << "\n";
 		out << "  acquisitions " << s.acquisitions << " (" << s.contended << " waited, "
 		    << s.timeouts << " timed out, " << s.interrupted << " interrupted)";
 		if (double p50 = wait_quantile_seconds(s.wait_hist, 0.5); !std::isnan(p50))
@@ -219,6 +236,14 @@ std::string status_text(const std::vector<StatusGpu> &gpus)
 				std::istringstream grid(draw_partitions(as_plan(g)));
 				for (std::string row; std::getline(grid, row);)
 					out << "  " << row << "\n";
+				std::string whole;
+				for (unsigned int slot = 0; slot < s.partitions.size(); slot++)
+					if (partition_is_whole(s.partitions[slot]))
+						whole += std::string(whole.empty() ? "" : ", ") +
+							 slot_letter(slot);
+				if (!whole.empty())
+					out << "  (" << whole << ": the whole GPU, not drawn; '.' marks "
+					    << "CUs no confined slot may use)\n";
 			}
 			else
 				out << "  no partitions: every slot runs on the whole GPU\n";
@@ -245,7 +270,9 @@ std::string status_json(const std::vector<StatusGpu> &gpus)
 		const DomainState &s = g.state;
 		nlohmann::json slots = nlohmann::json::array();
 		for (unsigned int slot = 0; slot < s.k; slot++) {
-			nlohmann::json j = {{"slot", slot}};
+			nlohmann::json j = {{"slot", slot},
+					    {"priority", slot_priority(s, slot)},
+					    {"held", slot < 64 && (s.held_mask >> slot & 1) != 0}};
 			if (slot < s.partitions.size()) {
 				const auto &p = s.partitions[slot];
 				j["partition"] = partition_text(p);
@@ -284,10 +311,17 @@ std::string status_json(const std::vector<StatusGpu> &gpus)
 				    {"hqd_limit", s.hqd_limit},
 				    {"hqd_used", s.hqd_used},
 				    {"hqd_waiters", s.hqd_waiters},
+				    {"nr_holders", s.nr_holders},
+				    {"nr_waiters", s.nr_waiters},
+				    {"held_mask", s.held_mask},
 				    {"slots", slots},
-				    {"waiters", waiters},
-				    {"more_waiters", s.more_waiters},
-				    {"queues", queues}};
+				    {"tables", s.tables}};
+		if (s.tables) {
+			j["waiters"] = waiters;
+			j["queues"] = queues;
+		} else {
+			j["tables_note"] = s.tables_note;
+		}
 		nlohmann::json quantiles = nlohmann::json::object();
 		for (const auto &[name, q] : {std::pair{"0.5", 0.5}, {"0.9", 0.9}, {"0.99", 0.99}}) {
 			const double v = wait_quantile_seconds(s.wait_hist, q);
@@ -300,10 +334,12 @@ std::string status_json(const std::vector<StatusGpu> &gpus)
 			      {"overruns", s.overruns},
 			      {"total_wait_ns", s.total_wait_ns},
 			      {"max_wait_ns", s.max_wait_ns},
-			      {"max_hold_ns", s.max_hold_ns},
-			      {"wait_hist_log2_ns", s.wait_hist},
-			      // As histogram_quantile() on gpuslot_wait_seconds.
-			      {"wait_quantiles_seconds", quantiles}};
+			      {"max_hold_ns", s.max_hold_ns}};
+		if (s.tables) {
+			j["stats"]["wait_hist_log2_ns"] = s.wait_hist;
+			// As histogram_quantile() on gpuslot_wait_seconds.
+			j["stats"]["wait_quantiles_seconds"] = quantiles;
+		}
 		if (!s.pci_bus_id.empty())
 			j["pci_bus_id"] = s.pci_bus_id;
 		if (g.has_gpu)

@@ -120,11 +120,15 @@ std::string run(const std::string &cmd)
 	return out;
 }
 
-// Domain 0's attribute @name: from sysfs, or over gpuslotd's socket.
+// Domain 0's attribute @name: from the module's sysfs
+// (/sys/class/gpuslot/gpu0/, one value per file) or, for debug/<table>, its
+// debugfs (root's), or over gpuslotd's socket, which serves the same names.
 std::string attr(const std::string &name)
 {
 	if (!place.socket)
-		return read_file("/sys/kernel/gpuslot/gpu0/" + name);
+		return read_file(name.starts_with("debug/")
+					 ? "/sys/kernel/debug/gpuslot/gpu0/" + name.substr(6)
+					 : "/sys/class/gpuslot/gpu0/" + name);
 	std::unique_ptr<gpuslot::LockFile> f;
 	std::string error, text;
 	if (gpuslot::open_lock_file(gpuslot::Transport::socket, place.run + "/sockets", 0, &f,
@@ -141,11 +145,12 @@ std::string gpuslotctl(const std::string &args)
 		   (place.socket ? " --transport socket --socket-dir " + place.run + "/sockets" : ""));
 }
 
-// Per holder line of "holders": slot and pid.
+// Per line of the holders table (debugfs, or the socket's debug/holders):
+// slot and pid.
 std::vector<std::pair<int, int>> holders()
 {
 	std::vector<std::pair<int, int>> out;
-	std::istringstream in(attr("holders"));
+	std::istringstream in(attr("debug/holders"));
 	for (std::string line; std::getline(in, line);) {
 		int slot, pid;
 		if (sscanf(line.c_str(), "%d %d", &slot, &pid) == 2)
@@ -228,17 +233,29 @@ void snapshot(const char *when, uint64_t start)
 	fflush(stdout);
 }
 
+// CUs of each slot's partition (slot<i>/units: "all", -1 here, or the
+// kernel's %*pb bitmap: 32-bit hex chunks joined by commas).
 std::vector<int> partition_sizes()
 {
 	std::vector<int> out;
-	std::istringstream in(attr("partitions"));
-	for (std::string line; std::getline(in, line);) {
-		char mask[300];
-		int slot;
-		if (sscanf(line.c_str(), "%d %299s", &slot, mask) != 2)
+	const std::string k = attr("k");
+	if (k.empty())
+		return {};
+	for (int slot = 0; slot < atoi(k.c_str()); slot++) {
+		std::string units = attr("slot" + std::to_string(slot) + "/units");
+		while (!units.empty() && units.back() == '\n')
+			units.pop_back();
+		if (units.empty())
 			return {};
-		out.push_back(strcmp(mask, "all") ? __builtin_popcountll(strtoull(mask, nullptr, 16))
-						  : -1);
+		if (units == "all") {
+			out.push_back(-1);
+			continue;
+		}
+		int cus = 0;
+		std::istringstream chunks(units);
+		for (std::string chunk; std::getline(chunks, chunk, ',');)
+			cus += __builtin_popcount(unsigned(strtoul(chunk.c_str(), nullptr, 16)));
+		out.push_back(cus);
 	}
 	return out;
 }
@@ -337,13 +354,14 @@ int main()
 		if (pid > 0)
 			c->pid = pid;
 		if (pid == 0) {
-			// The name gpuslotctl status and sysfs show.
+			// The name gpuslotctl status and the holders table show.
 			prctl(PR_SET_NAME, specs[i].name);
 			_exit(client_main(sh, c));
 		}
 	}
 
-	// The invariants the module promises, sampled from sysfs meanwhile.
+	// The invariants the module promises, sampled from its holders table
+	// (debugfs, or the socket's debug/holders) meanwhile.
 	std::atomic<bool> sampling{true};
 	std::atomic<int> max_holders{0}, duplicate{0}, samples{0};
 	std::atomic<int> retired_after_shrink{0};

@@ -92,10 +92,63 @@ TEST(Config, EveryMistakeNamesTheLineAndWhatIsAllowed)
 		{"[default\nk = 2\n", "t.conf:1: expected '[section]'"},
 		{"[default]\nk = 3\nsizes = 50%,50%\n", "t.conf: [default] has k 3 but 2 sizes"},
 		{"[default]\nk = 3\n[gpu0]\nsizes = 10,10\n", "t.conf: [gpu0] has k 3 but 2 sizes"},
+		// Issue 32: priorities, sizes with all, layout = protect.
+		{"[default]\npriorities = 5,16\n",
+		 "t.conf:2: priorities '5,16': priority '16' is not 0 to 15 (the slot's GPU stream "
+		 "priority; more is more urgent); expected one GPU stream priority per slot, "
+		 "comma-separated, each 0 to 15"},
+		{"[default]\npriorities = 5,x\n", "t.conf:2: priorities '5,x': priority 'x' is not 0 to 15"},
+		{"[default]\npriorities = -1\n", "t.conf:2: priorities '-1'"},
+		{"[default]\npriorities = 1,\n", "a priority is missing after the last ','"},
+		{"[gpu2]\npriorities = 5,0,0\nk = 4\n", "t.conf: [gpu2] has k 4 but 3 priorities; give one priority per slot"},
+		{"[default]\nsizes = all,50%\npriorities = 1,0,0\n",
+		 "t.conf: [default] has 2 sizes but 3 priorities"},
+		{"[default]\nsizes = al,25%\n", "t.conf:2: sizes 'al,25%': size 'al' is not a whole number"},
+		{"[default]\nsizes = all,25%\n[gpu0]\nk = 3\n", "t.conf: [gpu0] has k 3 but 2 sizes"},
+		{"[default]\nlayout = guard\n",
+		 "t.conf:2: layout 'guard': expected partitions (k partitions from sizes and "
+		 "priorities) or protect"},
+		{"[default]\nlayout = protect\nsizes = all,50%\n",
+		 "t.conf: [default] has layout = protect and sizes: protect plans both itself"},
+		{"[gpu1]\nlayout = protect\npriorities = 1,0\n",
+		 "t.conf: [gpu1] has layout = protect and priorities"},
+		{"[default]\nlayout = protect\nk = 1\n", "protect needs slot 0 and at least one confined slot (k >= 2)"},
+		{"[default]\nreserve = 25%\n", "t.conf: [default] has reserve but not layout = protect"},
+		{"[default]\nlayout = protect\nreserve = 25\n",
+		 "t.conf:3: reserve '25': expected a percentage of the GPU from 0% to 90%"},
+		{"[default]\nlayout = protect\nreserve = 95%\n", "t.conf:3: reserve '95%'"},
 	};
 	for (const auto &c : cases)
 		EXPECT_NE(parse_error(c.text).find(c.message), std::string::npos)
 			<< c.text << "\n-> " << parse_error(c.text);
+}
+
+TEST(Config, PrioritiesAndWholeGpuSizesPerSlot)
+{
+	auto c = parse_ok("[default]\nsizes = all,25%,25%,25%\npriorities = 5,0,0,0\n"
+			  "[gpu1]\nk = 2\nsizes = 50%,50%\npriorities = 0,3\n"
+			  "[gpu2]\nlayout = protect\nreserve = 30%\nk = 4\n"
+			  "[gpu3]\nlayout = protect\n");
+	EXPECT_EQ(*c.for_gpu(0).sizes, "all,25%,25%,25%");
+	EXPECT_EQ(*c.for_gpu(0).priorities, "5,0,0,0");
+	EXPECT_EQ(c.for_gpu(0).k_or(1), 4u); // the number of sizes
+	EXPECT_EQ(*c.for_gpu(1).priorities, "0,3");
+	EXPECT_EQ(c.for_gpu(1).k_or(1), 2u);
+	EXPECT_FALSE(c.for_gpu(0).protect());
+	EXPECT_TRUE(c.for_gpu(2).protect());
+	EXPECT_EQ(*c.for_gpu(2).reserve_percent, 30u);
+	// A [gpuN] that sets a layout key replaces [default]'s sizes and
+	// priorities: protect plans both itself.
+	EXPECT_FALSE(c.for_gpu(2).sizes);
+	EXPECT_FALSE(c.for_gpu(2).priorities);
+	EXPECT_EQ(c.for_gpu(2).k_or(1), 4u);
+	// protect without k: the module's k, but at least slot 0 and one more.
+	EXPECT_EQ(c.for_gpu(3).k_or(1), 2u);
+	EXPECT_EQ(c.for_gpu(3).k_or(5), 5u);
+	EXPECT_FALSE(c.for_gpu(3).reserve_percent); // the default reserve
+	// Priorities alone give k; unset priorities are all 0.
+	EXPECT_EQ(parse_ok("[default]\npriorities = 1,0,0\n").for_gpu(0).k_or(1), 3u);
+	EXPECT_FALSE(parse_ok("[default]\nk = 2\n").for_gpu(0).priorities);
 }
 
 TEST(Config, MetricsAreOffUnlessAskedAndLocalByDefault)

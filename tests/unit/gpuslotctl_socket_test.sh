@@ -20,7 +20,7 @@ expect() { # expect TEXT OUTPUT: OUTPUT contains TEXT
 out=$(ctl status)
 expect "k 1, generation" "$out"
 expect "(read from gpuslotd's sockets in $dir)" "$out"
-expect "A slot 0  60 CUs 0xfffffffffffffff    free" "$out"
+expect "A slot 0  60 CUs 0xfffffffffffffff    priority 0  free" "$out"
 
 # An admin's k: gpuslotd re-plans it (two SE-packed halves), as on the device.
 out=$(ctl set-k 2)
@@ -47,11 +47,22 @@ expect "keeping them: every slot on the whole GPU, so 2 jobs share all of it at 
 	"$(cat "$dir/gpuslotd.log")"
 out=$(ctl set-partitions 0xccccccccccccccc 0x333333333333333)
 
+# Priorities (issue 32) go in with the partitions, as one change: a slot on
+# the whole GPU beside a confined one, at different priorities.
+out=$(ctl set-partitions all 0x333333333333333 --priorities 1,0)
+expect "partitions set through gpuslotd's sockets" "$out"
+expect "A slot 0  whole GPU                   priority 1" "$(ctl status)"
+expect '"priority": 1' "$(ctl status --json)"
+out=$(ctl set-partitions 0xccccccccccccccc 0x333333333333333 --priorities 0,0)
+
 # Bad input changes nothing, and says what was wrong.
 if ctl set-k 65 2>"$dir/err"; then echo "set-k 65 was taken"; exit 1; fi
 expect "set-k takes one k, a whole number from 1 to 64" "$(cat "$dir/err")"
 if ctl set-partitions 0x3 0x3 --force 2>"$dir/err"; then echo "overlap was taken"; exit 1; fi
-expect "gpu0.sock: partitions: Invalid argument (partitions must be disjoint" "$(cat "$dir/err")"
+expect "gpu0.sock: commit: Invalid argument (partitions must not overlap at the same priority" \
+	"$(cat "$dir/err")"
+if ctl set-partitions all 0x3 --priorities 16,0 2>"$dir/err"; then echo "priority 16 was taken"; exit 1; fi
+expect "--priorities '16,0': priority '16' is not 0 to 15" "$(cat "$dir/err")"
 expect "0xccccccccccccccc" "$(ctl status)"
 if ctl status --transport bogus 2>"$dir/err"; then echo "bogus transport was taken"; exit 1; fi
 expect "use device, socket or auto" "$(cat "$dir/err")"

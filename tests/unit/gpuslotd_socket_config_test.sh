@@ -13,7 +13,8 @@ dir=$(mktemp -d)
 pid=
 trap '[ -z "$pid" ] || { kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; }; rm -rf "$dir"' EXIT
 
-printf '[default]\nk = 2\nboost_priority = 70\nmax_boost_share = 30\n' >"$dir/gpuslotd.conf"
+printf '[default]\nk = 2\nboost_priority = 70\nmax_boost_share = 30\nsizes = all,50%%\npriorities = 1,0\n' \
+	>"$dir/gpuslotd.conf"
 "$gpuslotd" --transport socket --socket-dir "$dir" --state-dir "$dir" --socket-group '' \
 	--topology "$fixture" --dri "" --config "$dir/gpuslotd.conf" >"$dir/gpuslotd.log" 2>&1 &
 pid=$!
@@ -23,6 +24,10 @@ for _ in $(seq 200); do [ -S "$dir/gpu0.sock" ] && break; sleep 0.05; done
 status=$("$gpuslotctl" status --transport socket --socket-dir "$dir" --topology "$fixture" --dri "")
 grep -q "boost SCHED_FIFO 70" <<<"$status" ||
 	{ echo "the config's boost_priority 70 is not the domain's:"; echo "$status"; exit 1; }
+# The config's slot priorities are in the layout it serves (issue 32).
+grep -q "A slot 0  whole GPU                   priority 1" <<<"$status" &&
+	grep -q "B slot 1  30 CUs .*priority 0" <<<"$status" ||
+	{ echo "the config's sizes all,50% and priorities 1,0 are not the domain's:"; echo "$status"; exit 1; }
 # The serving thread (gpuslotd has one) runs above every boost it grants.
 read -r policy prio < <(ps -o cls=,rtprio= -p "$pid")
 [ "$policy" = FF ] && [ "$prio" -eq 71 ] ||

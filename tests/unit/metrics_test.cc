@@ -25,9 +25,13 @@ gpuslot::DomainState domain()
 	s.nr_units = 60;
 	s.partitions.resize(2);
 	s.partitions[0].units[0] = 0x111;
+	s.priorities = {2, 0};
+	s.tables = true; // gpuslotd reads them as root
 	s.holders.push_back({0, 700, 701, "perception", 1500000, gpuslot::HoldBoost::boosted});
 	s.waiters.push_back({800, 802, "planner", 2500, ~0ULL});
-	s.more_waiters = 2;
+	s.nr_holders = 1;
+	s.nr_waiters = 3; // the sysfs count, whatever the table has
+	s.held_mask = 1;
 	s.acquisitions = 10;
 	s.contended = 4;
 	s.timeouts = 1;
@@ -56,7 +60,7 @@ TEST(Metrics, EveryDomainSeriesHasGpuAndPciBusIdAndNoProcessLabel)
 	const std::string l = "gpu=\"1\",pci_bus_id=\"0000:03:00.0\"";
 	EXPECT_TRUE(has_line(t, "gpuslot_slots{" + l + "} 2")) << t;
 	EXPECT_TRUE(has_line(t, "gpuslot_slots_held{" + l + "} 1")) << t;
-	EXPECT_TRUE(has_line(t, "gpuslot_waiters{" + l + "} 3")) << t; // "... 2 more" counts
+	EXPECT_TRUE(has_line(t, "gpuslot_waiters{" + l + "} 3")) << t; // nr_waiters
 	EXPECT_TRUE(has_line(t, "gpuslot_acquisitions_total{" + l + "} 10")) << t;
 	EXPECT_TRUE(has_line(t, "gpuslot_contended_acquisitions_total{" + l + "} 4")) << t;
 	EXPECT_TRUE(has_line(t, "gpuslot_acquire_timeouts_total{" + l + "} 1")) << t;
@@ -69,12 +73,30 @@ TEST(Metrics, EveryDomainSeriesHasGpuAndPciBusIdAndNoProcessLabel)
 	EXPECT_TRUE(has_line(t, "gpuslot_slot_boost_priority{" + l + ",slot=\"0\"} 50")) << t;
 	EXPECT_TRUE(has_line(t, "gpuslot_slot_boost_priority{" + l + ",slot=\"1\"} 0")) << t;
 	EXPECT_TRUE(has_line(t, "gpuslot_slot_hold_seconds{" + l + ",slot=\"0\"} 0.0015")) << t;
+	EXPECT_TRUE(has_line(t, "gpuslot_slot_priority{" + l + ",slot=\"0\"} 2")) << t;
+	EXPECT_TRUE(has_line(t, "gpuslot_slot_priority{" + l + ",slot=\"1\"} 0")) << t;
 	EXPECT_TRUE(has_line(t, "gpuslot_domain_info{" + l +
 					",transport=\"device\",unit_kind=\"amd-cu\"} 1"))
 		<< t;
 	EXPECT_EQ(t.find("pid"), std::string::npos);
 	EXPECT_EQ(t.find("perception"), std::string::npos);
 	EXPECT_EQ(t.find("planner"), std::string::npos);
+}
+
+// Read without the debug/ tables (not root): the counts stay, who holds
+// what is left out rather than shown as free.
+TEST(Metrics, WithoutTheTablesHoldsAreLeftOutNotZero)
+{
+	auto s = domain();
+	s.tables = false;
+	s.holders.clear();
+	s.waiters.clear();
+	const std::string t = gpuslot::metrics_text({s}, "device");
+	const std::string l = "gpu=\"1\",pci_bus_id=\"0000:03:00.0\"";
+	EXPECT_TRUE(has_line(t, "gpuslot_slots_held{" + l + "} 1")) << t;
+	EXPECT_TRUE(has_line(t, "gpuslot_waiters{" + l + "} 3")) << t;
+	EXPECT_EQ(t.find("gpuslot_slot_hold_seconds{"), std::string::npos) << t;
+	EXPECT_TRUE(has_line(t, "gpuslot_slot_priority{" + l + ",slot=\"0\"} 2")) << t;
 }
 
 TEST(Metrics, TheWaitHistogramIsCumulativeInSeconds)

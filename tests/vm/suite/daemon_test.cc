@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <cstdio>
@@ -65,20 +66,36 @@ std::string gpuslotctl(const std::string &args)
 	       " --dri '' --state-dir " + kStateDir;
 }
 
+// Slot @slot's units from sysfs (slot<i>/units: "all" or the kernel's
+// %*pb bitmap, 32-bit chunks joined by commas) as a number; -1 for "all".
+// The Radeon VII has 60 CUs: one 64-bit word holds them.
+long long slot_units(unsigned int domain, unsigned int slot)
+{
+	std::string t = read_attr(domain, "slot" + std::to_string(slot) + "/units");
+	while (!t.empty() && t.back() == '\n')
+		t.pop_back();
+	if (t == "all")
+		return -1;
+	t.erase(std::remove(t.begin(), t.end(), ','), t.end());
+	return t.empty() ? -2 : (long long)std::stoull(t, nullptr, 16);
+}
+
+// Every slot's units, slots 0 .. k - 1.
+std::vector<long long> slot_masks(unsigned int domain = 0)
+{
+	std::vector<long long> out;
+	const unsigned int k = unsigned(std::stoul(read_attr(domain, "k")));
+	for (unsigned int slot = 0; slot < k; slot++)
+		out.push_back(slot_units(domain, slot));
+	return out;
+}
+
 // CU counts of the partitions in sysfs; -1 for "all".
 std::vector<int> partition_sizes()
 {
 	std::vector<int> out;
-	for (const auto &line : split_lines(partitions_text())) {
-		auto w = split_words(line);
-		if (w.size() != 2)
-			return {};
-		if (w[1] == "all") {
-			out.push_back(-1);
-			continue;
-		}
-		out.push_back(std::popcount(std::stoull(w[1], nullptr, 16)));
-	}
+	for (long long m : slot_masks())
+		out.push_back(m < 0 ? -1 : std::popcount((unsigned long long)m));
 	return out;
 }
 
@@ -163,19 +180,21 @@ TEST_F(Daemon, AppliesThePlanAndTellsSystemdItIsReady)
 	EXPECT_NE(ready.find("STATUS=gpu0 k 4"), std::string::npos) << ready;
 
 	EXPECT_EQ(domain_file("k"), "4\n");
-	EXPECT_EQ(units_text(), "amd-cu 60 1\n");
+	EXPECT_EQ(domain_file("unit_kind"), "amd-cu\n");
+	EXPECT_EQ(domain_file("nr_units"), "60\n");
+	EXPECT_EQ(domain_file("unit_size"), "1\n");
 	EXPECT_EQ(domain_file("hqd_limit"), "24\n"); // num_cp_queues
 	EXPECT_EQ(domain_file("boost_priority"), "40\n");
 	// The fixture's location_id 768: bus 3. Clients find the GPU by it.
 	EXPECT_EQ(domain_file("pci_bus_id"), "0000:03:00.0\n");
 	// k = 4 on 4 SEs x 15: one SE each, the issue's acceptance layout.
-	auto lines = split_lines(partitions_text());
-	ASSERT_EQ(lines.size(), 4u);
-	std::set<std::string> masks;
-	for (auto &l : lines)
-		masks.insert(split_words(l)[1]);
-	EXPECT_EQ(masks, (std::set<std::string>{"0x111111111111111", "0x222222222222222",
-						"0x444444444444444", "0x888888888888888"}));
+	auto all = slot_masks();
+	ASSERT_EQ(all.size(), 4u);
+	std::set<long long> masks(all.begin(), all.end());
+	EXPECT_EQ(masks, (std::set<long long>{0x111111111111111, 0x222222222222222,
+					      0x444444444444444, 0x888888888888888}));
+	for (unsigned int slot = 0; slot < 4; slot++)
+		EXPECT_EQ(read_attr(0, "slot" + std::to_string(slot) + "/priority"), "0\n");
 }
 
 // Two GPUs, one of them unreadable (issue 31): gpuslotd names it and
@@ -192,7 +211,8 @@ TEST_F(Daemon, AnUnreadableGpuIsSkippedAndMovesNoOther)
 	EXPECT_NE(log().find("KFD node 1 (0000:0b:00.0) cannot be read: "), std::string::npos)
 		<< log();
 	EXPECT_NE(log().find("'simd_per_cu' is 'zero'"), std::string::npos) << log();
-	EXPECT_EQ(units_text(1), "amd-cu 96 1\n");
+	EXPECT_EQ(read_attr(1, "unit_kind"), "amd-cu\n");
+	EXPECT_EQ(read_attr(1, "nr_units"), "96\n");
 	EXPECT_EQ(read_attr(1, "k"), "2\n");
 	EXPECT_EQ(read_attr(1, "pci_bus_id"), "0000:86:00.0\n");
 	EXPECT_EQ(read_attr(0, "k"), "1\n");
@@ -224,7 +244,7 @@ TEST_F(Daemon, RePlansWhenAnAdminWritesKAndStatusShowsIt)
 	ASSERT_EQ(write_attr(0, "k", "3"), 0);
 	ASSERT_TRUE(wait_until([] {
 		return partition_sizes() == std::vector<int>{20, 20, 20};
-	})) << partitions_text() << log();
+	})) << log();
 
 	// A holder and a waiter for slot 1 only, as a person would see them.
 	Dev holder, other, waiter;
@@ -277,14 +297,16 @@ TEST_F(Daemon, KeepsPartitionsAnAdminSetAndLintsThem)
 
 	auto forced = run(gpuslotctl("set-partitions 0x1f 0xf000 --force"));
 	ASSERT_EQ(forced.status, 0) << forced.text;
-	EXPECT_EQ(partitions_text(), "0 0x1f\n1 0xf000\n");
+	// One change: the staged slot files, then commit (one generation).
+	EXPECT_EQ(slot_masks(), (std::vector<long long>{0x1f, 0xf000}));
+	EXPECT_EQ(std::stoull(domain_file("generation")), gen + 1);
 	ASSERT_TRUE(wait_until([] {
 		return log().find("partitions set outside gpuslotd") != std::string::npos;
 	})) << log();
 	// gpuslotd names the problem and leaves the admin's partitions alone.
 	EXPECT_NE(log().find("single CU"), std::string::npos) << log();
 	usleep(1500 * 1000);
-	EXPECT_EQ(partitions_text(), "0 0x1f\n1 0xf000\n");
+	EXPECT_EQ(slot_masks(), (std::vector<long long>{0x1f, 0xf000}));
 
 	auto lint = run(gpuslotctl("lint"));
 	EXPECT_EQ(lint.status, 1) << lint.text;
@@ -296,7 +318,7 @@ TEST_F(Daemon, ReloadAppliesAGoodConfigAndKeepsTheOldOneOnABadOne)
 	write_config("[default]\nk = 4\n");
 	start();
 	ASSERT_NE(wait_notify("READY=1"), "") << log();
-	const std::string before = partitions_text();
+	const auto before = slot_masks();
 
 	write_config("[default]\nk = 4\nhqd_limit = 5000\n");
 	ASSERT_EQ(kill(pid_, SIGHUP), 0);
@@ -304,7 +326,7 @@ TEST_F(Daemon, ReloadAppliesAGoodConfigAndKeepsTheOldOneOnABadOne)
 	ASSERT_NE(wait_notify("READY=1"), "") << log();
 	EXPECT_NE(log().find("gpuslotd.conf:3: hqd_limit '5000'"), std::string::npos) << log();
 	EXPECT_NE(log().find("keeping the configuration loaded before"), std::string::npos);
-	EXPECT_EQ(partitions_text(), before);
+	EXPECT_EQ(slot_masks(), before);
 
 	write_config("[default]\nk = 2\nhqd_limit = 16\n");
 	ASSERT_EQ(kill(pid_, SIGHUP), 0);
@@ -412,7 +434,7 @@ TEST_F(Daemon, StopsOnSigtermAndLeavesTheLayout)
 	EXPECT_EQ(wait_child(pid_), 0) << log();
 	pid_ = -1;
 	EXPECT_EQ(partition_sizes(), (std::vector<int>{20, 20, 20}));
-	EXPECT_EQ(split_lines(domain_file("debug/holders")).size(), 1u);
+	EXPECT_EQ(domain_file("nr_holders"), "1\n");
 	EXPECT_EQ(holder.release(), 0);
 }
 
@@ -424,7 +446,95 @@ TEST_F(Daemon, ABadConfigStopsItFromStarting)
 	pid_ = -1;
 	EXPECT_NE(log().find("gpuslotd.conf:2: unknown key 'slots' in [default]"),
 		  std::string::npos) << log();
-	EXPECT_EQ(units_text(), "none 0 0\n");
+	EXPECT_EQ(domain_file("unit_kind"), "none\n");
+}
+
+// Issue 32: the config's priorities and a slot on the whole GPU reach the
+// module, gpuslotctl shows them, and an admin's priorities are kept.
+TEST_F(Daemon, WritesTheConfigsPrioritiesAndWholeGpuSlots)
+{
+	write_config("[default]\nsizes = all,25%,25%,25%\npriorities = 2,0,0,0\n");
+	start();
+	ASSERT_NE(wait_notify("READY=1"), "") << log();
+	EXPECT_EQ(read_attr(0, "slot0/units"), "all\n");
+	EXPECT_EQ(read_attr(0, "slot0/priority"), "2\n");
+	EXPECT_EQ(read_attr(0, "slot1/priority"), "0\n");
+	EXPECT_EQ(partition_sizes(), (std::vector<int>{-1, 15, 15, 15}));
+	auto text = run(gpuslotctl("status"));
+	ASSERT_EQ(text.status, 0) << text.text;
+	EXPECT_NE(text.text.find("A slot 0  whole GPU                   priority 2  free"),
+		  std::string::npos) << text.text;
+	EXPECT_NE(text.text.find("B slot 1  15 CUs 0x111111111111111    priority 0  free"),
+		  std::string::npos) << text.text;
+	EXPECT_NE(log().find("slot 0 whole GPU priority 2"), std::string::npos) << log();
+	auto json = run(gpuslotctl("status --json"));
+	ASSERT_EQ(json.status, 0) << json.text;
+	EXPECT_EQ(nlohmann::json::parse(json.text)["gpus"][0]["slots"][0]["priority"], 2);
+
+	// An admin's priorities go in with the partitions, as one commit;
+	// gpuslotd keeps them.
+	const uint64_t gen = std::stoull(domain_file("generation"));
+	auto set = run(gpuslotctl("set-partitions all 0x111111111111111 0x222222222222222 "
+				  "0x444444444444444 --priorities 0,1,1,1"));
+	ASSERT_EQ(set.status, 0) << set.text;
+	EXPECT_EQ(std::stoull(domain_file("generation")), gen + 1);
+	EXPECT_EQ(read_attr(0, "slot1/priority"), "1\n");
+	ASSERT_TRUE(wait_until([] {
+		return log().find("partitions set outside gpuslotd") != std::string::npos;
+	})) << log();
+	usleep(1500 * 1000);
+	EXPECT_EQ(read_attr(0, "slot3/priority"), "1\n");
+}
+
+// layout = protect on AMD: slot 0 on the whole GPU, the others one SE each,
+// and priority 0 (HIP has none for CU-masked streams), said in the log.
+TEST_F(Daemon, AppliesTheProtectLayout)
+{
+	write_config("[default]\nlayout = protect\nk = 4\n");
+	start();
+	ASSERT_NE(wait_notify("READY=1"), "") << log();
+	EXPECT_EQ(slot_masks(), (std::vector<long long>{-1, 0x111111111111111, 0x222222222222222,
+							0x444444444444444}));
+	EXPECT_EQ(read_attr(0, "slot0/priority"), "0\n");
+	EXPECT_NE(log().find("slot 0 stays at priority 0"), std::string::npos) << log();
+}
+
+// A member reads the one-value files but not debugfs: gpuslotctl status
+// shows the counts and says why it names no holder.
+TEST_F(Daemon, AMemberSeesCountsAndWhyNotWho)
+{
+	write_config("[default]\nk = 2\n");
+	start();
+	ASSERT_NE(wait_notify("READY=1"), "") << log();
+	Dev holder;
+	ASSERT_EQ(holder.acquire(0, 0, 1u << 1).err, 0);
+	const std::string out = "/tmp/member-status.txt";
+	pid_t child = fork();
+	if (child == 0) {
+		int fd = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0666);
+		if (fd < 0 || fchown(fd, 65534, 65534) || setresgid(65534, 65534, 65534) ||
+		    setresuid(65534, 65534, 65534))
+			_exit(126);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execl("/bin/gpuslotctl", "gpuslotctl", "status", "--topology", kTopology, "--dri",
+		      "", "--state-dir", kStateDir, nullptr);
+		_exit(127);
+	}
+	EXPECT_EQ(wait_child(child), 0) << read_file(out);
+	const std::string text = read_file(out);
+	EXPECT_NE(text.find("B slot 1  30 CUs"), std::string::npos) << text;
+	EXPECT_NE(text.find("priority 0  held\n"), std::string::npos) << text;
+	EXPECT_EQ(text.find("held by"), std::string::npos) << text;
+	EXPECT_NE(text.find("not shown: the holder, waiter and queue tables are root's only"),
+		  std::string::npos) << text;
+	// Root sees who.
+	auto root = run(gpuslotctl("status"));
+	EXPECT_NE(root.text.find("held by " + std::to_string(getpid())), std::string::npos)
+		<< root.text;
+	EXPECT_NE(root.text.find("and debugfs /sys/kernel/debug/gpuslot)"), std::string::npos)
+		<< root.text;
+	ASSERT_EQ(holder.release(), 0);
 }
 
 } // namespace
