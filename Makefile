@@ -166,7 +166,7 @@ bench-host: userspace
 
 FUZZ_SECONDS ?= 60
 fuzz: deps
-	bash tests/fuzz/run-fuzz.sh $(BUILD) $(FUZZ_SECONDS)
+	bash kmod/lockcore/fuzz/run-fuzz.sh $(BUILD) $(FUZZ_SECONDS)
 
 test: deps
 	@bash tests/run-tests.sh

@@ -16,10 +16,10 @@
 #include <linux/workqueue.h>
 #include <uapi/linux/gpuslot.h>
 
-#include "boost.h"
-#include "budget.h"
-#include "core.h"
-#include "partition.h"
+#include "lockcore/boost.h"
+#include "lockcore/budget.h"
+#include "lockcore/core.h"
+#include "lockcore/partition.h"
 
 struct gpuslot_file;
 struct seq_file;

@@ -34,7 +34,7 @@
 #define SO_PEERPIDFD 77 // Linux 6.5
 #endif
 
-// The ledger's idea of a thread (kmod/boost.h): here, a thread of a peer
+// The ledger's idea of a thread (kmod/lockcore/boost.h): here, a thread of a peer
 // process, verified against the peer's pidfd before every change.
 struct task_struct {
 	pid_t pid = 0;
@@ -416,7 +416,7 @@ std::string owner_of(const task_struct *p)
 }
 
 // The thread exec'd or changed credentials since it was boosted (or we
-// cannot tell): it gets back only what needs no privilege (kmod/boost.c).
+// cannot tell): it gets back only what needs no privilege (kmod/lockcore/boost.c).
 bool task_same_owner(gpuslot_boost_thread *t)
 {
 	return !t->task->owner.empty() && owner_of(t->task) == t->task->owner;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 // The lock without the module: gpuslotd serves each GPU domain on a Unix
 // socket (SOCK_SEQPACKET), one connection standing for one open file of
-// /dev/gpuslot, with the module's own lock code (kmod/core.c, budget.c,
+// /dev/gpuslot, with the module's own lock code (kmod/lockcore/core.c, budget.c,
 // partition.c, built for userspace) and the module's semantics: strict
 // FIFO with direct handoff, allowed-slot masks, try / timeout / forever,
 // the asynchronous acquire, k and layouts with generations, the HQD budget,
@@ -29,7 +29,7 @@
 // O(log n) per operation, and no thread waits per waiter.
 //
 // The boost: with CAP_SYS_NICE, the holding thread runs SCHED_FIFO at the
-// domain's boost priority under the module's own ledger (kmod/boost.c: one
+// domain's boost priority under the module's own ledger (kmod/lockcore/boost.c: one
 // record per thread, nesting, the restore rules). The thread id a client
 // names in its request must be a thread of the peer process, checked
 // through a pidfd of the peer taken at connect. Without CAP_SYS_NICE the
@@ -39,7 +39,7 @@
 // domains (at most GPUSLOT_MAX_BOOST_PRIORITY, 98), so that a holder
 // spinning at its boost on the server's CPU cannot keep the server from
 // ending that boost. A thread that exec'd or changed credentials while
-// boosted gets back no real-time policy and no negative nice (kmod/boost.h).
+// boosted gets back no real-time policy and no negative nice (kmod/lockcore/boost.h).
 // Not yet: a client in another PID namespace (its thread ids do not match
 // ours: no boost).
 //
@@ -68,7 +68,7 @@ struct list_head; // kmod's lists, of the lock core
 namespace gpuslot {
 
 // A domain's hardware-queue budget when no topology says otherwise: the
-// module's default (GPUSLOT_DEFAULT_HQD_LIMIT, kmod/budget.h; AMD's number,
+// module's default (GPUSLOT_DEFAULT_HQD_LIMIT, kmod/lockcore/budget.h; AMD's number,
 // not kernel ABI, so not in the uapi).
 inline constexpr unsigned int kDefaultHqdLimit = 24;
 
@@ -203,7 +203,7 @@ private:
 	void finish_budget(Domain &d, ::list_head *done);
 	void grant(Domain &d, Conn &c, unsigned int slot);
 	// SCHED_FIFO for thread @tid of process @pid for @c's current hold (the
-	// module's boost ledger, kmod/boost.c), and the end of it.
+	// module's boost ledger, kmod/lockcore/boost.c), and the end of it.
 	void boost(Domain &d, Conn &c, pid_t pid, pid_t tid);
 	void unboost(Conn &c);
 	void arm_hold(Domain &d, Conn &c, uint64_t budget_end);

@@ -13,11 +13,11 @@
 #include <unistd.h>
 #include <memory>
 
-#include "config.hpp"
-#include "cu_mask.hpp"
+#include "config/config.hpp"
+#include "amd/cu_mask.hpp"
 #include "lock_server.hpp"
-#include "nv_topology.hpp"
-#include "topology.hpp"
+#include "nvidia/nv_topology.hpp"
+#include "amd/topology.hpp"
 
 namespace gpuslot {
 namespace {

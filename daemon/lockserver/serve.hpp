@@ -12,7 +12,7 @@
 #include <functional>
 #include <string>
 
-#include "daemon.hpp"
+#include "gpuslotd/daemon.hpp"
 
 namespace gpuslot {
 

@@ -210,7 +210,7 @@ struct LockServer::Domain {
 };
 
 // What the module would refuse in layout @p with @k slots, for a person
-// (the priorities' range, kmod/partition.c's rules), or "" if nothing.
+// (the priorities' range, kmod/lockcore/partition.c's rules), or "" if nothing.
 std::string layout_problem(const gpuslot_partitions &p, unsigned int k);
 
 // The connection whose lock-core waiter, or queue-budget waiter, @w is.

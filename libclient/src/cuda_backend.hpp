@@ -2,7 +2,7 @@
 // The "cuda" backend: one CUDA green context with one stream per slot.
 //
 // A slot's partition is a set of SM groups of one deterministic split
-// (GPUSLOT_UNIT_NV_SM_GROUP, unit_size SMs each; daemon/src/nv_plan.hpp):
+// (GPUSLOT_UNIT_NV_SM_GROUP, unit_size SMs each; daemon/src/nvidia/nv_plan.hpp):
 // the backend repeats the split (co-scheduled groups), checks that it makes
 // the layout's groups, combines the slot's groups into one green context
 // (allowed because they come from one split), checks the context's SMs and

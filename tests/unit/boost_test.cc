@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-// Unit tests of the boost ledger (kmod/boost.c) over a fake scheduler
+// Unit tests of the boost ledger (kmod/lockcore/boost.c) over a fake scheduler
 // (fake_sched.hpp, a test double of sched_setattr).
 #include <gtest/gtest.h>
 

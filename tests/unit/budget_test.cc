@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-// Unit tests of the hardware-queue budget (kmod/budget.c) in userspace.
+// Unit tests of the hardware-queue budget (kmod/lockcore/budget.c) in userspace.
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "config.hpp"
+#include "config/config.hpp"
 
 namespace {
 

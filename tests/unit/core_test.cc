@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-// Unit tests of the lock core (kmod/core.c), compiled in userspace.
+// Unit tests of the lock core (kmod/lockcore/core.c), compiled in userspace.
 #include <gtest/gtest.h>
 
 #include <algorithm>

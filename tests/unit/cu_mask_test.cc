@@ -3,7 +3,7 @@
 // worked mappings of ../shared/reference/amd-kfd.md section 1.6.
 #include <gtest/gtest.h>
 
-#include "cu_mask.hpp"
+#include "amd/cu_mask.hpp"
 
 using gpuslot::CuSlot;
 using gpuslot::MaskAlgorithm;

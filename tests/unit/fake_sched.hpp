@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-// A stand-in for the scheduler under the boost ledger (kmod/boost.c): each
+// A stand-in for the scheduler under the boost ledger (kmod/lockcore/boost.c): each
 // fake task keeps its attributes as sched_setattr() would, and counts its
 // references, so that tests and the fuzzer can check what the ledger did.
 #pragma once

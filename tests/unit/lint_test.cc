@@ -3,8 +3,8 @@
 // the planner's own masks.
 #include <gtest/gtest.h>
 
-#include "lint.hpp"
-#include "planner.hpp"
+#include "amd/lint.hpp"
+#include "amd/planner.hpp"
 
 namespace {
 

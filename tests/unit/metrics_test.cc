@@ -7,9 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cdi.hpp"
-#include "metrics.hpp"
-#include "status.hpp"
+#include "cli/cdi.hpp"
+#include "gpuslotd/metrics.hpp"
+#include "device/status.hpp"
 
 namespace {
 

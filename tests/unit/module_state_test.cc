@@ -11,9 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "audit.hpp"
-#include "module.hpp"
-#include "status.hpp"
+#include "amd/audit.hpp"
+#include "device/module.hpp"
+#include "device/status.hpp"
 
 namespace fs = std::filesystem;
 

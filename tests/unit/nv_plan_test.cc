@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <numeric>
 
-#include "daemon.hpp"
-#include "nv_plan.hpp"
+#include "gpuslotd/daemon.hpp"
+#include "nvidia/nv_plan.hpp"
 
 namespace {
 

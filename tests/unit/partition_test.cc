@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-// Unit tests of the layout rules (kmod/partition.c), compiled in userspace.
+// Unit tests of the layout rules (kmod/lockcore/partition.c), compiled in userspace.
 #include <gtest/gtest.h>
 
 #include <cerrno>

@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "plan_report.hpp"
+#include "amd/plan_report.hpp"
 
 namespace {
 

@@ -12,8 +12,8 @@
 #include <filesystem>
 #include <numeric>
 
-#include "cu_mask.hpp"
-#include "planner.hpp"
+#include "amd/cu_mask.hpp"
+#include "amd/planner.hpp"
 
 namespace {
 

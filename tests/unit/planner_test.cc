@@ -6,7 +6,7 @@
 #include <bit>
 #include <numeric>
 
-#include "planner.hpp"
+#include "amd/planner.hpp"
 
 namespace {
 

@@ -7,9 +7,9 @@
 
 #include <algorithm>
 
-#include "daemon.hpp"
-#include "lint.hpp"
-#include "slot_layout.hpp"
+#include "gpuslotd/daemon.hpp"
+#include "amd/lint.hpp"
+#include "plan/slot_layout.hpp"
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "topology.hpp"
+#include "amd/topology.hpp"
 
 namespace fs = std::filesystem;
 

@@ -52,7 +52,7 @@ bool on_socket();
 	} while (0)
 
 // The hardware-queue budget a domain starts with (GPUSLOT_DEFAULT_HQD_LIMIT
-// in kmod/budget.h, kDefaultHqdLimit in the lock server): AMD's number,
+// in kmod/lockcore/budget.h, kDefaultHqdLimit in the lock server): AMD's number,
 // which left the uapi in API 2.
 constexpr unsigned int kDefaultHqdLimit = 24;
 
