@@ -125,16 +125,17 @@ int gpuslot_file_reserve_queues(struct gpuslot_file *f,
 		ret = -ENOSPC;
 		goto unlock;
 	}
-	/* A deadline already past was one try: nothing queued. */
-	if (timed && gpuslot_deadline_passed(expires)) {
-		ret = -ETIMEDOUT;
-		goto unlock;
-	}
+	/* A full queue is said first, whatever the deadline, as for ACQUIRE. */
 	if (d->budget.nr_waiters >= GPUSLOT_MAX_WAITERS) {
 		pr_warn_ratelimited("gpuslot: gpu%u: %u queue reservations waiting, the most a domain takes: ENOSPC for pid %d\n",
 				    d->id, d->budget.nr_waiters,
 				    task_tgid_nr(current));
 		ret = -ENOSPC;
+		goto unlock;
+	}
+	/* A deadline already past was one try: nothing queued. */
+	if (timed && gpuslot_deadline_passed(expires)) {
+		ret = -ETIMEDOUT;
 		goto unlock;
 	}
 

@@ -308,17 +308,21 @@ int gpuslot_file_acquire(struct gpuslot_file *f, struct gpuslot_acquire *a,
 
 	now = w.start_ns;
 	slot = gpuslot_core_try_acquire(&d->core, allowed);
+	/*
+	 * No boost for a waiter that cannot queue. A full queue is said
+	 * first, whatever the deadline, so that the bound's error does not
+	 * depend on how fast the caller got here.
+	 */
+	if (slot < 0 && !(a->flags & GPUSLOT_ACQUIRE_TRY) &&
+	    gpuslot_lock_queue_full(d)) {
+		ret = -ENOSPC;
+		goto unlock;
+	}
 	/* A deadline already past was one try: no boost, no queueing. */
 	if (slot < 0 && timed && gpuslot_deadline_passed(expires)) {
 		d->counters.contended++;
 		d->counters.timeouts++;
 		ret = -ETIMEDOUT;
-		goto unlock;
-	}
-	/* No boost for a waiter that cannot queue. */
-	if (slot < 0 && !(a->flags & GPUSLOT_ACQUIRE_TRY) &&
-	    gpuslot_lock_queue_full(d)) {
-		ret = -ENOSPC;
 		goto unlock;
 	}
 	if (slot < 0 && !(a->flags & GPUSLOT_ACQUIRE_TRY) &&
