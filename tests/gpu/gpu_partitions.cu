@@ -35,9 +35,9 @@
 #include <linux/gpuslot.h>
 
 #include "cuda_backend.hpp"
-#include "nv_plan.hpp"
-#include "nv_topology.hpp"
-#include "sizes.hpp"
+#include "nvidia/nv_plan.hpp"
+#include "nvidia/nv_topology.hpp"
+#include "plan/sizes.hpp"
 
 namespace {
 
