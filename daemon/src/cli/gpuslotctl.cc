@@ -83,7 +83,7 @@ const char kUsage[] =
 	"                     protect (slot 0 on the whole GPU at priority 1, the\n"
 	"                     others confined at 0)\n"
 	"  --reserve P%       plan --layout protect: the share no confined slot may\n"
-	"                     use, 0%..90% (default 25%, provisional)\n"
+	"                     use, 0%..90% (default 25%, as measured)\n"
 	"  --k N              plan: number of slots, 1..64 (default: the number of\n"
 	"                     --sizes or --priorities; 2 for protect)\n"
 	"  --topology PATH    KFD topology root (with nodes/) or one node directory\n"

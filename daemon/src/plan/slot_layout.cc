@@ -157,7 +157,9 @@ void protect_notes(const LayoutSpec &spec, unsigned int total, unsigned int conf
 		"about 10 % more");
 	notes->push_back("layout protect: the reserve's default (" +
 			 std::to_string(kDefaultProtectReservePercent) +
-			 "%) is provisional and will be set from the H100 measurements of issue 32");
+			 "%) is the one measured on the H100 (issue 32, docs/results-ch6.md): the "
+			 "protected camera's p99 0.88x what stream priorities gave over capacity; "
+			 "other reserves are not measured yet");
 	if (priorities_offered && task_slots)
 		notes->push_back(
 			"seed 002's bound holds: gpuslot's k = " + std::to_string(k) +

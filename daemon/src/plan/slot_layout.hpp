@@ -30,9 +30,10 @@ namespace gpuslot {
 // kernels first where they meet; 1 is a level every CUDA GPU with stream
 // priorities offers (Hopper offers 5 above the default).
 inline constexpr unsigned int kProtectPriority = 1;
-// layout = protect: the share of the GPU no confined slot may use. It is
-// provisional: the default will be set from the H100 measurements of issue
-// 32 (the reserve measured so far was 32 of 128 SMs, 25 %).
+// layout = protect: the share of the GPU no confined slot may use. 25 % is
+// the reserve of issue 32's run of record on the H100 (docs/results-ch6.md,
+// commit 0d64469): the protected camera's p99 0.88x stream priorities' over
+// capacity; no other reserve has been measured yet.
 inline constexpr unsigned int kDefaultProtectReservePercent = 25;
 
 struct SlotSpec {
