@@ -155,6 +155,9 @@ protected:
 		int err;
 		unsigned int slot;
 	};
+	// A TRY of a new connection to domain 0, from a child process: its
+	// errno (0: granted), or 100 if the child could not connect.
+	int try_from_new_client() const;
 	static Acquired acquire(LockFile &f, uint32_t flags = 0, uint64_t timeout = 0,
 				uint64_t mask = 0)
 	{
@@ -815,6 +818,17 @@ template <class F> int in_child(F f)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+int Socket::try_from_new_client() const
+{
+	return in_child([&] {
+		std::unique_ptr<LockFile> f;
+		std::string error;
+		if (gpuslot::open_lock_file(gpuslot::Transport::socket, dir_, 0, &f, &error))
+			return 100;
+		return acquire(*f, GPUSLOT_ACQUIRE_TRY).err;
+	});
+}
+
 std::string read_attr(LockFile &f, const std::string &name)
 {
 	std::string t;
@@ -1343,15 +1357,7 @@ TEST_F(Socket, AKilledServersBoostsAreGivenBackAndItsHoldsReclaimed)
 	EXPECT_EQ(policy_of_tid(holder_tid).policy, SCHED_OTHER)
 		<< "the holder kept SCHED_FIFO past gpuslotd's death and restart";
 	// Another process is not granted the slot its holder may still use.
-	EXPECT_EQ(in_child([&] {
-			  std::unique_ptr<LockFile> f;
-			  std::string error;
-			  if (gpuslot::open_lock_file(gpuslot::Transport::socket, dir_, 0, &f,
-						      &error))
-				  return 100;
-			  return acquire(*f, GPUSLOT_ACQUIRE_TRY).err;
-		  }),
-		  EAGAIN)
+	EXPECT_EQ(try_from_new_client(), EAGAIN)
 		<< "a new client was granted slot 0 while its holder still lives";
 	{
 		std::unique_lock<std::mutex> g(m);
@@ -1462,15 +1468,7 @@ TEST_F(Socket, KeptHoldsAreRecordedFromTheStart)
 	server_.reset();
 	// The one after it still keeps slot 0 for its holder.
 	start_server(o);
-	EXPECT_EQ(in_child([&] {
-			  std::unique_ptr<LockFile> f;
-			  std::string error;
-			  if (gpuslot::open_lock_file(gpuslot::Transport::socket, dir_, 0, &f,
-						      &error))
-				  return 100;
-			  return acquire(*f, GPUSLOT_ACQUIRE_TRY).err;
-		  }),
-		  EAGAIN)
+	EXPECT_EQ(try_from_new_client(), EAGAIN)
 		<< "slot 0 granted while its holder still lives";
 	kill(holder, SIGKILL);
 	waitpid(holder, nullptr, 0);
