@@ -75,6 +75,11 @@ class AsyncClient:
         c = self._sync
         if ns == 0:
             return c._acquire(0, mask, AsyncSlot)
+        # A free slot in one round trip, as Client.acquire does.
+        try:
+            return c._acquire(0, mask, AsyncSlot)
+        except errors.SlotTimeout:
+            pass
         if timeout == math.inf:
             timeout = None
         loop = asyncio.get_running_loop()

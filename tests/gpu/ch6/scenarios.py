@@ -199,6 +199,8 @@ TECHNIQUES = {
                           "its own, the competitors k-exclusive on disjoint partitions",
     "gpuslot-prio-reserve": "slot 0 on the whole GPU at priority 5, the competitors "
                             "k-exclusive on slots confined to 25 % each (a 25 % reserve)",
+    "gpuslot-prio-held": "as gpuslot-prio-reserve, the priority task holding slot 0 from "
+                         "its first job to its last (no round trip to gpuslotd per job)",
     "gpuslot-prio-whole": "every slot on the whole GPU, slot 0 at priority 5, the "
                           "competitors k-exclusive on the other three",
     "hybrid": "the priority task on a CUDA stream of priority -5 on the whole GPU, no lock; "
@@ -207,7 +209,7 @@ TECHNIQUES = {
 # The alternatives a user has without gpuslot: issue 32's bar compares
 # gpuslot's priority layouts against the best of them.
 ALTERNATIVES = ("unmanaged", "stream-priority", "mps")
-PRIORITY_LAYOUTS = ("gpuslot-prio-reserve", "gpuslot-prio-whole")
+PRIORITY_LAYOUTS = ("gpuslot-prio-reserve", "gpuslot-prio-held", "gpuslot-prio-whole")
 HIGH_STREAM_PRIORITY = -5   # CUDA: lower is more urgent (the H100's range is -5..0)
 HIGH_SLOT_PRIORITY = 5      # gpuslot: more is more urgent (stream at least - 5)
 
@@ -242,10 +244,12 @@ def protection(experiment, front, competitors, techniques=tuple(TECHNIQUES),
                                 competitors("lock", frozenset(range(1, n + 1)), 0, 0),
                                 technique=t))
         elif t in PRIORITY_LAYOUTS:
-            sizes = ("all", 25, 25, 25) if t == "gpuslot-prio-reserve" else ("all",) * 4
+            sizes = ("all",) * 4 if t == "gpuslot-prio-whole" else ("all", 25, 25, 25)
             layout = Layout(4, sizes, (HIGH_SLOT_PRIORITY, 0, 0, 0))
-            out.append(Scenario(experiment, t, layout,
-                                (front("lock", frozenset({0}), 0),) +
+            first = front("lock", frozenset({0}), 0)
+            if t == "gpuslot-prio-held":
+                first = dataclasses.replace(first, hold=True)
+            out.append(Scenario(experiment, t, layout, (first,) +
                                 competitors("lock", frozenset({1, 2, 3}), 0, 0),
                                 technique=t))
         elif t == "hybrid":

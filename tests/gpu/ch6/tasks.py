@@ -6,7 +6,10 @@ multiplier), run as torchvision's MobileNet V2 with ``width_mult`` and
 random weights. How a task reaches the GPU is its technique:
 
   unmanaged   a stream of its own, no lock
-  lock        a gpuslot slot per job (per-job locking), among ``slots``
+  lock        a gpuslot slot per job (per-job locking), among ``slots``;
+              with ``hold``, one slot acquired before the first job and
+              held to the end (a slot no other task names: no round trip
+              to gpuslotd per job)
   priority    unmanaged, on a stream of CUDA priority ``stream_priority``
   mps         unmanaged, its process limited by MPS to ``mps_percent`` %
 
@@ -60,6 +63,7 @@ class Task:
     network: str = "mobilenet_v2"  # or "fcn_resnet50" (the camera pipeline)
     phase_s: float = 0.0           # periodic: the first release after the start
     graph: bool = False            # replay a CUDA graph of the job
+    hold: bool = False             # lock: one hold for every job
 
     def __post_init__(self):
         if self.technique not in TECHNIQUES:
@@ -67,6 +71,8 @@ class Task:
                              f"{', '.join(TECHNIQUES)}")
         if self.technique == "lock" and self.slots is not None and not self.slots:
             raise ValueError(f"task {self.name}: an empty set of slots")
+        if self.hold and self.technique != "lock":
+            raise ValueError(f"task {self.name}: only a task that locks can hold its slot")
         if self.technique == "mps" and not 0 < self.mps_percent <= 100:
             raise ValueError(f"task {self.name}: mps_percent {self.mps_percent}: 1..100")
         if self.period_s < 0:
@@ -84,4 +90,5 @@ class Task:
         d = dict(d)
         d["size"] = Size(**d["size"])
         d["slots"] = frozenset(d["slots"]) if d["slots"] is not None else None
+        d.setdefault("hold", False)
         return Task(**d)

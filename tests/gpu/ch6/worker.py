@@ -16,7 +16,8 @@ job's release, deadline = period), gives the GPU memory the task's streams
 cached back, writes every job to ``out`` (and every garbage collection to
 ``out``.gc.csv) and says "done N". {"quit": true} or the end of input ends
 it. Each job that locks acquires a slot, runs on the slot's stream, waits
-for its GPU work and releases (per-job locking).
+for its GPU work and releases (per-job locking); a task that holds its
+slot (Task.hold) acquires it before the warm-up and releases it at the end.
 
 Where a job's time went (issue 32), per job: acquire_ms (waiting for the
 lock), launch_ms and launch_cpu_ms (wall and CPU time of queueing the job's
@@ -321,7 +322,7 @@ def one_job(task, job, client):
         job.wait()
         t3, c3 = time.perf_counter(), time.thread_time()
     finally:
-        if slot is not None:
+        if slot is not None and not getattr(client, "holds", False):
             # The GPU work is done (waited for above): no second wait.
             slot.release(sync=False)
     t4 = time.perf_counter()
@@ -329,13 +330,41 @@ def one_job(task, job, client):
             (c2 - c1) * 1e3, (t3 - t2) * 1e3, (c3 - c2) * 1e3, (t4 - t3) * 1e3)
 
 
+class HeldClient:
+    """A task's one hold (Task.hold): the first acquire takes the slot and
+    every later one returns it; close() releases it (waiting for its
+    stream). With a slot that no other task names, nobody waits for it:
+    the job pays no round trip to gpuslotd, and the thread keeps its boost
+    for the domain's max_hold_ms only."""
+
+    holds = True
+
+    def __init__(self, client):
+        self._client, self._slot = client, None
+
+    def acquire(self, slots=None):
+        if self._slot is None:
+            self._slot = self._client.acquire(slots=slots)
+        return self._slot
+
+    def close(self):
+        try:
+            if self._slot is not None:
+                self._slot.release()
+                self._slot = None
+        finally:
+            self._client.close()
+
+
 def make_client(task, backend, env):
     if task.technique != "lock":
         return None
     if env.get("GPUSLOT_CH6_FAKE_LOCK"):
-        return FakeClient(env["GPUSLOT_CH6_FAKE_LOCK"])
-    import gpuslot
-    return gpuslot.Client(backend="none" if backend == "none" else "auto")
+        client = FakeClient(env["GPUSLOT_CH6_FAKE_LOCK"])
+    else:
+        import gpuslot
+        client = gpuslot.Client(backend="none" if backend == "none" else "auto")
+    return HeldClient(client) if task.hold else client
 
 
 def run_task(cmd, backend, networks, gclog, say, read_line):
@@ -362,7 +391,8 @@ def run_task(cmd, backend, networks, gclog, say, read_line):
                 if stream is not None:
                     slot_info["slot_stream_priority"] = stream.priority
             finally:
-                s.release()
+                if not getattr(client, "holds", False):
+                    s.release()
         info = dict(job.info(), **slot_info, spin=spin, poll=poll, gc=keep_gc,
                     context=networks.context_flags if networks else "none backend",
                     pid=os.getpid(), cpu=sorted(os.sched_getaffinity(0)))

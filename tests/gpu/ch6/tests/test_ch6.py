@@ -263,6 +263,9 @@ def test_issue32_scenarios_carry_the_priority_layouts():
     reserve = only["gpuslot-prio-reserve"]
     assert reserve.layout.config() == ("[default]\nk = 4\nsizes = all,25%,25%,25%\n"
                                        "priorities = 5,0,0,0\n")
+    held = only["gpuslot-prio-held"]
+    assert held.layout == reserve.layout and held.tasks[1:] == reserve.tasks[1:]
+    assert held.tasks[0].hold and not any(t.hold for t in reserve.tasks)
     assert only["gpuslot-prio-whole"].layout.config() == (
         "[default]\nk = 4\nsizes = all,all,all,all\npriorities = 5,0,0,0\n")
     assert [t.slots for t in reserve.tasks] == [frozenset({0})] + [frozenset({1, 2, 3})] * 3
@@ -303,8 +306,9 @@ def test_issue32_scenarios_carry_the_priority_layouts():
         Task("a", SIZES["small"], period_s=0.1, phase_s=0.1)
 
 
-def worker_jobs(tmp_path, task, suspects, duration=1.0):
-    """Run ``task`` on a none-backend worker with ``suspects``: its jobs and
+def worker_jobs(tmp_path, task, suspects, duration=1.0, cmd_env=None, on_ready=None):
+    """Run ``task`` on a none-backend worker with ``suspects`` (and the
+    command's ``env``; ``on_ready()`` called once it is ready): its jobs and
     garbage collections (lists of dicts) and what it said when ready."""
     import subprocess
     env = dict(os.environ, PYTHONPATH=GPU_DIR)
@@ -313,11 +317,14 @@ def worker_jobs(tmp_path, task, suspects, duration=1.0):
     out = str(tmp_path / f"{task.name}-{'-'.join(suspects) or 'quiet'}.csv")
     try:
         assert p.stdout.readline().strip() == "up"
-        p.stdin.write(json.dumps(dict(task=task.to_json(), duration=duration, out=out, env={},
+        p.stdin.write(json.dumps(dict(task=task.to_json(), duration=duration, out=out,
+                                      env=cmd_env or {},
                                       options=dict(suspects=list(suspects)))) + "\n")
         p.stdin.flush()
         ready = p.stdout.readline()
         assert ready.startswith("ready ")
+        if on_ready:
+            on_ready()
         p.stdin.write(f"{__import__('time').time() + 0.1}\n")
         p.stdin.flush()
         assert p.stdout.readline().startswith("done ")
@@ -353,6 +360,48 @@ def test_a_job_records_its_launch_and_its_wait_apart(tmp_path):
     assert info["spin"]
     spin = sorted(float(j["wait_cpu_ms"]) for j in spun)
     assert spin[len(spin) // 2] > 1.5
+
+
+def test_a_task_that_holds_its_slot_keeps_it_from_its_first_job_to_its_last(tmp_path):
+    """Task.hold (issue 32's private slot): one hold for every job. A
+    competitor queued for the same slot (an flock, the dry run's lock) from
+    the moment the worker is ready gets it only after the worker's last job;
+    with per-job locking it gets it at the first release."""
+    import fcntl
+    import threading
+    import time
+    lock = tmp_path / "lock"
+    lock.mkdir()
+    for i in range(2):
+        (lock / f"slot{i}").touch()
+
+    def run(hold):
+        granted = []
+
+        def compete():
+            with open(lock / "slot0", "w") as f:
+                fcntl.flock(f, fcntl.LOCK_EX)
+                granted.append(time.monotonic())
+                fcntl.flock(f, fcntl.LOCK_UN)
+
+        competitor = threading.Thread(target=compete)
+        start = time.monotonic()
+        task = Task("p", SIZES["small"], "lock", slots=frozenset({0}), hold=hold)
+        jobs, _, info = worker_jobs(tmp_path, task, [], duration=1.0,
+                                    cmd_env={"GPUSLOT_CH6_FAKE_LOCK": str(lock)},
+                                    on_ready=competitor.start)
+        competitor.join(timeout=10)
+        assert granted and {j["slot"] for j in jobs} == {"0"} and info["slot"] == 0
+        return granted[0] - start, jobs
+
+    at, jobs = run(hold=True)
+    assert len(jobs) >= 20
+    last = max(float(j["release_s"]) + float(j["response_ms"]) / 1e3 for j in jobs)
+    assert at > last
+    at, jobs = run(hold=False)
+    assert at < max(float(j["release_s"]) for j in jobs)
+    with pytest.raises(ValueError, match="only a task that locks can hold"):
+        Task("a", SIZES["small"], "priority", hold=True)
 
 
 def test_the_collector_is_off_in_the_measured_window_unless_suspected(tmp_path):
