@@ -218,3 +218,50 @@ def test_a_closed_client_refuses_calls(lock):
 def test_the_library_is_the_one_this_package_was_written_for(lock):
     assert gpuslot.library_version() >= (1, 2, 0)
     assert gpuslot.library_version()[0] == 1
+
+
+class _Counting:
+    """The client's library, counting the calls made through it by name."""
+
+    def __init__(self, lib):
+        self._lib, self.calls = lib, []
+
+    def __getattr__(self, name):
+        fn = getattr(self._lib, name)
+        if not name.startswith("gpuslot_"):
+            return fn
+
+        def counted(*args):
+            self.calls.append(name)
+            return fn(*args)
+        return counted
+
+
+def test_a_free_slot_takes_one_call_and_a_busy_one_queues_after_it(client):
+    """Issue 32: an acquire tries once first, so a free slot costs one round
+    trip to gpuslotd (acquire_start, the grant and acquire_complete cost
+    three); only when the try fails does it queue, in FIFO order."""
+    counting = _Counting(client._lib)
+    client._lib = counting
+    try:
+        with client.acquire(timeout=5) as s:
+            assert s.held
+        assert counting.calls == ["gpuslot_acquire_slot", "gpuslot_release_slot"]
+        counting.calls.clear()
+        holder = client.acquire()
+        got = []
+        t = threading.Thread(target=lambda: got.append(client.acquire(timeout=5)))
+        t.start()
+        deadline = time.monotonic() + 5
+        while "gpuslot_acquire_start" not in counting.calls and time.monotonic() < deadline:
+            time.sleep(0.01)
+        holder.release()
+        t.join(timeout=10)
+        assert got and got[0].held
+        got[0].release()
+        acquires = [c for c in counting.calls if c.startswith("gpuslot_acquire")]
+        assert acquires[:3] == ["gpuslot_acquire_slot", "gpuslot_acquire_slot",
+                                "gpuslot_acquire_start"]
+        assert "gpuslot_acquire_complete" in acquires
+    finally:
+        client._lib = counting._lib

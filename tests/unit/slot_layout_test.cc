@@ -100,6 +100,8 @@ TEST(SlotLayout, ProtectOnTheH100IsSlotZeroOnTheWholeGpuAtAHigherPriority)
 			 "confined slot may use (the reserve, 25% asked)"),
 		  std::string::npos) << t;
 	EXPECT_NE(t.find("the reserve's default (25%) is the one measured on the H100"), std::string::npos) << t;
+	EXPECT_NE(t.find("let the protected task hold slot 0 from its first job to its last"),
+		  std::string::npos) << t;
 	EXPECT_NE(t.find("at most 4 kernels pending at once (one stream per slot, one holder per "
 			 "slot), within the GPU's 128 task slots"),
 		  std::string::npos) << t;

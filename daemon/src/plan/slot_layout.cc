@@ -158,8 +158,13 @@ void protect_notes(const LayoutSpec &spec, unsigned int total, unsigned int conf
 	notes->push_back("layout protect: the reserve's default (" +
 			 std::to_string(kDefaultProtectReservePercent) +
 			 "%) is the one measured on the H100 (issue 32, docs/results-ch6.md): the "
-			 "protected camera's p99 0.88x what stream priorities gave over capacity; "
-			 "other reserves are not measured yet");
+			 "protected camera's p99 0.82x what stream priorities gave over capacity "
+			 "(0.86x with a lock per frame); other reserves are not measured yet");
+	notes->push_back("layout protect: let the protected task hold slot 0 from its first job "
+			 "to its last (acquire once, with a mask of slot 0 only): no other task "
+			 "can take slot 0 while it is held, each job saves the round trip to the "
+			 "lock (0.2-0.6 ms a job on the H100 beside MPS), and the boost still ends "
+			 "at max_hold_ms");
 	if (priorities_offered && task_slots)
 		notes->push_back(
 			"seed 002's bound holds: gpuslot's k = " + std::to_string(k) +

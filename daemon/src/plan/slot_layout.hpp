@@ -31,9 +31,10 @@ namespace gpuslot {
 // priorities offers (Hopper offers 5 above the default).
 inline constexpr unsigned int kProtectPriority = 1;
 // layout = protect: the share of the GPU no confined slot may use. 25 % is
-// the reserve of issue 32's run of record on the H100 (docs/results-ch6.md,
-// commit 0d64469): the protected camera's p99 0.88x stream priorities' over
-// capacity; no other reserve has been measured yet.
+// the reserve of issue 32's runs on the H100 (docs/results-ch6.md, commits
+// 0d64469 and f511c3a): the protected camera's p99 0.82x stream priorities'
+// over capacity with slot 0 held across frames, 0.86-0.88x with a lock per
+// frame; no other reserve has been measured yet.
 inline constexpr unsigned int kDefaultProtectReservePercent = 25;
 
 struct SlotSpec {
