@@ -3,6 +3,7 @@
 
 #include <linux/gpuslot.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "device_choice.hpp"
@@ -23,12 +24,22 @@ public:
 		return rt_.pool_queues + kHipRuntimeQueues;
 	}
 
+	// A masked stream is a hardware queue of its own. A plain stream
+	// shares HIP's pool of its priority: the default one is counted in
+	// runtime_queues(); streams above the default share a second pool,
+	// up to pool_queues queues (ROCclr's queuePool_[High]).
 	unsigned int set_queues(const SlotLayout &layout, uint64_t slots) const override
 	{
-		unsigned int n = 0;
-		for (unsigned int s = 0; s < layout.k; s++)
-			n += (slots >> s & 1) && !layout.masks[s].empty();
-		return n;
+		unsigned int n = 0, raised = 0;
+		for (unsigned int s = 0; s < layout.k; s++) {
+			if (!(slots >> s & 1))
+				continue;
+			if (!layout.masks[s].empty())
+				n++;
+			else if (layout.priority(s))
+				raised++;
+		}
+		return n + std::min(raised, rt_.pool_queues);
 	}
 
 	std::string notice() const override
@@ -55,19 +66,48 @@ public:
 		// hipExtStreamCreateWithCUMask takes none, and
 		// hipStreamCreateWithPriority takes no CU mask (ROCm 5.2 to 7);
 		// the HSA queue's priority behind a stream is not reachable
-		// through HIP. A slot whose priority the stream cannot have is
-		// refused, not served at the default.
-		for (unsigned int slot = 0; slot < layout.k; slot++)
-			if ((slots >> slot & 1) && layout.priority(slot)) {
+		// through HIP. A slot on the whole GPU has no mask and gets a
+		// plain stream at its priority. A slot whose priority the stream
+		// cannot have is refused, not served at the default.
+		bool raised = false;
+		for (unsigned int slot = 0; slot < layout.k; slot++) {
+			if (!(slots >> slot & 1) || !layout.priority(slot))
+				continue;
+			if (!layout.masks[slot].empty()) {
 				*error = "slot " + std::to_string(slot) + " has priority " +
 					 std::to_string(layout.priority(slot)) +
 					 ": HIP offers no stream priority for a CU-masked stream "
 					 "(hipExtStreamCreateWithCUMask has no priority argument), so "
-					 "the hip backend serves only slots of priority 0";
+					 "the hip backend serves a priority other than 0 only on a slot "
+					 "on the whole GPU";
 				return -EOPNOTSUPP;
 			}
+			raised = true;
+		}
 		if (int err = resolve(error))
 			return err;
+		// HIP's levels: hipStreamCreate's stream has priority 0 (ROCclr's
+		// Normal), lower numbers are more urgent, down to @greatest; p
+		// levels above the default is 0 - p.
+		int least = 0, greatest = 0;
+		if (raised) {
+			if (int err = api_.priority_range(&least, &greatest)) {
+				*error = std::string("hipDeviceGetStreamPriorityRange: ") +
+					 api_.error_string(err);
+				return -EIO;
+			}
+			for (unsigned int slot = 0; slot < layout.k; slot++)
+				if ((slots >> slot & 1) && -int(layout.priority(slot)) < greatest) {
+					*error = "slot " + std::to_string(slot) + " has priority " +
+						 std::to_string(layout.priority(slot)) + ": HIP offers " +
+						 std::to_string(-greatest) +
+						 " level(s) above the default (priorities " +
+						 std::to_string(least) + " to " + std::to_string(greatest) +
+						 ", the default 0), so the hip backend serves priorities 0 to " +
+						 std::to_string(-greatest);
+					return -EOPNOTSUPP;
+				}
+		}
 		// hipSetDevice is per thread: the caller's device comes back.
 		int before = -1;
 		const bool had_device = api_.get_device(&before) == 0;
@@ -82,14 +122,16 @@ public:
 			if (!(slots >> slot & 1))
 				continue;
 			const auto &mask = layout.masks[slot];
+			const unsigned int p = layout.priority(slot);
 			void *s = nullptr;
-			int err = mask.empty()
-					  ? api_.stream_create(&s)
-					  : api_.stream_create_with_cu_mask(
-						    &s, uint32_t(mask.size()), mask.data());
+			int err = !mask.empty() ? api_.stream_create_with_cu_mask(
+							  &s, uint32_t(mask.size()), mask.data())
+				  : p	      ? api_.stream_create_with_priority(&s, -int(p))
+					      : api_.stream_create(&s);
 			if (err) {
-				*error = std::string(mask.empty() ? "hipStreamCreate"
-								  : "hipExtStreamCreateWithCUMask") +
+				*error = std::string(!mask.empty() ? "hipExtStreamCreateWithCUMask"
+						     : p	   ? "hipStreamCreateWithPriority"
+								   : "hipStreamCreate") +
 					 " for slot " + std::to_string(slot) + ": " +
 					 api_.error_string(err);
 				ret = -EIO;
@@ -97,6 +139,23 @@ public:
 			}
 			set->streams[slot] = s;
 			set->slots |= 1ULL << slot;
+			// The priority is what the layout says, read back from the
+			// stream (HIP clamps one out of range silently).
+			int got = 0;
+			if (p) {
+				if (int e = api_.stream_priority(s, &got); e || got != -int(p)) {
+					*error = "slot " + std::to_string(slot) + "'s stream " +
+						 (e ? std::string("has no priority to read back: ") +
+							      api_.error_string(e)
+						    : "has HIP priority " + std::to_string(got) +
+							      ", not " + std::to_string(-int(p)) +
+							      " (" + std::to_string(p) +
+							      " levels above the default)");
+					ret = -EIO;
+					break;
+				}
+			}
+			set->priorities[slot] = p;
 		}
 		if (ret)
 			destroy(set);

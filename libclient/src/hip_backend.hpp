@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// The "hip" backend: one hipExtStreamCreateWithCUMask stream per slot.
+// The "hip" backend: one hipExtStreamCreateWithCUMask stream per slot (a
+// plain stream for a slot on the whole GPU, at its priority if it has one).
 //
 // HIP is loaded at run time (hip_load.cc), so libgpuslot works on hosts
 // without ROCm. The backend calls HIP only through HipApi, the few entry
@@ -24,6 +25,12 @@ struct HipApi {
 	int (*stream_create)(void **stream);
 	int (*stream_create_with_cu_mask)(void **stream, uint32_t words,
 					  const uint32_t *mask);
+	// hipStreamCreateWithPriority (flags hipStreamDefault),
+	// hipDeviceGetStreamPriorityRange and hipStreamGetPriority: a slot
+	// on the whole GPU (no CU mask) at a priority (issue 32).
+	int (*stream_create_with_priority)(void **stream, int priority);
+	int (*priority_range)(int *least, int *greatest);
+	int (*stream_priority)(void *stream, int *priority);
 	int (*stream_synchronize)(void *stream);
 	int (*stream_destroy)(void *stream);
 	const char *(*error_string)(int error);

@@ -97,6 +97,9 @@ bool load_hip(HipRuntime *rt, std::string *error)
 	using ByBusId = decltype(&hipDeviceGetByPCIBusId);
 	using Create = decltype(&hipStreamCreate);
 	using CreateMasked = decltype(&hipExtStreamCreateWithCUMask);
+	using CreatePriority = decltype(&hipStreamCreateWithPriority);
+	using PriorityRange = decltype(&hipDeviceGetStreamPriorityRange);
+	using GetPriority = decltype(&hipStreamGetPriority);
 	using Sync = decltype(&hipStreamSynchronize);
 	using Destroy = decltype(&hipStreamDestroy);
 	using ErrorString = decltype(&hipGetErrorString);
@@ -106,6 +109,9 @@ bool load_hip(HipRuntime *rt, std::string *error)
 	static ByBusId by_bus_id;
 	static Create create;
 	static CreateMasked create_masked;
+	static CreatePriority create_priority;
+	static PriorityRange priority_range;
+	static GetPriority get_priority;
 	static Sync sync;
 	static Destroy destroy;
 	static ErrorString error_string;
@@ -115,6 +121,9 @@ bool load_hip(HipRuntime *rt, std::string *error)
 	by_bus_id = reinterpret_cast<ByBusId>(sym("hipDeviceGetByPCIBusId"));
 	create = reinterpret_cast<Create>(sym("hipStreamCreate"));
 	create_masked = reinterpret_cast<CreateMasked>(sym("hipExtStreamCreateWithCUMask"));
+	create_priority = reinterpret_cast<CreatePriority>(sym("hipStreamCreateWithPriority"));
+	priority_range = reinterpret_cast<PriorityRange>(sym("hipDeviceGetStreamPriorityRange"));
+	get_priority = reinterpret_cast<GetPriority>(sym("hipStreamGetPriority"));
 	sync = reinterpret_cast<Sync>(sym("hipStreamSynchronize"));
 	destroy = reinterpret_cast<Destroy>(sym("hipStreamDestroy"));
 	error_string = reinterpret_cast<ErrorString>(sym("hipGetErrorString"));
@@ -134,6 +143,16 @@ bool load_hip(HipRuntime *rt, std::string *error)
 	};
 	api.stream_create_with_cu_mask = [](void **s, uint32_t n, const uint32_t *m) {
 		return int(create_masked(reinterpret_cast<hipStream_t *>(s), n, m));
+	};
+	api.stream_create_with_priority = [](void **s, int priority) {
+		return int(create_priority(reinterpret_cast<hipStream_t *>(s), hipStreamDefault,
+					   priority));
+	};
+	api.priority_range = [](int *least, int *greatest) {
+		return int(priority_range(least, greatest));
+	};
+	api.stream_priority = [](void *s, int *priority) {
+		return int(get_priority(static_cast<hipStream_t>(s), priority));
 	};
 	api.stream_synchronize = [](void *s) {
 		return int(sync(static_cast<hipStream_t>(s)));

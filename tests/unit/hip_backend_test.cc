@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,10 @@ struct HipDouble {
 	static inline int fail_sync = 0;
 	static inline int creates = 0;
 	static inline uintptr_t next_stream = 0x1000;
+	// ROCclr's levels: Low 1, Normal 0 (hipStreamCreate's), High -1.
+	static inline int greatest = -1;
+	static inline int clamp_to = 0; // != 0: created streams get this priority
+	static inline std::map<uintptr_t, int> priority_of;
 
 	static void reset()
 	{
@@ -40,6 +45,9 @@ struct HipDouble {
 		fail_sync = 0;
 		creates = 0;
 		next_stream = 0x1000;
+		greatest = -1;
+		clamp_to = 0;
+		priority_of.clear();
 	}
 
 	static std::string hex(const uint32_t *m, uint32_t n)
@@ -95,6 +103,24 @@ struct HipDouble {
 			if (creates++ == fail_create_at)
 				return 2; // hipErrorOutOfMemory
 			*s = reinterpret_cast<void *>(next_stream++);
+			return 0;
+		};
+		a.stream_create_with_priority = [](void **s, int priority) {
+			calls.push_back("create_priority " + std::to_string(priority));
+			if (creates++ == fail_create_at)
+				return 2;
+			priority_of[next_stream] = clamp_to ? clamp_to : priority;
+			*s = reinterpret_cast<void *>(next_stream++);
+			return 0;
+		};
+		a.priority_range = [](int *least, int *most) {
+			calls.push_back("priority_range");
+			*least = 1;
+			*most = greatest;
+			return 0;
+		};
+		a.stream_priority = [](void *s, int *priority) {
+			*priority = priority_of[reinterpret_cast<uintptr_t>(s)];
 			return 0;
 		};
 		a.stream_synchronize = [](void *s) {
@@ -162,8 +188,8 @@ TEST_F(HipBackend, OneMaskedStreamPerSlotOnTheDomainsGpu)
 	EXPECT_EQ(HipDouble::current, 0);
 }
 
-// Issue 32: HIP has no priority for a CU-masked stream; a slot of another
-// priority than 0 is refused in words, nothing created.
+// Issue 32: HIP has no priority for a CU-masked stream; a masked slot of
+// another priority than 0 is refused in words, nothing created.
 TEST_F(HipBackend, ASlotPriorityIsRefusedPlainly)
 {
 	auto b = gpuslot::make_hip_backend(HipDouble::runtime(), at("0000:43:00.0"));
@@ -172,11 +198,53 @@ TEST_F(HipBackend, ASlotPriorityIsRefusedPlainly)
 	EXPECT_EQ(b->build(l, 0x3, &set, &error), -EOPNOTSUPP);
 	EXPECT_EQ(error, "slot 1 has priority 2: HIP offers no stream priority for a CU-masked "
 			 "stream (hipExtStreamCreateWithCUMask has no priority argument), so the "
-			 "hip backend serves only slots of priority 0");
+			 "hip backend serves a priority other than 0 only on a slot on the whole GPU");
 	EXPECT_TRUE(HipDouble::calls.empty());
 	// Slot 0 alone, at priority 0, is served.
 	ASSERT_EQ(b->build(l, 0x1, &set, &error), 0) << error;
 	EXPECT_EQ(set.priorities, (std::vector<unsigned int>{0, 0}));
+}
+
+// Issue 32 on AMD: a slot on the whole GPU (no mask: layout = protect's
+// slot 0) is a plain stream at HIP's priority 0 - p, read back; it takes a
+// queue of HIP's high-priority pool. Beyond the levels HIP offers, and
+// where HIP made the stream at another priority, it is refused.
+TEST_F(HipBackend, AWholeGpuSlotGetsItsPriorityAndItIsReadBack)
+{
+	auto b = gpuslot::make_hip_backend(HipDouble::runtime(), at("0000:43:00.0"));
+	auto l = layout({{}, {0x33333333, 0x3333333}, {0xcccccccc, 0xccccccc}});
+	l.priorities = {1, 0, 0};
+	EXPECT_EQ(b->set_queues(l, 0x7), 3u);
+	EXPECT_EQ(b->set_queues(l, 0x6), 2u);
+	ASSERT_EQ(b->build(l, 0x7, &set, &error), 0) << error;
+	EXPECT_EQ(HipDouble::calls,
+		  (std::vector<std::string>{"priority_range", "set_device 1", "create_priority -1",
+					    "create_masked 0333333333333333",
+					    "create_masked 0ccccccccccccccc", "set_device 0"}));
+	EXPECT_EQ(set.priorities, (std::vector<unsigned int>{1, 0, 0}));
+
+	// Priority 2: HIP has one level above the default.
+	HipDouble::reset();
+	gpuslot::StreamSet two;
+	l.priorities = {2, 0, 0};
+	EXPECT_EQ(b->build(l, 0x7, &two, &error), -EOPNOTSUPP);
+	EXPECT_EQ(error, "slot 0 has priority 2: HIP offers 1 level(s) above the default "
+			 "(priorities 1 to -1, the default 0), so the hip backend serves priorities "
+			 "0 to 1");
+	EXPECT_EQ(HipDouble::calls, (std::vector<std::string>{"priority_range"}));
+
+	// A stream HIP made at another priority than asked is destroyed, and
+	// nothing is served.
+	HipDouble::reset();
+	HipDouble::clamp_to = -2;
+	gpuslot::StreamSet clamped;
+	l.priorities = {1, 0, 0};
+	EXPECT_EQ(b->build(l, 0x7, &clamped, &error), -EIO);
+	EXPECT_EQ(error, "slot 0's stream has HIP priority -2, not -1 (1 levels above the default)");
+	EXPECT_EQ(HipDouble::calls,
+		  (std::vector<std::string>{"priority_range", "set_device 1", "create_priority -1",
+					    "sync 4096", "destroy 4096", "set_device 0"}));
+	EXPECT_EQ(clamped.slots, 0u);
 }
 
 TEST_F(HipBackend, VisibleDevicesRenumberingCannotMoveTheDomain)

@@ -134,14 +134,18 @@ TEST(SlotLayout, ProtectOnTheRadeonViiKeepsPriorityZeroAndSaysWhy)
 	EXPECT_EQ(gpuslot::partition_text(l.partitions[1]), "0x111111111111111");
 	EXPECT_EQ(gpuslot::partition_text(l.partitions[2]), "0x222222222222222");
 	EXPECT_EQ(gpuslot::partition_text(l.partitions[3]), "0x444444444444444");
-	// HIP makes no CU-masked stream at a priority: 0 everywhere.
-	EXPECT_EQ(l.priorities, (std::vector<unsigned int>{0, 0, 0, 0}));
+	// HIP makes no CU-masked stream at a priority, but slot 0 has no mask:
+	// a plain stream at HIP's high priority.
+	EXPECT_EQ(l.priorities, (std::vector<unsigned int>{1, 0, 0, 0}));
 	const std::string t = joined(notes);
-	EXPECT_NE(t.find("HIP makes no CU-masked stream at a priority, so slot 0 stays at "
-			 "priority 0"),
+	EXPECT_NE(t.find("layout protect: slot 0 runs on the whole GPU (60 CUs) at priority 1 (a "
+			 "plain HIP stream above the default: hipStreamCreateWithPriority), slots "
+			 "1-3 confined to 45 CUs at priority 0 (HIP makes no CU-masked stream at a "
+			 "priority)"),
 		  std::string::npos) << t;
-	EXPECT_NE(t.find("only the reserve of 15 CUs no other slot may use"), std::string::npos)
-		<< t;
+	EXPECT_NE(t.find("the reserve of 15 CUs no confined slot may use (25% asked)"),
+		  std::string::npos) << t;
+	EXPECT_EQ(t.find("libgpuslot refuses"), std::string::npos) << t;
 }
 
 TEST(SlotLayout, SizesWithAllAndPrioritiesGoIntoTheLayout)
@@ -164,7 +168,16 @@ TEST(SlotLayout, SizesWithAllAndPrioritiesGoIntoTheLayout)
 					 4, s, 0, &l, &notes, &err))
 		<< err;
 	EXPECT_EQ(l.priorities, (std::vector<unsigned int>{5, 0, 0, 0})); // as asked, with a note
-	EXPECT_NE(joined(notes).find("slot 0: HIP makes no CU-masked stream at a priority"),
+	EXPECT_NE(joined(notes).find("slot 0: HIP offers 1 priority level above the default for a "
+				     "plain stream"),
+		  std::string::npos) << joined(notes);
+	// A confined slot at a priority: HIP has none for a CU-masked stream.
+	s.sizes = "all,25%,25%,25%";
+	s.priorities = "0,2,0,0";
+	ASSERT_TRUE(gpuslot::plan_layout(gpu, gpuslot::uniform_shape(gpu), gpuslot::MaskAlgorithm::C,
+					 4, s, 0, &l, &notes, &err))
+		<< err;
+	EXPECT_NE(joined(notes).find("slot 1: HIP makes no CU-masked stream at a priority"),
 		  std::string::npos) << joined(notes);
 	// Priorities alone, on equal partitions; for another k they are dropped
 	// with a note, as sizes are.
@@ -275,14 +288,20 @@ TEST(LintPriorities, SeedTwosTaskSlotsAndAmd)
 	// One priority: no eviction, nothing to say.
 	EXPECT_EQ(joined(gpuslot::lint_priorities(parts, std::vector<unsigned int>(40, 0), gtx)),
 		  "");
-	// AMD: a priority other than 0 cannot be made.
+	// AMD: a confined slot's priority other than 0 cannot be made, nor more
+	// than one level above the default on the whole GPU; one level can.
 	const gpuslot::PriorityLintGpu amd{GPUSLOT_UNIT_AMD_CU, 0, "gfx906", true};
 	gpuslot_partition whole{}, a{};
 	a.units[0] = 0xf;
-	t = joined(gpuslot::lint_priorities({whole, a}, {2, 0}, amd));
-	EXPECT_NE(t.find("warning: layout: slot(s) 0 have a priority other than 0 on an AMD GPU: "
-			 "HIP makes no CU-masked stream at a priority"),
+	t = joined(gpuslot::lint_priorities({whole, a}, {0, 2}, amd));
+	EXPECT_NE(t.find("warning: layout: confined slot(s) 1 have a priority other than 0 on an "
+			 "AMD GPU: HIP makes no CU-masked stream at a priority"),
 		  std::string::npos) << t;
+	t = joined(gpuslot::lint_priorities({whole, a}, {2, 0}, amd));
+	EXPECT_NE(t.find("warning: layout: slot(s) 0 on the whole GPU have a priority above 1 on "
+			 "an AMD GPU: a plain HIP stream has 1 level above the default"),
+		  std::string::npos) << t;
+	EXPECT_EQ(joined(gpuslot::lint_priorities({whole, a}, {1, 0}, amd)), "");
 }
 
 // lint_masks: overlapping masks are an error only at one priority.

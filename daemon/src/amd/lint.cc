@@ -2,6 +2,7 @@
 #include "amd/lint.hpp"
 
 #include "device/module.hpp"
+#include "amd/planner.hpp"
 
 #include <algorithm>
 #include <map>
@@ -306,17 +307,29 @@ std::vector<LintFinding> lint_priorities(const std::vector<gpuslot_partition> &p
 		if (std::find(levels.begin(), levels.end(), prio(j)) == levels.end())
 			levels.push_back(prio(j));
 	if (gpu.unit_kind == GPUSLOT_UNIT_AMD_CU) {
-		std::string list;
-		for (size_t j = 0; j < k; j++)
-			if (prio(j))
+		std::string list, beyond;
+		for (size_t j = 0; j < k; j++) {
+			if (prio(j) && !whole(j))
 				list += (list.empty() ? "" : ", ") + std::to_string(j);
+			else if (prio(j) > kHipLevelsAboveDefault)
+				beyond += (beyond.empty() ? "" : ", ") + std::to_string(j);
+		}
 		if (!list.empty())
 			out.push_back({LintFinding::kWarning, -1, -1,
-				       "slot(s) " + list + " have a priority other than 0 on an "
-				       "AMD GPU",
+				       "confined slot(s) " + list + " have a priority other than 0 "
+				       "on an AMD GPU",
 				       "HIP makes no CU-masked stream at a priority "
 				       "(hipExtStreamCreateWithCUMask takes none): libgpuslot "
 				       "refuses those slots, and their clients fail"});
+		if (!beyond.empty())
+			out.push_back({LintFinding::kWarning, -1, -1,
+				       "slot(s) " + beyond + " on the whole GPU have a priority above " +
+					       std::to_string(kHipLevelsAboveDefault) +
+					       " on an AMD GPU",
+				       "a plain HIP stream has " +
+					       std::to_string(kHipLevelsAboveDefault) +
+					       " level above the default (ROCclr's high priority): "
+					       "libgpuslot refuses those slots, and their clients fail"});
 	} else if (levels.size() > 1 && gpu.task_slots && k > gpu.task_slots) {
 		std::sort(levels.begin(), levels.end());
 		size_t above = 0;

@@ -15,6 +15,12 @@
 
 namespace gpuslot {
 
+// HIP's stream priorities above hipStreamCreate's default: ROCclr has Low,
+// Normal (the default) and High, and HIP has no priority for a CU-masked
+// stream at all; libgpuslot reads the range at run time, the planner's
+// notes and lint go by this.
+inline constexpr unsigned int kHipLevelsAboveDefault = 1;
+
 struct PlannedPartition {
 	unsigned int requested_cus = 0;
 	unsigned int cus = 0;

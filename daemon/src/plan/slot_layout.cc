@@ -19,7 +19,7 @@ std::string priorities_text(const std::vector<unsigned int> &priorities)
 }
 
 bool layout_spec(const GpuSettings &s, unsigned int k, unsigned int total,
-		 bool priorities_offered, LayoutSpec *out, std::string *error)
+		 LayoutSpec *out, std::string *error)
 {
 	LayoutSpec spec;
 	if (k < 1 || k > GPUSLOT_MAX_SLOTS) {
@@ -42,7 +42,7 @@ bool layout_spec(const GpuSettings &s, unsigned int k, unsigned int total,
 				 std::to_string(total) + " units";
 			return false;
 		}
-		spec.slots[0] = {true, 0, priorities_offered ? kProtectPriority : 0};
+		spec.slots[0] = {true, 0, kProtectPriority};
 		for (unsigned int j = 1; j < k; j++)
 			spec.slots[j] = {false, each, 0};
 		*out = std::move(spec);
@@ -143,12 +143,15 @@ void protect_notes(const LayoutSpec &spec, unsigned int total, unsigned int conf
 	else
 		notes->push_back(
 			"layout protect: slot 0 runs on the whole GPU (" + std::to_string(total) + " " +
-			unit + "), " + others + " confined to " + std::to_string(confined_units) + " " +
-			unit + ": HIP makes no CU-masked stream at a priority, so slot 0 stays at "
-			"priority 0 and does not go first on the confined slots' " + unit +
-			"; what protects it here is only the reserve of " + std::to_string(reserve) +
-			" " + unit + " no other slot may use (" + std::to_string(spec.reserve_percent) +
-			"% asked)");
+			unit + ") at priority " + std::to_string(spec.slots[0].priority) +
+			" (a plain HIP stream above the default: hipStreamCreateWithPriority), " +
+			others + " confined to " + std::to_string(confined_units) + " " + unit +
+			" at priority 0 (HIP makes no CU-masked stream at a priority): the command "
+			"processor serves slot 0's queue at a higher queue priority than theirs (KFD "
+			"writes it into the queue's MQD; not measured on an AMD GPU), and the reserve of " +
+			std::to_string(reserve) + " " + unit + " no confined slot may use (" +
+			std::to_string(spec.reserve_percent) +
+			"% asked) is free whenever slot 0's work arrives");
 	notes->push_back(
 		"layout protect, why: on the H100 (issue 32) a job of six 2048^2 matmuls beside "
 		"three processes looping 4096^2 matmuls took p99 44-48 ms at equal priority, "
@@ -210,7 +213,7 @@ Plan plan_slots(const CuShape &shape, MaskAlgorithm algorithm, const LayoutSpec 
 	for (const auto &n : p.notes)
 		add_unique(&out.notes, renamed(n, confined));
 	unsigned int next = 0, confined_cus = 0;
-	std::vector<unsigned int> prioritized;
+	std::vector<unsigned int> prioritized, beyond;
 	for (unsigned int j = 0; j < spec.slots.size(); j++) {
 		PlannedPartition part;
 		if (spec.slots[j].whole) {
@@ -221,17 +224,26 @@ Plan plan_slots(const CuShape &shape, MaskAlgorithm algorithm, const LayoutSpec 
 			confined_cus += part.cus;
 		}
 		part.priority = spec.slots[j].priority;
-		if (part.priority)
+		if (part.priority && !part.whole)
 			prioritized.push_back(j);
+		else if (part.priority > kHipLevelsAboveDefault)
+			beyond.push_back(j);
 		out.partitions.push_back(std::move(part));
 	}
 	if (!prioritized.empty())
 		out.notes.push_back(
 			slot_list(prioritized) + ": HIP makes no CU-masked stream at a priority "
-			"(hipExtStreamCreateWithCUMask takes none), so libgpuslot refuses a slot "
-			"priority other than 0 on AMD GPUs and clients of " +
+			"(hipExtStreamCreateWithCUMask takes none), so libgpuslot refuses a "
+			"priority other than 0 on a confined slot of an AMD GPU and clients of " +
 			(prioritized.size() == 1 ? "that slot" : "those slots") +
-			" fail; give them priority 0");
+			" fail; give them priority 0 (a slot on the whole GPU may have one)");
+	if (!beyond.empty())
+		out.notes.push_back(
+			slot_list(beyond) + ": HIP offers " + std::to_string(kHipLevelsAboveDefault) +
+			" priority level above the default for a plain stream (ROCclr's high "
+			"priority), so libgpuslot refuses more on a slot on the whole GPU and "
+			"clients of " + (beyond.size() == 1 ? "that slot" : "those slots") +
+			" fail; give them priority 0 or 1");
 	if (spec.protect)
 		protect_notes(spec, total, confined_cus, "CUs", false, 0, &out.notes);
 	return out;

@@ -52,10 +52,10 @@ struct LayoutSpec {
 
 // The layout @settings ask for @k slots of a GPU of @total units (CUs or
 // SMs). Sizes or priorities written for another k (an admin changed k) are
-// left out with a note. @priorities_offered: false on AMD, where HIP makes
-// no CU-masked stream at a priority: protect then keeps slot 0 at 0.
+// left out with a note. protect's slot 0, on the whole GPU, has priority
+// kProtectPriority on either vendor: a plain stream can have one on AMD too.
 bool layout_spec(const GpuSettings &settings, unsigned int k, unsigned int total,
-		 bool priorities_offered, LayoutSpec *out, std::string *error);
+		 LayoutSpec *out, std::string *error);
 
 // AMD: every slot's partition (whole ones with an empty mask and whole =
 // true), with the planner's notes named by slot, and what the priorities
