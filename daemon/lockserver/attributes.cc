@@ -10,7 +10,9 @@
 #include "server_state.hpp"
 
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <bit>
@@ -277,10 +279,21 @@ int LockServer::debug_table(const Domain &d, const std::string &table, std::stri
 			const Conn *c = d.holder[slot];
 			if (!c)
 				continue;
-			t += std::to_string(slot) + " " + std::to_string(c->holder_pid) + " " +
-			     std::to_string(c->holder_tid) + " " +
-			     task_name(c->holder_pid, c->holder_tid) + " " +
-			     std::to_string(since(now, c->hold_start_ns)) + " " +
+			// As the module prints them (gpuslot_pid_nr_live()): a process
+			// or thread that is gone is 0, so that a number the kernel has
+			// given to another task never names it. The process is vouched
+			// for by its pidfd, the thread by tgkill() within it.
+			const int pidfd = pidfd_for(*c, c->holder_pid);
+			const bool process = pidfd >= 0 &&
+					     !syscall(SYS_pidfd_send_signal, pidfd, 0, nullptr, 0);
+			const bool thread = process && !(syscall(SYS_tgkill, c->holder_pid,
+								 c->holder_tid, 0) &&
+							 errno == ESRCH);
+			t += std::to_string(slot) + " " + std::to_string(process ? c->holder_pid : 0) +
+			     " " + std::to_string(thread ? c->holder_tid : 0) + " " +
+			     (process ? task_name(c->holder_pid, thread ? c->holder_tid : c->holder_pid)
+				      : std::string("\\x00")) +
+			     " " + std::to_string(since(now, c->hold_start_ns)) + " " +
 			     (c->state == Conn::granted ? "pending" : boost[c->hold_boost]) + "\n";
 		}
 	} else if (table == "waiters") {
