@@ -3,7 +3,6 @@
 
 #include <linux/gpuslot.h>
 
-#include <algorithm>
 #include <cerrno>
 
 #include "device_choice.hpp"
@@ -24,22 +23,20 @@ public:
 		return rt_.pool_queues + kHipRuntimeQueues;
 	}
 
-	// A masked stream is a hardware queue of its own. A plain stream
-	// shares HIP's pool of its priority: the default one is counted in
-	// runtime_queues(); streams above the default share a second pool,
-	// up to pool_queues queues (ROCclr's queuePool_[High]).
+	// A masked stream is a hardware queue of its own. A plain stream at
+	// the default priority shares HIP's default pool, counted in
+	// runtime_queues(); one above the default takes a queue of HIP's
+	// high-priority pool (ROCclr's queuePool_[High]), which such streams
+	// share once it holds pool_queues queues. Each is counted as a queue
+	// of its own all the same: StreamSets gives queues back slot by slot,
+	// so the count must add up per slot, and over-reserving is the safe
+	// side of a budget.
 	unsigned int set_queues(const SlotLayout &layout, uint64_t slots) const override
 	{
-		unsigned int n = 0, raised = 0;
-		for (unsigned int s = 0; s < layout.k; s++) {
-			if (!(slots >> s & 1))
-				continue;
-			if (!layout.masks[s].empty())
-				n++;
-			else if (layout.priority(s))
-				raised++;
-		}
-		return n + std::min(raised, rt_.pool_queues);
+		unsigned int n = 0;
+		for (unsigned int s = 0; s < layout.k; s++)
+			n += (slots >> s & 1) && (!layout.masks[s].empty() || layout.priority(s));
+		return n;
 	}
 
 	std::string notice() const override
@@ -149,8 +146,8 @@ public:
 							      api_.error_string(e)
 						    : "has HIP priority " + std::to_string(got) +
 							      ", not " + std::to_string(-int(p)) +
-							      " (" + std::to_string(p) +
-							      " levels above the default)");
+							      " (" + std::to_string(p) + " level" +
+							      (p == 1 ? "" : "s") + " above the default)");
 					ret = -EIO;
 					break;
 				}

@@ -5,8 +5,9 @@
         async with await client.acquire(timeout=0.05) as slot:
             ...
 
-An acquire queues the domain's FIFO at once (libgpuslot's pollable
-acquire) and the event loop watches its descriptor; the task that awaits
+An acquire takes a free slot at once (one try), or else queues in the
+domain's FIFO (libgpuslot's pollable acquire) and the event loop watches
+its descriptor; the task that awaits
 is woken when the slot is granted. Cancelling the task, or its timeout,
 leaves the queue (or gives back a grant not yet taken). The event loop's
 thread is the holder: it runs SCHED_FIFO while any of its tasks holds a

@@ -314,13 +314,18 @@ class Client:
         handle = self._begin_call()
         try:
             # One try first: a free slot is granted in one round trip (the
-            # queued path below costs three on the socket transport), and
-            # exactly when a waiting acquire would get it at once: a slot
-            # is free only while no queued waiter accepts it.
+            # queued path below costs two and the grant's message on the
+            # socket transport), and exactly when a waiting acquire would
+            # get it at once: a slot is free only while no queued waiter
+            # accepts it. The try (which may build a new layout's streams)
+            # counts against the timeout.
+            start = time.monotonic()
             result = self._lib.gpuslot_acquire_slot(handle, 0, mask, ctypes.byref(raw))
             if timeout == 0 or result != -errno.EAGAIN:
                 errors.check(result, "gpuslot_acquire_slot")
             else:
+                if timeout != _native.WAIT_FOREVER:
+                    timeout = max(1, timeout - int((time.monotonic() - start) * 1e9))
                 self._wait_for_grant(handle, timeout, mask, raw)
             return self._hand_out(make_slot(self, raw))
         finally:

@@ -10,14 +10,18 @@ spreads over all of them:
   acquire            Client.acquire(): one try (one round trip) when a
                      slot is free, the queued path otherwise
   acquire, queued    the queued path alone (acquire_start, poll,
-                     acquire_complete: what Client.acquire() did before
-                     it tried first)
-  release            Slot.release(sync=False)
+                     acquire_complete: two round trips and the grant's
+                     message; what Client.acquire() did before it tried
+                     first)
+  release            Slot.release(sync=False), after either acquire (2N)
   round trip         the socket pair, Python at both ends
+and the median of acquire + release, job by job, for either acquire.
 
 The server runs as it runs for the chapter-6 experiments: gpuslotd
-(socket transport, k = 4), holders boosted to SCHED_FIFO where it may. The
-client uses the none backend: no GPU stream is touched, only the lock.
+(socket transport, k = 4), holders boosted to SCHED_FIFO where it may
+(asked when this runs as root; the host may still refuse it: gpuslotd's
+log, printed at the end, says so). The client uses the none backend: no
+GPU stream is touched, only the lock.
 
 usage: python3 lock_cost.py GPUSLOTD_CMD [N]   (GPUSLOT_LIBRARY names
 libgpuslot.so.1; GPUSLOTD_CMD, split on spaces, may carry options such as
@@ -28,6 +32,7 @@ prints one line per path: p50, p90, p99 and max in microseconds.
 import ctypes
 import os
 import shlex
+import shutil
 import socket
 import subprocess
 import sys
@@ -76,6 +81,13 @@ def main(argv):
     daemon_cmd = shlex.split(argv[0])
     n = int(argv[1]) if len(argv) > 1 else 5000
     work = tempfile.mkdtemp(prefix="gpuslot-lockcost-")
+    try:
+        return measure(daemon_cmd, n, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def measure(daemon_cmd, n, work):
     conf = os.path.join(work, "gpuslotd.conf")
     with open(conf, "w") as f:
         f.write("[default]\nk = 4\n")
@@ -87,10 +99,10 @@ def main(argv):
                               stdout=log, stderr=subprocess.STDOUT)
     try:
         for _ in range(100):
-            if os.path.exists(os.path.join(run, "gpu0.sock")):
+            if os.path.exists(os.path.join(run, "gpu0.sock")) or daemon.poll() is not None:
                 break
             time.sleep(0.1)
-        else:
+        if not os.path.exists(os.path.join(run, "gpu0.sock")):
             print(open(log.name).read(), file=sys.stderr)
             raise SystemExit("lock_cost: gpuslotd did not start")
         os.environ["GPUSLOT_TRANSPORT"] = "socket"
@@ -99,6 +111,7 @@ def main(argv):
         from gpuslot import _native
         c = gpuslot.Client(backend="none")
         times = {"acquire": [], "acquire, queued": [], "release": [], "round trip": []}
+        pairs = {"acquire": [], "acquire, queued": []}
 
         def queued_acquire():
             raw = _native.SlotStruct(size=ctypes.sizeof(_native.SlotStruct))
@@ -121,21 +134,25 @@ def main(argv):
                     t2 = time.perf_counter()
                     times[name].append((t1 - t0) * 1e6)
                     times["release"].append((t2 - t1) * 1e6)
+                    pairs[name].append((t2 - t0) * 1e6)
             times["round trip"] += pair_round_trips(m)
         c.close()
-        print(f"lock_cost: {n} each, gpuslotd socket transport, k = 4, "
-              f"boost {'on' if os.geteuid() == 0 else 'off (not root)'}; microseconds")
+        print(f"lock_cost: {n} each (release {2 * n}), gpuslotd socket transport, k = 4, "
+              f"boost {'asked (root)' if os.geteuid() == 0 else 'off (not root)'}; "
+              "microseconds")
         print(f"{'path':18} {'p50':>8} {'p90':>8} {'p99':>8} {'max':>8}")
         for name, xs in times.items():
             print(f"{name:18} " + " ".join(f"{v:8.1f}" for v in percentiles(xs)))
-        rel = percentiles(times["release"])[0]
-        a50 = percentiles(times["acquire"])[0] + rel
-        q50 = percentiles(times["acquire, queued"])[0] + rel
-        print(f"acquire + release p50: {a50:.1f} us (queued path {q50:.1f} us); "
+        a50 = percentiles(pairs["acquire"])[0]
+        q50 = percentiles(pairs["acquire, queued"])[0]
+        print(f"acquire + release, job by job, p50: {a50:.1f} us (queued path {q50:.1f} us); "
               f"{a50 / percentiles(times['round trip'])[0]:.2f} socket-pair round trips")
     finally:
         daemon.terminate()
         daemon.wait(timeout=10)
+        log.close()
+        with open(log.name) as f:
+            print("gpuslotd's log:\n" + f.read().rstrip())
     return 0
 
 

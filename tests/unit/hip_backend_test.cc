@@ -216,6 +216,12 @@ TEST_F(HipBackend, AWholeGpuSlotGetsItsPriorityAndItIsReadBack)
 	l.priorities = {1, 0, 0};
 	EXPECT_EQ(b->set_queues(l, 0x7), 3u);
 	EXPECT_EQ(b->set_queues(l, 0x6), 2u);
+	// Counted per slot, so that giving back slot by slot adds up.
+	auto raised = layout({{}, {}, {0xf}});
+	raised.priorities = {1, 1, 0};
+	EXPECT_EQ(b->set_queues(raised, 0x7), 3u);
+	EXPECT_EQ(b->set_queues(raised, 0x1) + b->set_queues(raised, 0x2) + b->set_queues(raised, 0x4),
+		  b->set_queues(raised, 0x7));
 	ASSERT_EQ(b->build(l, 0x7, &set, &error), 0) << error;
 	EXPECT_EQ(HipDouble::calls,
 		  (std::vector<std::string>{"priority_range", "set_device 1", "create_priority -1",
@@ -240,7 +246,7 @@ TEST_F(HipBackend, AWholeGpuSlotGetsItsPriorityAndItIsReadBack)
 	gpuslot::StreamSet clamped;
 	l.priorities = {1, 0, 0};
 	EXPECT_EQ(b->build(l, 0x7, &clamped, &error), -EIO);
-	EXPECT_EQ(error, "slot 0's stream has HIP priority -2, not -1 (1 levels above the default)");
+	EXPECT_EQ(error, "slot 0's stream has HIP priority -2, not -1 (1 level above the default)");
 	EXPECT_EQ(HipDouble::calls,
 		  (std::vector<std::string>{"priority_range", "set_device 1", "create_priority -1",
 					    "sync 4096", "destroy 4096", "set_device 0"}));

@@ -100,7 +100,7 @@ TEST(SlotLayout, ProtectOnTheH100IsSlotZeroOnTheWholeGpuAtAHigherPriority)
 			 "confined slot may use (the reserve, 25% asked)"),
 		  std::string::npos) << t;
 	EXPECT_NE(t.find("the reserve's default (25%) is the one measured on the H100"), std::string::npos) << t;
-	EXPECT_NE(t.find("let the protected task hold slot 0 from its first job to its last"),
+	EXPECT_NE(t.find("let the protected task hold slot 0 across its jobs"),
 		  std::string::npos) << t;
 	EXPECT_NE(t.find("at most 4 kernels pending at once (one stream per slot, one holder per "
 			 "slot), within the GPU's 128 task slots"),
@@ -134,14 +134,15 @@ TEST(SlotLayout, ProtectOnTheRadeonViiKeepsPriorityZeroAndSaysWhy)
 	EXPECT_EQ(gpuslot::partition_text(l.partitions[1]), "0x111111111111111");
 	EXPECT_EQ(gpuslot::partition_text(l.partitions[2]), "0x222222222222222");
 	EXPECT_EQ(gpuslot::partition_text(l.partitions[3]), "0x444444444444444");
-	// HIP makes no CU-masked stream at a priority, but slot 0 has no mask:
-	// a plain stream at HIP's high priority.
-	EXPECT_EQ(l.priorities, (std::vector<unsigned int>{1, 0, 0, 0}));
+	// HIP makes no CU-masked stream at a priority; slot 0's plain stream
+	// could have one, at an HQD per client: 0 everywhere, said why.
+	EXPECT_EQ(l.priorities, (std::vector<unsigned int>{0, 0, 0, 0}));
 	const std::string t = joined(notes);
-	EXPECT_NE(t.find("layout protect: slot 0 runs on the whole GPU (60 CUs) at priority 1 (a "
-			 "plain HIP stream above the default: hipStreamCreateWithPriority), slots "
-			 "1-3 confined to 45 CUs at priority 0 (HIP makes no CU-masked stream at a "
-			 "priority)"),
+	EXPECT_NE(t.find("layout protect: slot 0 runs on the whole GPU (60 CUs), slots 1-3 confined "
+			 "to 45 CUs, all at priority 0: HIP makes no CU-masked stream at a priority, "
+			 "and slot 0's plain stream could have one"),
+		  std::string::npos) << t;
+	EXPECT_NE(t.find("takes a queue of HIP's high-priority pool, one more HQD each"),
 		  std::string::npos) << t;
 	EXPECT_NE(t.find("the reserve of 15 CUs no confined slot may use (25% asked)"),
 		  std::string::npos) << t;

@@ -37,7 +37,8 @@ std::vector<LintFinding> lint_masks(const CuShape &shape,
 // that meets no lower one (it orders nothing), more kernels pending at
 // once than the GPU's task slots with mixed priorities (seed 002: eviction
 // stalls unrelated partitions), and priorities on AMD, where HIP makes no
-// CU-masked stream at one and a plain one only one level above the default. @partitions: every slot's (all zero: the whole
+// CU-masked stream at one and a plain one only one level above the
+// default. @partitions: every slot's (all zero: the whole
 // GPU); @task_slots: nv_task_slots() for NVIDIA, 0 unknown;
 // @confined_overlap_linted: lint_masks already named overlapping confined
 // partitions (AMD), so they are not named twice.

@@ -337,7 +337,7 @@ int plan_nvidia(const Options &o)
 	for (const auto &gpu : topo.gpus) {
 		gpuslot::LayoutSpec spec;
 		std::string err;
-		if (!gpuslot::layout_spec(settings, k, gpu.sm_count, &spec, &err))
+		if (!gpuslot::layout_spec(settings, k, gpu.sm_count, true, &spec, &err))
 			return usage_error(err);
 		auto p = gpuslot::plan_nv_slots(gpu, spec);
 		failed |= !p.error.empty();
@@ -433,7 +433,7 @@ int plan(const Options &o)
 		gpuslot::GpuPlan p{gpu, gpuslot::uniform_shape(gpu), walk.algorithm, {}};
 		gpuslot::LayoutSpec spec;
 		std::string err;
-		if (!gpuslot::layout_spec(settings, k, gpu.active_cus(), &spec, &err))
+		if (!gpuslot::layout_spec(settings, k, gpu.active_cus(), false, &spec, &err))
 			return usage_error(err);
 		p.plan = gpuslot::plan_slots(p.shape, walk.algorithm, spec);
 		p.plan.notes.insert(p.plan.notes.begin(), walk.notes.begin(),

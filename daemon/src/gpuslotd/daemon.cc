@@ -34,7 +34,7 @@ bool plan_layout(const GpuNode &gpu, const CuShape &shape,
 		 std::vector<std::string> *notes, std::string *error)
 {
 	LayoutSpec spec;
-	if (!layout_spec(settings, k, gpu.active_cus(), &spec, error))
+	if (!layout_spec(settings, k, gpu.active_cus(), false, &spec, error))
 		return false;
 	Plan plan = plan_slots(shape, algorithm, spec);
 	if (!plan.error.empty()) {
@@ -70,7 +70,7 @@ bool plan_nv_layout(const NvGpu &gpu, unsigned int k,
 		    ModuleLayout *out, std::vector<std::string> *notes, std::string *error)
 {
 	LayoutSpec spec;
-	if (!layout_spec(settings, k, gpu.sm_count, &spec, error))
+	if (!layout_spec(settings, k, gpu.sm_count, true, &spec, error))
 		return false;
 	NvPlan plan = plan_nv_slots(gpu, spec);
 	if (!plan.error.empty()) {

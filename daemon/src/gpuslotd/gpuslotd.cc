@@ -131,7 +131,7 @@ int check_config(const gpuslot::DaemonOptions &o)
 		// Without k or sizes the module's k stays; show k = 1.
 		const unsigned int k = s.k_or(1);
 		gpuslot::LayoutSpec spec;
-		if (!gpuslot::layout_spec(s, k, gpu.active_cus(), &spec, &error)) {
+		if (!gpuslot::layout_spec(s, k, gpu.active_cus(), false, &spec, &error)) {
 			log_line(LOG_ERR, "gpu" + std::to_string(i) + ": " + error);
 			return 1;
 		}

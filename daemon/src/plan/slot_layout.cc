@@ -19,7 +19,7 @@ std::string priorities_text(const std::vector<unsigned int> &priorities)
 }
 
 bool layout_spec(const GpuSettings &s, unsigned int k, unsigned int total,
-		 LayoutSpec *out, std::string *error)
+		 bool raise_whole_slot, LayoutSpec *out, std::string *error)
 {
 	LayoutSpec spec;
 	if (k < 1 || k > GPUSLOT_MAX_SLOTS) {
@@ -42,7 +42,7 @@ bool layout_spec(const GpuSettings &s, unsigned int k, unsigned int total,
 				 std::to_string(total) + " units";
 			return false;
 		}
-		spec.slots[0] = {true, 0, kProtectPriority};
+		spec.slots[0] = {true, 0, raise_whole_slot ? kProtectPriority : 0};
 		for (unsigned int j = 1; j < k; j++)
 			spec.slots[j] = {false, each, 0};
 		*out = std::move(spec);
@@ -143,15 +143,15 @@ void protect_notes(const LayoutSpec &spec, unsigned int total, unsigned int conf
 	else
 		notes->push_back(
 			"layout protect: slot 0 runs on the whole GPU (" + std::to_string(total) + " " +
-			unit + ") at priority " + std::to_string(spec.slots[0].priority) +
-			" (a plain HIP stream above the default: hipStreamCreateWithPriority), " +
-			others + " confined to " + std::to_string(confined_units) + " " + unit +
-			" at priority 0 (HIP makes no CU-masked stream at a priority): the command "
-			"processor serves slot 0's queue at a higher queue priority than theirs (KFD "
-			"writes it into the queue's MQD; not measured on an AMD GPU), and the reserve of " +
-			std::to_string(reserve) + " " + unit + " no confined slot may use (" +
-			std::to_string(spec.reserve_percent) +
-			"% asked) is free whenever slot 0's work arrives");
+			unit + "), " + others + " confined to " + std::to_string(confined_units) + " " +
+			unit + ", all at priority 0: HIP makes no CU-masked stream at a priority, and "
+			"slot 0's plain stream could have one (libgpuslot makes it with "
+			"hipStreamCreateWithPriority: sizes = all,... priorities = 1,0,...) but then "
+			"every client that builds slot 0's stream takes a queue of HIP's high-priority "
+			"pool, one more HQD each, and it is not measured on an AMD GPU; what protects "
+			"slot 0 here is the reserve of " + std::to_string(reserve) + " " + unit +
+			" no confined slot may use (" + std::to_string(spec.reserve_percent) +
+			"% asked)");
 	notes->push_back(
 		"layout protect, why: on the H100 (issue 32) a job of six 2048^2 matmuls beside "
 		"three processes looping 4096^2 matmuls took p99 44-48 ms at equal priority, "
@@ -163,11 +163,13 @@ void protect_notes(const LayoutSpec &spec, unsigned int total, unsigned int conf
 			 "%) is the one measured on the H100 (issue 32, docs/results-ch6.md): the "
 			 "protected camera's p99 0.82x what stream priorities gave over capacity "
 			 "(0.86x with a lock per frame); other reserves are not measured yet");
-	notes->push_back("layout protect: let the protected task hold slot 0 from its first job "
-			 "to its last (acquire once, with a mask of slot 0 only): no other task "
-			 "can take slot 0 while it is held, each job saves the round trip to the "
-			 "lock (0.2-0.6 ms a job on the H100 beside MPS), and the boost still ends "
-			 "at max_hold_ms");
+	notes->push_back("layout protect: let the protected task hold slot 0 across its jobs "
+			 "(acquire with a mask of slot 0 only, release and acquire again now and "
+			 "then at a job boundary): no other task can take slot 0 while it is held, "
+			 "each job saves the round trip to the lock (0.2-0.6 ms a job on the H100 "
+			 "beside MPS); its boost ends at max_hold_ms, and a new layout, or on the "
+			 "socket transport a restarted gpuslotd, reaches it only when it acquires "
+			 "again");
 	if (priorities_offered && task_slots)
 		notes->push_back(
 			"seed 002's bound holds: gpuslot's k = " + std::to_string(k) +

@@ -52,10 +52,13 @@ struct LayoutSpec {
 
 // The layout @settings ask for @k slots of a GPU of @total units (CUs or
 // SMs). Sizes or priorities written for another k (an admin changed k) are
-// left out with a note. protect's slot 0, on the whole GPU, has priority
-// kProtectPriority on either vendor: a plain stream can have one on AMD too.
+// left out with a note. @raise_whole_slot: protect gives slot 0, on the
+// whole GPU, priority kProtectPriority (NVIDIA); false on AMD, where a
+// plain HIP stream could have it but every client that builds slot 0's
+// stream would take a queue of HIP's high-priority pool, an HQD the budget
+// may not have (an admin can still ask: sizes = all,... priorities = 1,...).
 bool layout_spec(const GpuSettings &settings, unsigned int k, unsigned int total,
-		 LayoutSpec *out, std::string *error);
+		 bool raise_whole_slot, LayoutSpec *out, std::string *error);
 
 // AMD: every slot's partition (whole ones with an empty mask and whole =
 // true), with the planner's notes named by slot, and what the priorities

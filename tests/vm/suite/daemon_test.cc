@@ -486,9 +486,9 @@ TEST_F(Daemon, WritesTheConfigsPrioritiesAndWholeGpuSlots)
 	EXPECT_EQ(read_attr(0, "slot3/priority"), "1\n");
 }
 
-// layout = protect on AMD: slot 0 on the whole GPU at priority 1 (a plain
-// HIP stream can have it), the others one SE each at 0 (HIP has none for
-// CU-masked streams), said in the log.
+// layout = protect on AMD: slot 0 on the whole GPU, the others one SE each,
+// all at priority 0 (HIP has none for CU-masked streams, and a raised
+// slot 0 would cost every client an HQD), said in the log.
 TEST_F(Daemon, AppliesTheProtectLayout)
 {
 	write_config("[default]\nlayout = protect\nk = 4\n");
@@ -496,10 +496,10 @@ TEST_F(Daemon, AppliesTheProtectLayout)
 	ASSERT_NE(wait_notify("READY=1"), "") << log();
 	EXPECT_EQ(slot_masks(), (std::vector<long long>{-1, 0x111111111111111, 0x222222222222222,
 							0x444444444444444}));
-	EXPECT_EQ(read_attr(0, "slot0/priority"), "1\n");
+	EXPECT_EQ(read_attr(0, "slot0/priority"), "0\n");
 	EXPECT_EQ(read_attr(0, "slot1/priority"), "0\n");
-	EXPECT_NE(log().find("slot 0 runs on the whole GPU (60 CUs) at priority 1 (a plain HIP "
-			     "stream above the default"),
+	EXPECT_NE(log().find("slot 0 runs on the whole GPU (60 CUs), slots 1-3 confined to 45 CUs, "
+			     "all at priority 0"),
 		  std::string::npos) << log();
 }
 

@@ -306,10 +306,12 @@ def test_issue32_scenarios_carry_the_priority_layouts():
         Task("a", SIZES["small"], period_s=0.1, phase_s=0.1)
 
 
-def worker_jobs(tmp_path, task, suspects, duration=1.0, cmd_env=None, on_ready=None):
+def worker_jobs(tmp_path, task, suspects, duration=1.0, cmd_env=None, on_ready=None,
+                started=None):
     """Run ``task`` on a none-backend worker with ``suspects`` (and the
-    command's ``env``; ``on_ready()`` called once it is ready): its jobs and
-    garbage collections (lists of dicts) and what it said when ready."""
+    command's ``cmd_env``; ``on_ready()`` called once it is ready; the common
+    start, time.time(), appended to ``started``): its jobs and garbage
+    collections (lists of dicts) and what it said when ready."""
     import subprocess
     env = dict(os.environ, PYTHONPATH=GPU_DIR)
     p = subprocess.Popen([sys.executable, "-m", "ch6.worker", "none"], cwd=GPU_DIR, env=env,
@@ -325,7 +327,10 @@ def worker_jobs(tmp_path, task, suspects, duration=1.0, cmd_env=None, on_ready=N
         assert ready.startswith("ready ")
         if on_ready:
             on_ready()
-        p.stdin.write(f"{__import__('time').time() + 0.1}\n")
+        start = __import__('time').time() + 0.1
+        if started is not None:
+            started.append(start)
+        p.stdin.write(f"{start}\n")
         p.stdin.flush()
         assert p.stdout.readline().startswith("done ")
         p.stdin.write(json.dumps({"quit": True}) + "\n")
@@ -381,18 +386,20 @@ def test_a_task_that_holds_its_slot_keeps_it_from_its_first_job_to_its_last(tmp_
         def compete():
             with open(lock / "slot0", "w") as f:
                 fcntl.flock(f, fcntl.LOCK_EX)
-                granted.append(time.monotonic())
+                granted.append(time.time())
                 fcntl.flock(f, fcntl.LOCK_UN)
 
         competitor = threading.Thread(target=compete)
-        start = time.monotonic()
+        started = []
         task = Task("p", SIZES["small"], "lock", slots=frozenset({0}), hold=hold)
         jobs, _, info = worker_jobs(tmp_path, task, [], duration=1.0,
                                     cmd_env={"GPUSLOT_CH6_FAKE_LOCK": str(lock)},
-                                    on_ready=competitor.start)
+                                    on_ready=competitor.start, started=started)
         competitor.join(timeout=10)
         assert granted and {j["slot"] for j in jobs} == {"0"} and info["slot"] == 0
-        return granted[0] - start, jobs
+        # When, from the run's common start, the competitor got slot 0 (the
+        # jobs' release_s count from there too).
+        return granted[0] - started[0], jobs
 
     at, jobs = run(hold=True)
     assert len(jobs) >= 20
@@ -459,6 +466,18 @@ def synthetic_runs(p99s, jobs_per_s=None, misses=None, experiment="only"):
                             others_misses=(misses or {}).get(t, 0), launch_ms=1.0,
                             wait_ms=1.0, wait_cpu_ms=0.0, stall_moments=0))
     return out
+
+
+def test_throughput_counts_a_backlog_worked_off_after_the_end():
+    """A periodic competitor's jobs are its releases: over capacity they end
+    late, and its throughput is jobs over the time until the last one ends."""
+    from ch6 import compare
+    on_time = [dict(release_s=i * 0.1, response_ms=20.0) for i in range(100)]
+    assert compare.jobs_per_s(on_time, 10.0) == pytest.approx(10.0)
+    late = [dict(release_s=i * 0.1, response_ms=20.0 + i * 50.0) for i in range(100)]
+    # The last release at 9.9 s ends 4.97 s later.
+    assert compare.jobs_per_s(late, 10.0) == pytest.approx(100 / (9.9 + 4.97))
+    assert compare.jobs_per_s([], 10.0) == 0.0
 
 
 def test_the_comparison_takes_the_best_alternative_and_states_the_bar():
