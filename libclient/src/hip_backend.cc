@@ -138,8 +138,8 @@ public:
 			set->slots |= 1ULL << slot;
 			// The priority is what the layout says, read back from the
 			// stream (HIP clamps one out of range silently).
-			int got = 0;
 			if (p) {
+				int got = 0;
 				if (int e = api_.stream_priority(s, &got); e || got != -int(p)) {
 					*error = "slot " + std::to_string(slot) + "'s stream " +
 						 (e ? std::string("has no priority to read back: ") +

@@ -239,8 +239,9 @@ class _Counting:
 
 def test_a_free_slot_takes_one_call_and_a_busy_one_queues_after_it(client):
     """Issue 32: an acquire tries once first, so a free slot costs one round
-    trip to gpuslotd (acquire_start, the grant and acquire_complete cost
-    three); only when the try fails does it queue, in FIFO order."""
+    trip to gpuslotd (acquire_start, the grant's message and
+    acquire_complete cost two and a message); only when the try fails does
+    it queue, in FIFO order."""
     counting = _Counting(client._lib)
     client._lib = counting
     try:

@@ -106,7 +106,6 @@ def run_monitors(rundir, info):
     return out
 
 
-
 def jobs_per_s(jobs, duration):
     """Jobs done per second: from the start to the end of the repetition or
     of its last job, whichever is later. A periodic task is released a
@@ -117,6 +116,7 @@ def jobs_per_s(jobs, duration):
         return 0.0
     last = max(float(r["release_s"]) + float(r["response_ms"]) / 1e3 for r in jobs)
     return len(jobs) / max(float(duration), last)
+
 
 def run_rows(run_dir, jobs):
     """One summary per run (a repetition of a scenario) of issue 32's
