@@ -351,6 +351,13 @@ TEST_F(Async, TheHolderRecordNeverNamesAThreadOfAnotherProcess)
 	});
 	t.join();
 	ASSERT_EQ(err, 0);
+	// join() returns when the thread's exit clears its tid futex, before
+	// the kernel releases the task: until then its number is still its
+	// own, and the table rightly names it. Wait for the release, which
+	// takes /proc/self/task/<tid> away at the same moment.
+	const std::string task_dir = "/proc/self/task/" + std::to_string(completer);
+	ASSERT_TRUE(wait_until([&] { return access(task_dir.c_str(), F_OK) != 0; }))
+		<< task_dir << " is still there";
 	// The completing thread's process is this one, whatever thread queued.
 	auto held = only_holder();
 	ASSERT_EQ(held.size(), 6u) << domain_file("holders");
