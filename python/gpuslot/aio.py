@@ -76,14 +76,21 @@ class AsyncClient:
         c = self._sync
         if ns == 0:
             return c._acquire(0, mask, AsyncSlot)
-        # A free slot in one round trip, as Client.acquire does.
+        if timeout == math.inf:
+            timeout = None
+        loop = asyncio.get_running_loop()
+        # A free slot in one round trip, as Client.acquire does. The try
+        # (which may build a new layout's streams) counts against the
+        # timeout: the wait below ends at the same deadline, and a try
+        # that used all of it does not queue.
+        deadline = None if timeout is None else loop.time() + timeout
         try:
             return c._acquire(0, mask, AsyncSlot)
         except errors.SlotTimeout:
             pass
-        if timeout == math.inf:
-            timeout = None
-        loop = asyncio.get_running_loop()
+        if deadline is not None and loop.time() >= deadline:
+            raise errors.SlotTimeout(
+                errno.ETIMEDOUT, f"gpuslot: no slot of domain {c.domain} within {timeout} s")
         raw = _native.SlotStruct(size=ctypes.sizeof(_native.SlotStruct))
         wait = _Wait(loop)
         handle = c._begin_call()
@@ -101,7 +108,7 @@ class AsyncClient:
         loop.add_reader(fd, wait.wake)
         try:
             try:
-                async with asyncio.timeout(timeout):
+                async with asyncio.timeout_at(deadline):
                     slot = await self._granted(raw, wait)
             except TimeoutError:
                 raise errors.SlotTimeout(

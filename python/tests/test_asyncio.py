@@ -5,6 +5,7 @@ import asyncio
 import errno
 import os
 import threading
+import time
 
 import pytest
 
@@ -79,5 +80,62 @@ def test_an_async_slot_is_not_a_plain_context_manager(lock):
                 with slot:
                     pass
             await slot.release()
+
+    run(main())
+
+
+class _SlowTry:
+    """The client's library whose try (gpuslot_acquire_slot) takes
+    @seconds, as one that builds a new layout's streams may; the calls made
+    through it are counted by name."""
+
+    def __init__(self, lib, seconds):
+        self._lib, self._seconds, self.calls = lib, seconds, []
+
+    def __getattr__(self, name):
+        fn = getattr(self._lib, name)
+        if not name.startswith("gpuslot_"):
+            return fn
+
+        def counted(*args):
+            self.calls.append(name)
+            if name == "gpuslot_acquire_slot":
+                time.sleep(self._seconds)
+            return fn(*args)
+        return counted
+
+
+def test_the_first_try_counts_against_the_timeout(lock):
+    """Issue 32: AsyncClient.acquire() tries once before it queues, as
+    Client.acquire() does, and the try's time counts against the timeout:
+    a try that used all of it ends the call with ETIMEDOUT, never queued;
+    one that used part of it leaves the wait the rest."""
+    async def main():
+        async with gpuslot.AsyncClient(backend="none") as client:
+            held = await client.acquire()
+            sync = client._sync
+            slow = _SlowTry(sync._lib, 0.3)
+            sync._lib = slow
+            try:
+                with pytest.raises(gpuslot.SlotTimeout) as e:
+                    await client.acquire(timeout=0.2)
+                assert e.value.errno == errno.ETIMEDOUT
+                assert slow.calls == ["gpuslot_acquire_slot"]
+                assert client.status().waiters == ()
+                slow.calls.clear()
+                # 0.3 s of 0.5 s gone in the try: the wait gets the rest,
+                # queued through the pollable acquire, and leaves the queue.
+                loop = asyncio.get_running_loop()
+                start = loop.time()
+                with pytest.raises(gpuslot.SlotTimeout):
+                    await client.acquire(timeout=0.5)
+                assert loop.time() - start >= 0.5
+                assert slow.calls[:2] == ["gpuslot_acquire_slot", "gpuslot_acquire_start"]
+                assert "gpuslot_acquire_cancel" in slow.calls
+                assert client.status().waiters == ()
+            finally:
+                sync._lib = slow._lib
+            await held.release()
+            assert client.status().waiters == ()
 
     run(main())
