@@ -19,8 +19,8 @@ and the median of acquire + release, job by job, for either acquire.
 
 The server runs as it runs for the chapter-6 experiments: gpuslotd
 (socket transport, k = 4), holders boosted to SCHED_FIFO where it may
-(asked when this runs as root; the host may still refuse it: gpuslotd's
-log, printed at the end, says so). The client uses the none backend: no
+(asked when this runs as root; the host may still refuse it: the first
+line says whether the holder ran SCHED_FIFO). The client uses the none backend: no
 GPU stream is touched, only the lock.
 
 usage: python3 lock_cost.py GPUSLOTD_CMD [N]   (GPUSLOT_LIBRARY names
@@ -110,6 +110,10 @@ def measure(daemon_cmd, n, work):
         import gpuslot
         from gpuslot import _native
         c = gpuslot.Client(backend="none")
+        # Whether the host let gpuslotd boost the holder (the boost sets
+        # SCHED_RESET_ON_FORK, which sched_getscheduler adds).
+        with c.acquire(slots={0}):
+            boosted = (os.sched_getscheduler(0) & ~os.SCHED_RESET_ON_FORK) == os.SCHED_FIFO
         times = {"acquire": [], "acquire, queued": [], "release": [], "round trip": []}
         pairs = {"acquire": [], "acquire, queued": []}
 
@@ -138,7 +142,8 @@ def measure(daemon_cmd, n, work):
             times["round trip"] += pair_round_trips(m)
         c.close()
         print(f"lock_cost: {n} each (release {2 * n}), gpuslotd socket transport, k = 4, "
-              f"boost {'asked (root)' if os.geteuid() == 0 else 'off (not root)'}; "
+              f"boost {'asked (root)' if os.geteuid() == 0 else 'off (not root)'}, "
+              f"the holder {'ran' if boosted else 'did not run'} SCHED_FIFO; "
               "microseconds")
         print(f"{'path':18} {'p50':>8} {'p90':>8} {'p99':>8} {'max':>8}")
         for name, xs in times.items():

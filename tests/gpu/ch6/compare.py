@@ -26,7 +26,7 @@ BAR_P99 = 0.85
 BAR_THROUGHPUT = 0.9
 
 RUN_FIELDS = ["run", "rep", "experiment", "technique", "scenario", "front_stream_priority",
-              "front_slot_priority", "jobs", "p50", "p95", "p99",
+              "front_slot_priority", "front_fifo_share", "jobs", "p50", "p95", "p99",
               "mean", "misses", "competitor_jobs", "competitor_jobs_per_s", "others_jobs",
               "others_misses", "others_miss_share", "launch_ms", "launch_cpu_ms", "wait_ms",
               "wait_cpu_ms", "acquire_ms", "gc_runs", "gc_max_ms", "stall_moments",
@@ -152,6 +152,11 @@ def run_rows(run_dir, jobs):
         mon["front_stream_priority"] = front.get("slot_stream_priority",
                                                  front.get("stream_priority"))
         mon["front_slot_priority"] = front.get("slot_priority")
+        # The share of the measured jobs launched at SCHED_FIFO (the boost
+        # took; None for a run recorded before the column).
+        fifo = [_num(r.get("sched_fifo")) for r in mine]
+        fifo = [x for x in fifo if x is not None]
+        mon["front_fifo_share"] = round(sum(fifo) / len(fifo), 3) if fifo else None
         steal_times = mon.pop("_steal_times", [])
         moments = stall_moments(rows)
         near = lambda ts, t, w: any(abs(x - t) <= w for x in ts)  # noqa: E731

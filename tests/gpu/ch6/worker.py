@@ -23,8 +23,9 @@ Where a job's time went (issue 32), per job: acquire_ms (waiting for the
 lock), launch_ms and launch_cpu_ms (wall and CPU time of queueing the job's
 kernels: the launch returns), wait_ms and wait_cpu_ms (waiting for the GPU
 to finish them), release_ms, gpu_ms (between CUDA events around the job),
-gc_ms (Python's garbage collector), cpu_ms (the thread's CPU time) and
-preempted (involuntary context switches). The wait is a blocking sync (the
+gc_ms (Python's garbage collector), cpu_ms (the thread's CPU time),
+preempted (involuntary context switches) and sched_fifo (1 if the thread
+ran SCHED_FIFO as it launched: gpuslot's boost took). The wait is a blocking sync (the
 CUDA events are made with cudaEventBlockingSync and the primary context
 with CU_CTX_SCHED_BLOCKING_SYNC, before PyTorch makes it): the thread
 sleeps until the GPU is done, so CPU time is CPU work and wait_cpu_ms stays
@@ -65,7 +66,8 @@ NONE_JOB_MS = {"small": 2.0, "medium": 5.0, "large": 10.0, "camera": 8.0}
 NONE_LAUNCH_MS = 0.2
 WARMUP_JOBS = 5
 JOB_FIELDS = ["release_s", "response_ms", "slot", "acquire_ms", "launch_ms", "launch_cpu_ms",
-              "wait_ms", "wait_cpu_ms", "release_ms", "gpu_ms", "gc_ms", "cpu_ms", "preempted"]
+              "wait_ms", "wait_cpu_ms", "release_ms", "gpu_ms", "gc_ms", "cpu_ms", "preempted",
+              "sched_fifo"]
 GC_FIELDS = ["t_s", "generation", "ms", "collected"]
 CU_CTX_SCHED_BLOCKING_SYNC = 0x04
 
@@ -312,9 +314,14 @@ def sleep_until(t, poll):
 
 def one_job(task, job, client):
     """Run a job: (slot, acquire, launch, launch CPU, wait, wait CPU,
-    release) in ms; slot -1 without the lock."""
+    release) in ms, and whether the thread ran SCHED_FIFO as it launched
+    (gpuslot's boost, where the host allowed it: a host may refuse
+    gpuslotd SCHED_FIFO, and then the hold is unboosted); slot -1 without
+    the lock."""
     t0 = time.perf_counter()
     slot = client.acquire(slots=task.slots) if client is not None else None
+    # (The boost sets SCHED_RESET_ON_FORK, which sched_getscheduler adds.)
+    fifo = int((os.sched_getscheduler(0) & ~os.SCHED_RESET_ON_FORK) == os.SCHED_FIFO)
     t1, c1 = time.perf_counter(), time.thread_time()
     try:
         job.launch(slot)
@@ -327,7 +334,7 @@ def one_job(task, job, client):
             slot.release(sync=False)
     t4 = time.perf_counter()
     return (slot.index if slot is not None else -1, (t1 - t0) * 1e3, (t2 - t1) * 1e3,
-            (c2 - c1) * 1e3, (t3 - t2) * 1e3, (c3 - c2) * 1e3, (t4 - t3) * 1e3)
+            (c2 - c1) * 1e3, (t3 - t2) * 1e3, (c3 - c2) * 1e3, (t4 - t3) * 1e3, fifo)
 
 
 class HeldClient:
@@ -418,14 +425,14 @@ def run_task(cmd, backend, networks, gclog, say, read_line):
                 release = time.monotonic()
             in_gc, cpu = gclog.total, time.thread_time()
             switches = resource.getrusage(resource.RUSAGE_THREAD).ru_nivcsw
-            slot, acq, launch, launch_cpu, wait, wait_cpu, rel = one_job(task, job, client)
+            slot, acq, launch, launch_cpu, wait, wait_cpu, rel, fifo = one_job(task, job, client)
             done = time.monotonic()
             rows.append((round(release - t0, 6), round((done - release) * 1e3, 4), slot,
                          round(acq, 4), round(launch, 4), round(launch_cpu, 4), round(wait, 4),
                          round(wait_cpu, 4), round(rel, 4), round(job.gpu_ms(), 4),
                          round((gclog.total - in_gc) * 1e3, 3),
                          round((time.thread_time() - cpu) * 1e3, 3),
-                         resource.getrusage(resource.RUSAGE_THREAD).ru_nivcsw - switches))
+                         resource.getrusage(resource.RUSAGE_THREAD).ru_nivcsw - switches, fifo))
             if task.period_s:
                 release += task.period_s
         gcs = [(round(t - base, 6), g, round(ms, 3), n) for t, g, ms, n in gclog.events[first_gc:]]

@@ -157,6 +157,56 @@ def test_scenarios_run_and_report_with_the_none_backend(tmp_path):
     assert "A slot 0  30 CUs" in sections["6.1: small/k=2 partitions"]
 
 
+def fifo_allowed_here():
+    """Whether this process may run a thread at SCHED_FIFO (gpuslotd, run
+    by the tests as the same user, boosts holders only where it may)."""
+    import threading
+    ok = []
+
+    def probe():
+        try:
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+        except OSError:
+            return
+        ok.append(True)
+        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+
+    t = threading.Thread(target=probe)
+    t.start()
+    t.join()
+    return bool(ok)
+
+
+def test_each_job_records_whether_the_boost_took(tmp_path):
+    """Issue 32: a job records whether its thread ran SCHED_FIFO as it
+    launched (gpuslot's boost, which a host may refuse), and runs.csv the
+    share of the measured task's jobs that did. A task that locks per job
+    is boosted in every job; one that holds its slot (Task.hold) only until
+    the hold passes max_hold_ms (500 ms here); one that does not lock
+    never."""
+    daemon = gpuslotd_of_this_build()
+    small = SIZES["small"]
+    tasks = (Task("held", small, "lock", slots=frozenset({0}), hold=True, measured=True),
+             Task("per-job", small, "lock", slots=frozenset({1})),
+             Task("free", small, "unmanaged"))
+    runner.run_all([scenarios.Scenario("boost", "held", scenarios.Layout(2), tasks,
+                                       technique="gpuslot-prio-held")],
+                   "none", 1.5, str(tmp_path), daemon)
+    rows = report.read_jobs(str(tmp_path / "jobs.csv"))
+    jobs = {}
+    for r in rows:
+        jobs.setdefault(r["task"], []).append(r["sched_fifo"])
+    assert set(jobs) == {"held", "per-job", "free"}
+    boosted = "1" if fifo_allowed_here() else "0"
+    assert set(jobs["per-job"]) == {boosted}
+    assert set(jobs["free"]) == {"0"}
+    # The held task's boost ended at max_hold_ms, its hold did not.
+    assert jobs["held"][-1] == "0"
+    from ch6 import compare
+    run = compare.run_rows(str(tmp_path), rows)[0]
+    assert run["front_fifo_share"] == round(jobs["held"].count("1") / len(jobs["held"]), 3)
+
+
 def test_busy_time_is_the_union_of_gpu_activity(tmp_path):
     events = [
         {"ph": "X", "cat": "kernel", "name": "a", "ts": 100.0, "dur": 10.0},
