@@ -404,10 +404,14 @@ def test_a_job_records_its_launch_and_its_wait_apart(tmp_path):
     for j in jobs:
         assert list(j) == ["release_s"] + worker.JOB_FIELDS[1:]
         launch, wait = float(j["launch_ms"]), float(j["wait_ms"])
-        # The stand-in launch is 0.2 ms of CPU work; its GPU 2 ms asleep.
-        assert 0.2 <= launch and float(j["launch_cpu_ms"]) >= 0.1
+        # The stand-in launch is 0.2 ms of busy loop; its GPU 2 ms asleep.
+        assert 0.2 <= launch
         assert wait >= 2.0
         assert float(j["response_ms"]) >= launch + wait
+    # The busy loop is CPU time, unless the thread was preempted in it (one
+    # job in a busy host may be): the median job's.
+    launch_cpu = sorted(float(j["launch_cpu_ms"]) for j in jobs)
+    assert launch_cpu[len(launch_cpu) // 2] >= 0.1
     # A blocking wait costs next to no CPU; a spinning one all of it.
     quiet = sorted(float(j["wait_cpu_ms"]) for j in jobs)
     assert quiet[len(quiet) // 2] < 0.5
