@@ -5,11 +5,11 @@ import asyncio
 import errno
 import os
 import threading
-import time
 
 import pytest
 
 import gpuslot
+from libcalls import CountingLib
 
 
 def run(coro):
@@ -84,27 +84,6 @@ def test_an_async_slot_is_not_a_plain_context_manager(lock):
     run(main())
 
 
-class _SlowTry:
-    """The client's library whose try (gpuslot_acquire_slot) takes
-    @seconds, as one that builds a new layout's streams may; the calls made
-    through it are counted by name."""
-
-    def __init__(self, lib, seconds):
-        self._lib, self._seconds, self.calls = lib, seconds, []
-
-    def __getattr__(self, name):
-        fn = getattr(self._lib, name)
-        if not name.startswith("gpuslot_"):
-            return fn
-
-        def counted(*args):
-            self.calls.append(name)
-            if name == "gpuslot_acquire_slot":
-                time.sleep(self._seconds)
-            return fn(*args)
-        return counted
-
-
 def test_the_first_try_counts_against_the_timeout(lock):
     """Issue 32: AsyncClient.acquire() tries once before it queues, as
     Client.acquire() does, and the try's time counts against the timeout:
@@ -114,7 +93,7 @@ def test_the_first_try_counts_against_the_timeout(lock):
         async with gpuslot.AsyncClient(backend="none") as client:
             held = await client.acquire()
             sync = client._sync
-            slow = _SlowTry(sync._lib, 0.3)
+            slow = CountingLib(sync._lib, delays={"gpuslot_acquire_slot": 0.3})
             sync._lib = slow
             try:
                 with pytest.raises(gpuslot.SlotTimeout) as e:

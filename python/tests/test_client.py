@@ -12,6 +12,7 @@ import time
 import pytest
 
 import gpuslot
+from libcalls import CountingLib
 
 
 def my_holds(status):
@@ -220,29 +221,12 @@ def test_the_library_is_the_one_this_package_was_written_for(lock):
     assert gpuslot.library_version()[0] == 1
 
 
-class _Counting:
-    """The client's library, counting the calls made through it by name."""
-
-    def __init__(self, lib):
-        self._lib, self.calls = lib, []
-
-    def __getattr__(self, name):
-        fn = getattr(self._lib, name)
-        if not name.startswith("gpuslot_"):
-            return fn
-
-        def counted(*args):
-            self.calls.append(name)
-            return fn(*args)
-        return counted
-
-
 def test_a_free_slot_takes_one_call_and_a_busy_one_queues_after_it(client):
     """Issue 32: an acquire tries once first, so a free slot costs one round
     trip to gpuslotd (acquire_start, the grant's message and
     acquire_complete cost two and a message); only when the try fails does
     it queue, in FIFO order."""
-    counting = _Counting(client._lib)
+    counting = CountingLib(client._lib)
     client._lib = counting
     try:
         with client.acquire(timeout=5) as s:
