@@ -55,9 +55,10 @@ def pick_scenarios(a, wanted, calibration, notes):
     techniques = tuple(a.techniques.split(",")) if a.techniques else \
         tuple(scenarios.TECHNIQUES)
     for t in techniques:
-        if t not in scenarios.TECHNIQUES:
-            raise SystemExit(f"ch6: unknown technique {t!r}: one of "
-                             f"{', '.join(scenarios.TECHNIQUES)}")
+        try:
+            scenarios.parse_technique(t)
+        except ValueError as e:
+            raise SystemExit(f"ch6: {e}") from None
     picked = []
     for e in wanted:
         if e == "camera-18":
@@ -128,7 +129,10 @@ def main(argv):
                    f"{','.join(runner.DEFAULT_SUSPECTS)}: the monitors)")
     r.add_argument("--techniques", default="",
                    help="issue 32's experiments: only these, comma-separated, of " +
-                   ", ".join(scenarios.TECHNIQUES))
+                   ", ".join(scenarios.TECHNIQUES) + "; " + " and ".join(
+                       scenarios.RESERVE_LAYOUTS) + " also with another reserve than "
+                   f"{scenarios.DEFAULT_RESERVE} %%, e.g. gpuslot-prio-held@10 (slot 0 "
+                   "alone on 10 %% of the SMs)")
     r.add_argument("--out", required=True)
     r.add_argument("--dry-run", action="store_true",
                    help="the whole schedule on the CPU: none backend, a flock lock in "

@@ -217,8 +217,8 @@ def technique_rows(runs, experiment_order=()):
     out = []
     by = collections.OrderedDict()
     for r in sorted(runs, key=lambda r: (order.index(r["experiment"]) if r["experiment"] in
-                                         order else len(order), r["experiment"], list(scenarios.TECHNIQUES).index(
-            r["technique"]) if r["technique"] in scenarios.TECHNIQUES else 99)):
+                                         order else len(order), r["experiment"],
+                                         scenarios.technique_order(r["technique"]))):
         by.setdefault((r["experiment"], r["technique"]), []).append(r)
     experiments = list(dict.fromkeys(e for e, _ in by))
     for e in experiments:
@@ -257,7 +257,7 @@ def technique_rows(runs, experiment_order=()):
                     row["competitor_jobs_per_s"] / ref, 3) if ref else ""
                 row["others_misses_priority"] = statistics.median(
                     r["others_misses"] for r in prio)
-            if t in scenarios.PRIORITY_LAYOUTS or t == "hybrid":
+            if t == "hybrid" or scenarios.is_priority_layout(t):
                 row["bar"] = bar(row, under)
             out.append(row)
     return out

@@ -210,6 +210,53 @@ TECHNIQUES = {
 # gpuslot's priority layouts against the best of them.
 ALTERNATIVES = ("unmanaged", "stream-priority", "mps")
 PRIORITY_LAYOUTS = ("gpuslot-prio-reserve", "gpuslot-prio-held", "gpuslot-prio-whole")
+# The layouts with a reserve take another one as a suffix, for a sweep:
+# "gpuslot-prio-held@10" leaves 10 % of the SMs to slot 0 alone (the
+# competitors' three slots 30 % each). The reserve leaves the three slots
+# equal whole percents of at least 10.
+RESERVE_LAYOUTS = ("gpuslot-prio-reserve", "gpuslot-prio-held")
+DEFAULT_RESERVE = 25
+RESERVES = tuple(r for r in range(1, 71) if (100 - r) % 3 == 0)
+
+
+def parse_technique(technique):
+    """A technique's name as (the technique of TECHNIQUES, the reserve in
+    percent of the SMs, None where it has none); ValueError says what is
+    wrong with a name."""
+    base, at, reserve = technique.partition("@")
+    if base not in TECHNIQUES:
+        raise ValueError(f"unknown technique {technique!r}: one of {', '.join(TECHNIQUES)}, "
+                         f"or {' or '.join(RESERVE_LAYOUTS)} with @RESERVE")
+    if not at:
+        return base, DEFAULT_RESERVE if base in RESERVE_LAYOUTS else None
+    if base not in RESERVE_LAYOUTS:
+        raise ValueError(f"technique {technique!r}: only {' and '.join(RESERVE_LAYOUTS)} "
+                         "take a reserve (@PERCENT)")
+    if not reserve.isdigit() or int(reserve) not in RESERVES:
+        raise ValueError(f"technique {technique!r}: the reserve is a percent of the SMs that "
+                         "leaves the competitors' three slots equal whole percents of at least "
+                         f"10: one of {RESERVES[0]}, {RESERVES[1]}, ... {RESERVES[-1]} "
+                         "(100 - reserve divisible by 3)")
+    return base, int(reserve)
+
+
+def is_priority_layout(technique):
+    """Whether a technique's name is one of gpuslot's priority layouts
+    (with any reserve); False for a name that is no technique."""
+    try:
+        return parse_technique(technique)[0] in PRIORITY_LAYOUTS
+    except ValueError:
+        return False
+
+
+def technique_order(technique):
+    """Where a technique's rows go in a table: TECHNIQUES' order, a
+    technique's reserves in increasing order after it; unknown names last."""
+    try:
+        base, reserve = parse_technique(technique)
+    except ValueError:
+        return (len(TECHNIQUES), 0)
+    return (list(TECHNIQUES).index(base), reserve or 0)
 HIGH_STREAM_PRIORITY = -5   # CUDA: lower is more urgent (the H100's range is -5..0)
 HIGH_SLOT_PRIORITY = 5      # gpuslot: more is more urgent (stream at least - 5)
 
@@ -221,7 +268,8 @@ def protection(experiment, front, competitors, techniques=tuple(TECHNIQUES),
     (``competitors(technique, slots, stream_priority, mps_percent)``, a tuple of
     Tasks) by each of ``techniques``. Each scenario's name is its technique."""
     out = []
-    for t in techniques:
+    for name in techniques:
+        t, reserve = parse_technique(name)
         if t == "alone":
             out.append(Scenario(experiment, t, None, (front("unmanaged", None, 0),),
                                 technique=t))
@@ -244,21 +292,20 @@ def protection(experiment, front, competitors, techniques=tuple(TECHNIQUES),
                                 competitors("lock", frozenset(range(1, n + 1)), 0, 0),
                                 technique=t))
         elif t in PRIORITY_LAYOUTS:
-            sizes = ("all",) * 4 if t == "gpuslot-prio-whole" else ("all", 25, 25, 25)
+            sizes = ("all",) * 4 if t == "gpuslot-prio-whole" else \
+                ("all",) + ((100 - reserve) // 3,) * 3
             layout = Layout(4, sizes, (HIGH_SLOT_PRIORITY, 0, 0, 0))
             first = front("lock", frozenset({0}), 0)
             if t == "gpuslot-prio-held":
                 first = dataclasses.replace(first, hold=True)
-            out.append(Scenario(experiment, t, layout, (first,) +
+            out.append(Scenario(experiment, name, layout, (first,) +
                                 competitors("lock", frozenset({1, 2, 3}), 0, 0),
-                                technique=t))
+                                technique=name))
         elif t == "hybrid":
             out.append(Scenario(experiment, t, Layout(2),
                                 (front("priority", None, HIGH_STREAM_PRIORITY),) +
                                 competitors("lock", None, 0, 0),
                                 whole_gpu_slots=True, technique=t))
-        else:
-            raise ValueError(f"unknown technique {t!r}: one of {', '.join(TECHNIQUES)}")
     return out
 
 

@@ -356,6 +356,42 @@ def test_issue32_scenarios_carry_the_priority_layouts():
         Task("a", SIZES["small"], period_s=0.1, phase_s=0.1)
 
 
+def test_a_reserve_sweep_names_its_layouts_and_refuses_what_it_cannot_plan():
+    """Issue 32's reserve sweep: the layouts with a reserve take another
+    one as "@PERCENT"; the competitors' three slots share the rest equally;
+    the report orders and judges them as the priority layouts they are."""
+    picked = scenarios.only(techniques=("stream-priority", "gpuslot-prio-held@10",
+                                        "gpuslot-prio-reserve@40", "gpuslot-prio-reserve"))
+    by = {s.name: s for s in picked}
+    assert by["gpuslot-prio-held@10"].layout.config() == (
+        "[default]\nk = 4\nsizes = all,30%,30%,30%\npriorities = 5,0,0,0\n")
+    assert by["gpuslot-prio-held@10"].tasks[0].hold
+    assert by["gpuslot-prio-held@10"].technique == "gpuslot-prio-held@10"
+    assert by["gpuslot-prio-reserve@40"].layout.percents == ("all", 20, 20, 20)
+    assert by["gpuslot-prio-reserve"].layout.percents == ("all", 25, 25, 25)
+    assert not any(t.hold for t in by["gpuslot-prio-reserve@40"].tasks)
+    for bad, said in (("gpuslot-prio-whole@10", "only gpuslot-prio-reserve and gpuslot-prio-held"),
+                      ("mps@10", "take a reserve"), ("gpuslot-prio-held@11", "divisible by 3"),
+                      ("gpuslot-prio-held@73", "at least 10"), ("gpuslot-prio-held@", "one of"),
+                      ("gpuslot-prio-held@-2", "one of"), ("prio-held", "unknown technique")):
+        with pytest.raises(ValueError, match=said):
+            scenarios.only(techniques=(bad,))
+    with pytest.raises(SystemExit, match="divisible by 3"):
+        ch6_main.main(["run", "--out", "/nonexistent", "--dry-run", "--plan",
+                       "--techniques", "gpuslot-prio-reserve@11"])
+    assert sorted(["gpuslot-prio-held", "gpuslot-prio-reserve@40", "hybrid", "mps",
+                   "gpuslot-prio-reserve@10", "gpuslot-prio-reserve", "nonsense"],
+                  key=scenarios.technique_order) == [
+        "mps", "gpuslot-prio-reserve@10", "gpuslot-prio-reserve", "gpuslot-prio-reserve@40",
+        "gpuslot-prio-held", "hybrid", "nonsense"]
+    pytest.importorskip("numpy")
+    rows = {r["technique"]: r for r in compare.technique_rows(synthetic_runs(
+        {"stream-priority": [8, 9, 8.5], "gpuslot-prio-held@10": [6, 6.5, 7]}))}
+    held = rows["gpuslot-prio-held@10"]
+    assert held["p99_vs_best"] == pytest.approx(6.5 / 8.5, abs=1e-3)
+    assert held["bar"].startswith("p99 0.77x best (met <= 0.85)")
+
+
 def worker_jobs(tmp_path, task, suspects, duration=1.0, cmd_env=None, on_ready=None,
                 started=None):
     """Run ``task`` on a none-backend worker with ``suspects`` (and the
