@@ -89,8 +89,7 @@ class AsyncClient:
         except errors.SlotTimeout:
             pass
         if deadline is not None and loop.time() >= deadline:
-            raise errors.SlotTimeout(
-                errno.ETIMEDOUT, f"gpuslot: no slot of domain {c.domain} within {timeout} s")
+            raise c._timed_out(ns)
         raw = _native.SlotStruct(size=ctypes.sizeof(_native.SlotStruct))
         wait = _Wait(loop)
         handle = c._begin_call()
@@ -111,9 +110,7 @@ class AsyncClient:
                 async with asyncio.timeout_at(deadline):
                     slot = await self._granted(raw, wait)
             except TimeoutError:
-                raise errors.SlotTimeout(
-                    errno.ETIMEDOUT, f"gpuslot: no slot of domain {c.domain} within "
-                                     f"{timeout} s") from None
+                raise c._timed_out(ns) from None
             done = True
             return slot
         finally:

@@ -318,22 +318,32 @@ class Client:
             # socket transport), and exactly when a waiting acquire would
             # get it at once: a slot is free only while no queued waiter
             # accepts it. The try (which may build a new layout's streams)
-            # counts against the timeout.
+            # counts against the timeout: the wait gets what is left, and a
+            # try that used all of it does not queue.
             start = time.monotonic()
             result = self._lib.gpuslot_acquire_slot(handle, 0, mask, ctypes.byref(raw))
             if timeout == 0 or result != -errno.EAGAIN:
                 errors.check(result, "gpuslot_acquire_slot")
             else:
+                left = timeout
                 if timeout != _native.WAIT_FOREVER:
-                    timeout = max(1, timeout - int((time.monotonic() - start) * 1e9))
-                self._wait_for_grant(handle, timeout, mask, raw)
+                    left = timeout - int((time.monotonic() - start) * 1e9)
+                    if left <= 0:
+                        raise self._timed_out(timeout)
+                self._wait_for_grant(handle, left, mask, raw, timeout)
             return self._hand_out(make_slot(self, raw))
         finally:
             self._end_call()
 
-    def _wait_for_grant(self, handle, timeout, mask, raw):
+    def _timed_out(self, timeout):
+        return errors.SlotTimeout(errno.ETIMEDOUT, f"gpuslot: no slot of domain {self.domain} "
+                                                   f"within {timeout / 1e9} s")
+
+    def _wait_for_grant(self, handle, timeout, mask, raw, whole=None):
         """Queue (libgpuslot's pollable acquire) and wait for the grant, or
-        for close(), which the library's sleeping acquire could not see."""
+        for close(), which the library's sleeping acquire could not see;
+        ``timeout`` ns, what is left of the caller's ``whole`` timeout (the
+        one a timeout's message names)."""
         lib = self._lib
         errors.check(lib.gpuslot_acquire_start(handle, mask, ctypes.byref(raw)),
                      "gpuslot_acquire_start")
@@ -363,9 +373,7 @@ class Client:
                     return
                 # EAGAIN: still queued (a new layout queued it again).
                 if deadline is not None and time.monotonic() >= deadline:
-                    raise errors.SlotTimeout(
-                        errno.ETIMEDOUT, f"gpuslot: no slot of domain {self.domain} within "
-                                         f"{timeout / 1e9} s")
+                    raise self._timed_out(timeout if whole is None else whole)
         finally:
             if not granted:
                 # Leave the queue, or give back a grant not taken; nothing

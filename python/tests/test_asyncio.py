@@ -84,11 +84,21 @@ def test_an_async_slot_is_not_a_plain_context_manager(lock):
     run(main())
 
 
-def test_the_first_try_counts_against_the_timeout(lock):
+def test_the_first_try_counts_against_the_timeout(lock, monkeypatch):
     """Issue 32: AsyncClient.acquire() tries once before it queues, as
     Client.acquire() does, and the try's time counts against the timeout:
     a try that used all of it ends the call with ETIMEDOUT, never queued;
-    one that used part of it leaves the wait the rest."""
+    one that used part of it leaves the wait the rest (the wait's deadline
+    is the one taken before the try)."""
+    deadlines = []
+    timeout_at = asyncio.timeout_at
+
+    def recorded(when):
+        deadlines.append(when)
+        return timeout_at(when)
+
+    monkeypatch.setattr(asyncio, "timeout_at", recorded)
+
     async def main():
         async with gpuslot.AsyncClient(backend="none") as client:
             held = await client.acquire()
@@ -99,18 +109,22 @@ def test_the_first_try_counts_against_the_timeout(lock):
                 with pytest.raises(gpuslot.SlotTimeout) as e:
                     await client.acquire(timeout=0.2)
                 assert e.value.errno == errno.ETIMEDOUT
+                assert "within 0.2 s" in str(e.value)
                 assert slow.calls == ["gpuslot_acquire_slot"]
+                assert deadlines == []
                 assert client.status().waiters == ()
                 slow.calls.clear()
-                # 0.3 s of 0.5 s gone in the try: the wait gets the rest,
-                # queued through the pollable acquire, and leaves the queue.
+                # 0.3 s of 1 s gone in the try: the wait ends 1 s from the
+                # call, not 1 s from the try's end (1.3 s), queued through
+                # the pollable acquire; it leaves the queue.
                 loop = asyncio.get_running_loop()
                 start = loop.time()
-                with pytest.raises(gpuslot.SlotTimeout):
-                    await client.acquire(timeout=0.5)
-                assert loop.time() - start >= 0.5
+                with pytest.raises(gpuslot.SlotTimeout) as e:
+                    await client.acquire(timeout=1.0)
+                assert "within 1.0 s" in str(e.value)
                 assert slow.calls[:2] == ["gpuslot_acquire_slot", "gpuslot_acquire_start"]
                 assert "gpuslot_acquire_cancel" in slow.calls
+                assert len(deadlines) == 1 and deadlines[0] - start < 1.0 + 0.15
                 assert client.status().waiters == ()
             finally:
                 sync._lib = slow._lib

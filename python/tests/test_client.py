@@ -250,3 +250,31 @@ def test_a_free_slot_takes_one_call_and_a_busy_one_queues_after_it(client):
         assert "gpuslot_acquire_complete" in acquires
     finally:
         client._lib = counting._lib
+
+
+def test_a_try_that_used_the_whole_timeout_does_not_queue(client):
+    """Issue 32: the try that Client.acquire() makes first counts against
+    the timeout; one that used all of it ends the call with ETIMEDOUT, as
+    AsyncClient.acquire() does, without queuing."""
+    holder = client.acquire()
+    slow = CountingLib(client._lib, delays={"gpuslot_acquire_slot": 0.3})
+    client._lib = slow
+    raised = []
+
+    def late():
+        try:
+            client.acquire(timeout=0.2)
+        except gpuslot.SlotTimeout as e:
+            raised.append(e)
+
+    try:
+        t = threading.Thread(target=late)
+        t.start()
+        t.join(timeout=10)
+    finally:
+        client._lib = slow._lib
+    assert raised and raised[0].errno == errno.ETIMEDOUT
+    assert "within 0.2 s" in str(raised[0])
+    assert slow.calls == ["gpuslot_acquire_slot"]
+    assert client.status().waiters == ()
+    holder.release()
