@@ -131,8 +131,10 @@ def main(argv):
                    help="issue 32's experiments: only these, comma-separated, of " +
                    ", ".join(scenarios.TECHNIQUES) + "; " + " and ".join(
                        scenarios.RESERVE_LAYOUTS) + " also with another reserve than "
-                   f"{scenarios.DEFAULT_RESERVE} %%, e.g. gpuslot-prio-held@10 (slot 0 "
-                   "alone on 10 %% of the SMs)")
+                   f"{scenarios.DEFAULT_RESERVE} %% ({scenarios.RESERVES[0]} to "
+                   f"{scenarios.RESERVES[-1]}, 100 - reserve divisible by 3), e.g. "
+                   "gpuslot-prio-held@10 (slot 0 alone on 10 %% of the SMs, as asked of the "
+                   "planner: run.log shows the SMs it gave)")
     r.add_argument("--out", required=True)
     r.add_argument("--dry-run", action="store_true",
                    help="the whole schedule on the CPU: none backend, a flock lock in "

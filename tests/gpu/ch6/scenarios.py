@@ -3,6 +3,7 @@
 the tasks that run at once under it."""
 
 import dataclasses
+import re
 
 from .tasks import SIZES, Task
 
@@ -212,11 +213,12 @@ ALTERNATIVES = ("unmanaged", "stream-priority", "mps")
 PRIORITY_LAYOUTS = ("gpuslot-prio-reserve", "gpuslot-prio-held", "gpuslot-prio-whole")
 # The layouts with a reserve take another one as a suffix, for a sweep:
 # "gpuslot-prio-held@10" leaves 10 % of the SMs to slot 0 alone (the
-# competitors' three slots 30 % each). The reserve leaves the three slots
-# equal whole percents of at least 10.
+# competitors' three slots 30 % each). A reserve is at least 10 % (the
+# planner rounds each slot to whole SM groups: a few per cent may round to
+# nothing) and leaves the three slots equal whole percents of at least 10.
 RESERVE_LAYOUTS = ("gpuslot-prio-reserve", "gpuslot-prio-held")
 DEFAULT_RESERVE = 25
-RESERVES = tuple(r for r in range(1, 71) if (100 - r) % 3 == 0)
+RESERVES = tuple(r for r in range(10, 71) if (100 - r) % 3 == 0)
 
 
 def parse_technique(technique):
@@ -232,11 +234,14 @@ def parse_technique(technique):
     if base not in RESERVE_LAYOUTS:
         raise ValueError(f"technique {technique!r}: only {' and '.join(RESERVE_LAYOUTS)} "
                          "take a reserve (@PERCENT)")
-    if not reserve.isdigit() or int(reserve) not in RESERVES:
-        raise ValueError(f"technique {technique!r}: the reserve is a percent of the SMs that "
-                         "leaves the competitors' three slots equal whole percents of at least "
-                         f"10: one of {RESERVES[0]}, {RESERVES[1]}, ... {RESERVES[-1]} "
+    if not re.fullmatch(r"[1-9][0-9]", reserve) or int(reserve) not in RESERVES:
+        raise ValueError(f"technique {technique!r}: the reserve is a percent of the SMs from "
+                         f"{RESERVES[0]} to {RESERVES[-1]} that leaves the competitors' three "
+                         f"slots equal whole percents: one of {', '.join(map(str, RESERVES))} "
                          "(100 - reserve divisible by 3)")
+    if int(reserve) == DEFAULT_RESERVE:
+        raise ValueError(f"technique {technique!r}: {DEFAULT_RESERVE} % is {base}'s own "
+                         f"reserve: name it {base}")
     return base, int(reserve)
 
 
@@ -306,6 +311,8 @@ def protection(experiment, front, competitors, techniques=tuple(TECHNIQUES),
                                 (front("priority", None, HIGH_STREAM_PRIORITY),) +
                                 competitors("lock", None, 0, 0),
                                 whole_gpu_slots=True, technique=t))
+        else:
+            raise ValueError(f"technique {t!r} has no scenario here")
     return out
 
 

@@ -320,6 +320,7 @@ def one_job(task, job, client):
     the lock."""
     t0 = time.perf_counter()
     slot = client.acquire(slots=task.slots) if client is not None else None
+    acquired = time.perf_counter()
     # (The boost sets SCHED_RESET_ON_FORK, which sched_getscheduler adds.)
     fifo = int((os.sched_getscheduler(0) & ~os.SCHED_RESET_ON_FORK) == os.SCHED_FIFO)
     t1, c1 = time.perf_counter(), time.thread_time()
@@ -333,7 +334,7 @@ def one_job(task, job, client):
             # The GPU work is done (waited for above): no second wait.
             slot.release(sync=False)
     t4 = time.perf_counter()
-    return (slot.index if slot is not None else -1, (t1 - t0) * 1e3, (t2 - t1) * 1e3,
+    return (slot.index if slot is not None else -1, (acquired - t0) * 1e3, (t2 - t1) * 1e3,
             (c2 - c1) * 1e3, (t3 - t2) * 1e3, (c3 - c2) * 1e3, (t4 - t3) * 1e3, fifo)
 
 
