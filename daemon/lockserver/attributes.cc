@@ -10,9 +10,7 @@
 #include "server_state.hpp"
 
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <bit>
@@ -283,12 +281,8 @@ int LockServer::debug_table(const Domain &d, const std::string &table, std::stri
 			// or thread that is gone is 0, so that a number the kernel has
 			// given to another task never names it. The process is vouched
 			// for by its pidfd, the thread by tgkill() within it.
-			const int pidfd = pidfd_for(*c, c->holder_pid);
-			const bool process = pidfd >= 0 &&
-					     !syscall(SYS_pidfd_send_signal, pidfd, 0, nullptr, 0);
-			const bool thread = process && !(syscall(SYS_tgkill, c->holder_pid,
-								 c->holder_tid, 0) &&
-							 errno == ESRCH);
+			const bool process = pidfd_alive(pidfd_for(*c, c->holder_pid));
+			const bool thread = process && thread_in_group(c->holder_pid, c->holder_tid);
 			t += std::to_string(slot) + " " + std::to_string(process ? c->holder_pid : 0) +
 			     " " + std::to_string(thread ? c->holder_tid : 0) + " " +
 			     (process ? task_name(c->holder_pid, thread ? c->holder_tid : c->holder_pid)

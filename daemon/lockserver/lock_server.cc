@@ -99,11 +99,6 @@ Creds creds_of(const std::string &pid)
 
 constexpr unsigned int kCapSysNice = 23;
 
-bool pidfd_alive(int pidfd)
-{
-	return pidfd >= 0 && syscall(SYS_pidfd_send_signal, pidfd, 0, nullptr, 0) == 0;
-}
-
 // The start time of process @pid (clock ticks after boot, /proc/<pid>/stat
 // field 22): with the pid, who a process is across pid reuse. 0 if gone.
 uint64_t proc_start_time(pid_t pid)
@@ -187,14 +182,11 @@ constexpr uint64_t kResetOnFork = 0x01; // SCHED_FLAG_RESET_ON_FORK
 
 // @tid is a thread of the process @pidfd stands for, now: the pidfd says
 // the process is the one that connected (its pid not reused), and
-// tgkill(pid, tid, 0) finds @tid only in that thread group (EPERM: found,
-// but not ours to signal). Two syscalls, no walk of /proc: this runs at
-// every boost and restore, on the handoff's path.
+// thread_in_group() that @tid is one of its threads. Two syscalls, no walk
+// of /proc: this runs at every boost and restore, on the handoff's path.
 bool thread_of(const task_struct *p)
 {
-	if (syscall(SYS_pidfd_send_signal, p->pidfd, 0, nullptr, 0))
-		return false;
-	return syscall(SYS_tgkill, p->pid, p->tid, 0) == 0 || errno == EPERM;
+	return pidfd_alive(p->pidfd) && thread_in_group(p->pid, p->tid);
 }
 
 // The scheduling attributes of thread @tid, or false.
@@ -239,9 +231,8 @@ bool give_back_boost(StateHold &h, unsigned int domain, unsigned int slot,
 	}
 	if (h.state == StateHold::boosted) {
 		SchedAttr now;
-		const bool ours = (syscall(SYS_tgkill, h.pid, h.tid, 0) == 0 || errno == EPERM) &&
-				  sched_attr_of(h.tid, &now) && now.sched_policy == SCHED_FIFO &&
-				  now.sched_priority == h.prio;
+		const bool ours = thread_in_group(h.pid, h.tid) && sched_attr_of(h.tid, &now) &&
+				  now.sched_policy == SCHED_FIFO && now.sched_priority == h.prio;
 		if (ours) {
 			// As the normal restore (task_same_owner()): a thread that
 			// exec'd or changed credentials since its boost, or one we
@@ -509,6 +500,16 @@ bool can_boost()
 }
 
 } // namespace
+
+bool pidfd_alive(int pidfd)
+{
+	return pidfd >= 0 && syscall(SYS_pidfd_send_signal, pidfd, 0, nullptr, 0) == 0;
+}
+
+bool thread_in_group(pid_t pid, pid_t tid)
+{
+	return syscall(SYS_tgkill, pid, tid, 0) == 0 || errno == EPERM;
+}
 
 std::filesystem::path domain_socket(const std::filesystem::path &dir, unsigned int domain)
 {
@@ -1987,7 +1988,7 @@ void LockServer::on_message(Conn &c)
 	c.request_tid = 0;
 	if (cmd == _IOC_NR(GPUSLOT_IOC_ACQUIRE) || cmd == _IOC_NR(GPUSLOT_IOC_ACQUIRE_ASYNC) ||
 	    cmd == _IOC_NR(GPUSLOT_IOC_ACQUIRE_COMPLETE)) {
-		if (h.tid > 0 && (syscall(SYS_tgkill, c.request_pid, h.tid, 0) == 0 || errno == EPERM))
+		if (h.tid > 0 && thread_in_group(c.request_pid, h.tid))
 			c.request_tid = h.tid;
 		// A sender that is not the connector (a forked child): its
 		// pidfd now, while its message's credentials vouch for it,
