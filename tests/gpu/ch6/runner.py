@@ -21,7 +21,9 @@ from . import worker
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 class Gpuslotd:
-    """gpuslotd serving one layout on sockets in a fresh directory."""
+    """gpuslotd serving one layout on sockets in a fresh directory (its
+    state there too); ``ctl`` None: no gpuslotctl (no whole-GPU slots, no
+    status)."""
 
     def __init__(self, command, ctl, extra_args, layout, whole_gpu_slots, log):
         self.dir = tempfile.mkdtemp(prefix="ch6-gpuslotd-")
@@ -45,12 +47,14 @@ class Gpuslotd:
             subprocess.run(self.ctl + ["set-partitions"] + ["all"] * layout.k + ["--force"] +
                            self.ctl_options, check=True, stdout=log, stderr=subprocess.STDOUT)
         self.status = subprocess.run(self.ctl + ["status"] + self.ctl_options,
-                                     capture_output=True, text=True).stdout
+                                     capture_output=True, text=True).stdout if ctl else ""
 
     def stop(self):
+        """End gpuslotd and remove its directory (as FakeLock.stop does)."""
         if self.proc.poll() is None:
             self.proc.terminate()
             self.proc.wait(timeout=20)
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 # The CPUs this process may use when it starts: the tasks get them, one
