@@ -34,10 +34,12 @@ import os
 import shlex
 import shutil
 import socket
-import subprocess
 import sys
 import tempfile
 import time
+
+from ch6.runner import Gpuslotd
+from ch6.scenarios import Layout
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
@@ -88,25 +90,16 @@ def main(argv):
 
 
 def measure(daemon_cmd, n, work):
-    conf = os.path.join(work, "gpuslotd.conf")
-    with open(conf, "w") as f:
-        f.write("[default]\nk = 4\n")
-    run = os.path.join(work, "run")
     log = open(os.path.join(work, "gpuslotd.log"), "w")
-    daemon = subprocess.Popen(daemon_cmd + ["--transport", "socket", "--socket-dir", run,
-                                            "--socket-group", "", "--config", conf,
-                                            "--state-dir", work],
-                              stdout=log, stderr=subprocess.STDOUT)
     try:
-        for _ in range(100):
-            if os.path.exists(os.path.join(run, "gpu0.sock")) or daemon.poll() is not None:
-                break
-            time.sleep(0.1)
-        if not os.path.exists(os.path.join(run, "gpu0.sock")):
-            print(open(log.name).read(), file=sys.stderr)
-            raise SystemExit("lock_cost: gpuslotd did not start")
+        daemon = Gpuslotd(daemon_cmd, None, [], Layout(4), False, log)
+    except RuntimeError:
+        log.close()
+        print(open(log.name).read(), file=sys.stderr)
+        raise SystemExit("lock_cost: gpuslotd did not start")
+    try:
         os.environ["GPUSLOT_TRANSPORT"] = "socket"
-        os.environ["GPUSLOT_SOCKET_DIR"] = run
+        os.environ["GPUSLOT_SOCKET_DIR"] = daemon.dir
         import gpuslot
         from gpuslot import _native
         c = gpuslot.Client(backend="none")
@@ -153,8 +146,7 @@ def measure(daemon_cmd, n, work):
         print(f"acquire + release, job by job, p50: {a50:.1f} us (queued path {q50:.1f} us); "
               f"{a50 / percentiles(times['round trip'])[0]:.2f} socket-pair round trips")
     finally:
-        daemon.terminate()
-        daemon.wait(timeout=10)
+        daemon.stop()
         log.close()
         with open(log.name) as f:
             print("gpuslotd's log:\n" + f.read().rstrip())
