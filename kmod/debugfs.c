@@ -21,6 +21,7 @@
  * only on PREEMPT_RT), and a table of a thousand waiters is not formatted
  * with it held.
  */
+#include <linux/capability.h>
 #include <linux/debugfs.h>
 #include <linux/pid.h>
 #include <linux/sched.h>
@@ -32,6 +33,28 @@
 #include "domain.h"
 
 static struct dentry *gpuslot_debugfs_root;
+
+/*
+ * A table's file operations: the file is root's (0400), and its open also
+ * needs CAP_SYS_ADMIN in the initial user namespace, as the sysfs stores
+ * and the admin ioctls do: uid 0 without the capability (a rootful
+ * container's root) reads no table. gpuslotd's socket refuses it alike.
+ */
+#define DEFINE_ADMIN_SHOW_ATTRIBUTE(__name)				\
+static int __name##_open(struct inode *inode, struct file *file)	\
+{									\
+	if (!capable(CAP_SYS_ADMIN))					\
+		return -EPERM;						\
+	return single_open(file, __name##_show, inode->i_private);	\
+}									\
+									\
+static const struct file_operations __name##_fops = {			\
+	.owner		= THIS_MODULE,					\
+	.open		= __name##_open,				\
+	.read		= seq_read,					\
+	.llseek		= seq_lseek,					\
+	.release	= single_release,				\
+}
 
 /*
  * A thread name as one word of a table: every byte outside '!'..'~', and
@@ -158,7 +181,7 @@ static int gpuslot_holders_show(struct seq_file *m, void *unused)
 	kfree(rows);
 	return 0;
 }
-DEFINE_SHOW_ATTRIBUTE(gpuslot_holders);
+DEFINE_ADMIN_SHOW_ATTRIBUTE(gpuslot_holders);
 
 static int gpuslot_waiters_show(struct seq_file *m, void *unused)
 {
@@ -198,7 +221,7 @@ static int gpuslot_waiters_show(struct seq_file *m, void *unused)
 	kvfree(rows);
 	return 0;
 }
-DEFINE_SHOW_ATTRIBUTE(gpuslot_waiters);
+DEFINE_ADMIN_SHOW_ATTRIBUTE(gpuslot_waiters);
 
 static int gpuslot_queues_show(struct seq_file *m, void *unused)
 {
@@ -231,7 +254,7 @@ static int gpuslot_queues_show(struct seq_file *m, void *unused)
 	kvfree(rows);
 	return 0;
 }
-DEFINE_SHOW_ATTRIBUTE(gpuslot_queues);
+DEFINE_ADMIN_SHOW_ATTRIBUTE(gpuslot_queues);
 
 static int gpuslot_wait_hist_show(struct seq_file *m, void *unused)
 {
@@ -244,7 +267,7 @@ static int gpuslot_wait_hist_show(struct seq_file *m, void *unused)
 		seq_printf(m, "%llu %llu\n", 1ULL << i, c.wait_hist[i]);
 	return 0;
 }
-DEFINE_SHOW_ATTRIBUTE(gpuslot_wait_hist);
+DEFINE_ADMIN_SHOW_ATTRIBUTE(gpuslot_wait_hist);
 
 void gpuslot_debugfs_init(void)
 {

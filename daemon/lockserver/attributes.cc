@@ -10,6 +10,7 @@
 #include "server_state.hpp"
 
 #include <sys/socket.h>
+#include <unistd.h>
 #include <time.h>
 
 #include <algorithm>
@@ -382,8 +383,14 @@ int LockServer::attr_read(const Conn &c, const std::string &name, std::string *t
 		std::string table;
 		if (int err = debug_table(d, name.substr(6), &table))
 			return err;
+		// Root (or an unprivileged gpuslotd's own user) passes the
+		// file mode but is refused without the capability: EPERM, as
+		// the module's open does.
 		if (!admin(c))
-			return EACCES;
+			return c.request_uid == 0 ||
+					       (geteuid() != 0 && c.request_uid == geteuid())
+				       ? EPERM
+				       : EACCES;
 		t = std::move(table);
 	} else if (name == "fdinfo") {
 		t = fdinfo(c);

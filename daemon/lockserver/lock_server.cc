@@ -74,86 +74,6 @@ int take_struct(const char *data, uint32_t usize, void *out, size_t known, size_
 	return 0;
 }
 
-// Our own effective uid and capabilities ("self"), from /proc; uid -1
-// and no capabilities if they cannot be read. Never a peer's: a peer's
-// trust comes from the credentials the kernel stamped on its connection
-// and messages.
-struct Creds {
-	uid_t euid = uid_t(-1);
-	uint64_t caps = 0;
-};
-
-Creds creds_of(const std::string &pid)
-{
-	std::ifstream in("/proc/" + pid + "/status");
-	Creds c;
-	unsigned long real, effective;
-	for (std::string line; std::getline(in, line);) {
-		if (line.rfind("CapEff:", 0) == 0)
-			c.caps = std::stoull(line.substr(7), nullptr, 16);
-		else if (std::sscanf(line.c_str(), "Uid: %lu %lu", &real, &effective) == 2)
-			c.euid = uid_t(effective);
-	}
-	return c;
-}
-
-constexpr unsigned int kCapSysNice = 23;
-
-// The start time of process @pid (clock ticks after boot, /proc/<pid>/stat
-// field 22): with the pid, who a process is across pid reuse. 0 if gone.
-uint64_t proc_start_time(pid_t pid)
-{
-	char path[64], buf[1024];
-	std::snprintf(path, sizeof(path), "/proc/%d/stat", int(pid));
-	int f = ::open(path, O_RDONLY | O_CLOEXEC);
-	if (f < 0)
-		return 0;
-	const ssize_t n = ::read(f, buf, sizeof(buf) - 1);
-	::close(f);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	const char *p = std::strrchr(buf, ')'); // the name may hold anything
-	if (!p)
-		return 0;
-	// Field 3 (state) follows ") "; the start time is field 22.
-	unsigned long long start = 0;
-	int field = 2;
-	for (const char *q = p + 1; *q && field < 22; q++)
-		if (*q == ' ' && ++field == 22)
-			start = std::strtoull(q + 1, nullptr, 10);
-	return start;
-}
-
-// Whether @uid is the real, effective or saved uid of process @pid now.
-bool uid_of(pid_t pid, uid_t uid)
-{
-	std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-	unsigned long r, e, s;
-	for (std::string line; std::getline(in, line);)
-		if (std::sscanf(line.c_str(), "Uid: %lu %lu %lu", &r, &e, &s) == 3)
-			return r == uid || e == uid || s == uid;
-	return false;
-}
-
-// A pidfd for the process the kernel named @pid with uid @uid (from
-// SO_PEERCRED or SCM_CREDENTIALS), taken at once, while the kernel still
-// vouches for it: then checked, so that a pid reused in between by another
-// user's process is refused (the pidfd pins what /proc is read of, and the
-// process must still live after the reads). -1 if it cannot be had.
-int checked_pidfd(pid_t pid, uid_t uid, uint64_t *start)
-{
-	int pidfd = int(syscall(SYS_pidfd_open, pid, 0));
-	if (pidfd < 0)
-		return -1;
-	*start = proc_start_time(pid);
-	if (!*start || !uid_of(pid, uid) || !pidfd_alive(pidfd)) {
-		::close(pidfd);
-		return -1;
-	}
-	return pidfd;
-}
-
 constexpr unsigned int kRootReserve = 16; // connections only root may take
 
 // Idle thread records (kept for their boost budget only, each with a
@@ -500,16 +420,6 @@ bool can_boost()
 }
 
 } // namespace
-
-bool pidfd_alive(int pidfd)
-{
-	return pidfd >= 0 && syscall(SYS_pidfd_send_signal, pidfd, 0, nullptr, 0) == 0;
-}
-
-bool thread_in_group(pid_t pid, pid_t tid)
-{
-	return syscall(SYS_tgkill, pid, tid, 0) == 0 || errno == EPERM;
-}
 
 std::filesystem::path domain_socket(const std::filesystem::path &dir, unsigned int domain)
 {
@@ -872,15 +782,6 @@ void LockServer::record_hold(const Domain &d, unsigned int slot)
 	r = h;
 }
 
-int LockServer::pidfd_for(const Conn &c, pid_t pid) const
-{
-	if (pid == c.pid)
-		return c.pidfd;
-	if (pid == c.acquire_pid && c.acquire_pidfd >= 0)
-		return c.acquire_pidfd;
-	return pid == c.request_pidfd_pid ? c.request_pidfd : -1;
-}
-
 void LockServer::every(uint64_t interval_ns, std::function<void()> f)
 {
 	every_.emplace_back(interval_ns, std::move(f));
@@ -1147,10 +1048,11 @@ void LockServer::accept_on(Domain &d)
 		if (c->pidfd < 0)
 			c->pidfd = checked_pidfd(cred.pid, cred.uid, &c->start_time);
 		c->request_pid = cred.pid;
-		// The "file mode" of the attributes: root's, or ours. From
-		// SO_PEERCRED, which holds at connect (the peer may have changed
-		// since; the accept comes later).
-		c->admin_at_connect = cred.uid == 0 || cred.uid == geteuid();
+		// The "file mode" of the attributes: root's, or that of the user
+		// an unprivileged gpuslotd runs as. From SO_PEERCRED, which holds
+		// at connect; whether the writer is an admin is decided at each
+		// write (admin()).
+		c->admin_at_connect = cred.uid == 0 || (geteuid() != 0 && cred.uid == geteuid());
 		const int on = 1;
 		setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &on, sizeof(on));
 		c->boost.node.next = c->boost.node.prev = &c->boost.node;
@@ -1566,31 +1468,6 @@ void LockServer::close_conn(Conn &c)
 	conns_.erase(fd);
 	// An fd is free: accept again if it had run out.
 	resume_listeners();
-}
-
-// An admin is root in the initial user namespace (or gpuslotd's own user),
-// as the kernel stamped the message when it was sent: SCM_CREDENTIALS
-// carry the sender's uid mapped into our namespace, so root of a user
-// namespace is the member it maps to, and what the sender became after
-// sending (a setuid exec) does not count. Capabilities are not seen: a
-// non-root CAP_SYS_ADMIN process is no admin here.
-bool LockServer::admin(const Conn &c) const
-{
-	return c.request_uid != uid_t(-1) && (c.request_uid == 0 || c.request_uid == geteuid());
-}
-
-// A queued ACQUIRE's caller, when it is not the connector (a forked
-// child): its pidfd, taken as its message came, kept for the grant.
-void LockServer::take_acquire_pidfd(Conn &c)
-{
-	if (c.acquire_pidfd >= 0)
-		::close(c.acquire_pidfd);
-	c.acquire_pidfd = -1;
-	c.acquire_start = c.start_time;
-	if (c.request_pid != c.pid && c.request_pidfd >= 0 && c.request_pidfd_pid == c.request_pid) {
-		c.acquire_pidfd = fcntl(c.request_pidfd, F_DUPFD_CLOEXEC, 0);
-		c.acquire_start = c.request_start;
-	}
 }
 
 int LockServer::may_acquire(const Domain &d, const Conn &c, uint64_t allowed) const

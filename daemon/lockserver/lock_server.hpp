@@ -10,10 +10,11 @@
 //
 // Death is release: a connection that closes (exit, crash, SIGKILL) frees
 // its slot and its queues. Admin commands (SET_K, SET_LAYOUT, attribute
-// writes) need the message's sender to be root in the initial user
-// namespace, as the kernel stamped the message when it was sent
-// (SCM_CREDENTIALS), or the user gpuslotd runs as (a gpuslotd that a user
-// started without root is that user's to administer); never /proc.
+// writes, the debug/ tables) need the message's sender to be uid 0 as the
+// kernel stamped the message when it was sent (SCM_CREDENTIALS), with
+// CAP_SYS_ADMIN in the initial user namespace as its pidfd vouches for at
+// the request (peers.hpp); or, for a gpuslotd that a user started without
+// root, that user holding every capability gpuslotd holds.
 //
 // What one member can cost the server is bounded (docs/transports.md, "The
 // threat model"): connections per uid and in all, requests per uid (a

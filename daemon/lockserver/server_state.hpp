@@ -15,6 +15,7 @@
 #include <string>
 
 #include "lock_server.hpp"
+#include "peers.hpp"
 
 extern "C" {
 #include "boost.h"
@@ -24,15 +25,6 @@ extern "C" {
 }
 
 namespace gpuslot {
-
-// Whether the process @pidfd stands for still runs (false without one).
-bool pidfd_alive(int pidfd);
-
-// Whether @tid is a thread of process @pid now: tgkill(pid, tid, 0) finds
-// @tid only in that thread group (EPERM: found, but not ours to signal).
-// With pidfd_alive() on the process's pidfd (its pid not reused), a thread
-// of the process that connected.
-bool thread_in_group(pid_t pid, pid_t tid);
 
 // CLOCK_MONOTONIC in ns: the clock of waits, holds and deadlines.
 inline uint64_t now_ns()

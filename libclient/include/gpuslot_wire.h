@@ -56,7 +56,8 @@
  * files give them: ENOENT no such attribute; EACCES a write to a read-only
  * one, a read of debug/ (root-only in debugfs) or a write by a peer that
  * was no admin when it connected (the file mode); EPERM a write by a peer
- * that is no admin now (capable() at the write); EINVAL a bad value.
+ * that is no admin now (capable() at the write), or a read of debug/ by
+ * root without CAP_SYS_ADMIN; EINVAL a bad value.
  * One-value attributes and writes fit GPUSLOT_WIRE_ATTR_MAX; a debug/
  * table's reply is as long as the table, up to GPUSLOT_WIRE_TABLE_MAX.
  */

@@ -10,6 +10,8 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <sys/klog.h>
+#include <linux/capability.h>
+#include <sys/syscall.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -17,6 +19,8 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <map>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -384,6 +388,93 @@ TEST_F(Sysfs, DebugTablesAreRootOnly)
 		CHILD_REQUIRE(read_attr(0, "nr_holders") == "1\n");
 		return 0;
 	}));
+	EXPECT_EQ(h.release(), 0);
+}
+
+// The threads of this process (its status's Threads: line), 0 if unknown.
+unsigned int thread_count()
+{
+	std::ifstream in("/proc/self/status");
+	for (std::string line; std::getline(in, line);)
+		if (line.rfind("Threads:", 0) == 0)
+			return unsigned(std::stoul(line.substr(8)));
+	return 0;
+}
+
+// CAP_SYS_ADMIN out of this thread's effective, permitted and inheritable
+// sets and the bounding set, the uids left as they are: 0 or errno.
+int drop_cap_sys_admin()
+{
+	if (prctl(PR_CAPBSET_DROP, CAP_SYS_ADMIN, 0, 0, 0))
+		return errno;
+	__user_cap_header_struct h{_LINUX_CAPABILITY_VERSION_3, 0};
+	__user_cap_data_struct d[2]{};
+	if (syscall(SYS_capget, &h, d))
+		return errno;
+	const uint32_t bit = 1u << (CAP_SYS_ADMIN % 32);
+	d[CAP_SYS_ADMIN / 32].effective &= ~bit;
+	d[CAP_SYS_ADMIN / 32].permitted &= ~bit;
+	d[CAP_SYS_ADMIN / 32].inheritable &= ~bit;
+	return syscall(SYS_capset, &h, d) ? errno : 0;
+}
+
+// Uid 0 without CAP_SYS_ADMIN (the root of a rootful container given the
+// device or the socket) is no admin on either transport: every admin write
+// (the one-value files, slot staging and commit, SET_K, SET_LAYOUT) and the
+// debug/ tables are refused with EPERM, as sysfs's capable() refuses a
+// file mode root passes, and nothing changes.
+TEST_F(Sysfs, RootWithoutCapSysAdminIsNoAdmin)
+{
+	ASSERT_EQ(write_attr(0, "k", "2"), 0);
+	Dev h;
+	ASSERT_EQ(h.acquire().err, 0); // a row in the tables
+	const char *const attrs[] = {"k",	  "max_hold_ms", "max_boost_share",
+				     "boost_priority", "hqd_limit",	"pci_bus_id"};
+	std::map<std::string, std::string> before;
+	for (const char *attr : attrs)
+		before[attr] = read_attr(0, attr);
+	const std::string parts = partitions_text();
+	const uint64_t gen = h.info().generation;
+	// A fork copies only the calling thread: this process must have no
+	// other (a lock another thread held would stay held in the child).
+	ASSERT_EQ(thread_count(), 1u);
+	expect_child_ok(spawn([gen] {
+		CHILD_REQUIRE(getuid() == 0 && geteuid() == 0);
+		CHILD_REQUIRE(drop_cap_sys_admin() == 0);
+		CHILD_REQUIRE(getuid() == 0 && geteuid() == 0);
+		const std::string commit = std::to_string(gen);
+		for (auto [attr, value] : std::vector<std::pair<const char *, const char *>>{
+			     {"k", "3"},
+			     {"max_hold_ms", "0"},
+			     {"max_boost_share", "100"},
+			     {"boost_priority", "98"},
+			     {"hqd_limit", "5"},
+			     {"pci_bus_id", "0000:01:00.0"},
+			     {"slot0/units", "all"},
+			     {"slot1/priority", "1"},
+			     {"commit", commit.c_str()},
+		     })
+			CHILD_REQUIRE(write_attr(0, attr, value) == EPERM);
+		Dev d;
+		CHILD_REQUIRE(d.set_k(3) == EPERM);
+		Layout l;
+		l.k = 3;
+		l.hqd_limit = 5;
+		CHILD_REQUIRE(d.set_layout(l) == EPERM);
+		std::string text;
+		for (const char *table : {"debug/holders", "debug/waiters", "debug/queues",
+					  "debug/wait_hist"}) {
+			CHILD_REQUIRE(read_attr_err(0, table, &text) == EPERM);
+			CHILD_REQUIRE(text.empty());
+		}
+		// What any member may read stays readable.
+		CHILD_REQUIRE(read_attr(0, "nr_holders") == "1\n");
+		return 0;
+	}));
+	for (const char *attr : attrs)
+		EXPECT_EQ(read_attr(0, attr), before[attr]) << attr;
+	EXPECT_EQ(partitions_text(), parts);
+	EXPECT_EQ(h.info().generation, gen);
 	EXPECT_EQ(h.release(), 0);
 }
 
