@@ -7,7 +7,9 @@
 #   - a host process waits FIFO behind it, and a second container behind
 #     the host process;
 #   - a container killed (SIGKILL) while holding frees its slot;
-#   - a container without the device cannot reach the lock;
+#   - a container without the device cannot reach the lock, and one with
+#     it sees its socket alone, not gpuslotd's directory (gpuslotd.state);
+#   - a default rootful container (uid 0, no CAP_SYS_ADMIN) is no admin;
 #   - root in a container with a user namespace may take slots but is no
 #     gpuslot admin: neither gpuslotctl set-k (an attribute write) nor a
 #     SET_K message sent straight over the socket changes k.
@@ -166,6 +168,18 @@ echo >&9
 wait_for "and released it" output_is "$w/c.out" "released"
 check "the container's hold was its own (pid $a_pid), not the host process's" \
 	[ "$a_pid" != "$h" -a "$a_pid" != 0 ]
+
+# The spec binds the domain's socket alone, not gpuslotd's directory: no
+# gpuslotd.state to flock or write.
+out=$(podman_run gpuslot-test-ls --device gpuslot.dev/gpu=0 "${member[@]}" -- /bin/sh -c 'ls -A /run/gpuslot' 2>&1)
+check "a container with the device sees only its socket in /run/gpuslot ($out)" [ "$out" = "gpu0.sock" ]
+
+# A default rootful container: uid 0 (no user namespace), without
+# CAP_SYS_ADMIN (podman's defaults drop it). No admin.
+out=$(podman_run gpuslot-test-r --device gpuslot.dev/gpu=0 -- /bin/slot_client set-k 2 2>&1)
+check "a rootful container's root without CAP_SYS_ADMIN may not send SET_K ($out)" \
+	[ "$out" = "set-k: Operation not permitted" ]
+check "and k stays 1" [ "$(status_field "g['k']")" = 1 ]
 
 # SIGKILL to a container that holds the slot frees it.
 mkfifo "$w/k.in"

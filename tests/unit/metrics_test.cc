@@ -155,8 +155,15 @@ TEST(Cdi, TheSpecIsCdi050WithADevicePerDomainAndAll)
 	EXPECT_EQ(j["devices"][0]["name"], "0");
 	EXPECT_EQ(j["devices"][2]["name"], "all");
 	const auto &e = j["devices"][1]["containerEdits"];
-	EXPECT_EQ(e["mounts"][0]["hostPath"], "/run/gpuslot");
-	EXPECT_EQ(e["mounts"][0]["containerPath"], "/run/gpuslot");
+	// Its domain's socket alone: never the directory, which holds
+	// gpuslotd.state.
+	ASSERT_EQ(e["mounts"].size(), 1u);
+	EXPECT_EQ(e["mounts"][0]["hostPath"], "/run/gpuslot/gpu1.sock");
+	EXPECT_EQ(e["mounts"][0]["containerPath"], "/run/gpuslot/gpu1.sock");
+	const auto &all = j["devices"][2]["containerEdits"]["mounts"];
+	ASSERT_EQ(all.size(), 2u);
+	EXPECT_EQ(all[0]["hostPath"], "/run/gpuslot/gpu0.sock");
+	EXPECT_EQ(all[1]["hostPath"], "/run/gpuslot/gpu1.sock");
 	EXPECT_NE(std::find(e["mounts"][0]["options"].begin(), e["mounts"][0]["options"].end(), "ro"),
 		  e["mounts"][0]["options"].end());
 	EXPECT_NE(std::find(e["env"].begin(), e["env"].end(), "GPUSLOT_DOMAINS=1"), e["env"].end());
