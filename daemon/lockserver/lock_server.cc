@@ -118,6 +118,8 @@ bool sched_attr_of(pid_t tid, SchedAttr *attr)
 
 std::string owner_of(const task_struct *p);
 
+} // namespace
+
 // A fingerprint of owner_of()'s text, for the state file (FNV-1a, 64
 // bits); 0 for "" (unknown), never 0 otherwise.
 uint64_t owner_fingerprint(const std::string &owner)
@@ -200,80 +202,7 @@ bool give_back_boost(StateHold &h, unsigned int domain, unsigned int slot,
 	return true;
 }
 
-const char kStateName[] = "gpuslotd.state";
-
-// The state files' fds of the servers of this process: a forked child
-// closes its copies, so that the lock stays the server's alone (flock()
-// belongs to the open file, which fork() shares).
-std::mutex state_fds_lock;
-std::set<int> state_fds;
-
-void forget_state_fds_in_child()
-{
-	for (int fd : state_fds)
-		::close(fd);
-	state_fds.clear();
-}
-
-// Open and lock @path: the fd, or -errno (EBUSY: a server holds it).
-int lock_state_file(const std::filesystem::path &path, bool create, std::string *error)
-{
-	int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | (create ? O_CREAT : 0),
-			0600);
-	if (fd < 0) {
-		int err = errno;
-		*error = path.string() + ": " + strerror(err);
-		return -err;
-	}
-	if (flock(fd, LOCK_EX | LOCK_NB)) {
-		int err = errno == EWOULDBLOCK ? EBUSY : errno;
-		::close(fd);
-		*error = path.string() + (err == EBUSY ? ": another gpuslotd serves this socket "
-							 "directory (it holds this file)"
-						       : std::string(": ") + strerror(err));
-		return -err;
-	}
-	return fd;
-}
-
-// The table a previous server left in @fd: its domains, or empty (no
-// file, or one of a layout we do not know). A version-1 file (an older
-// gpuslotd's) is read as one whose holders' owners are unknown.
-std::vector<StateDomain> read_state(int fd)
-{
-	StateHeader h{};
-	std::vector<StateDomain> out;
-	if (pread(fd, &h, sizeof(h), 0) != ssize_t(sizeof(h)) || h.nr_domains > 4096)
-		return out;
-	if (h.magic == kStateMagic && h.size == sizeof(StateHold)) {
-		out.resize(h.nr_domains);
-		const ssize_t want = ssize_t(out.size() * sizeof(StateDomain));
-		if (pread(fd, out.data(), size_t(want), sizeof(h)) != want)
-			out.clear();
-		return out;
-	}
-	if (h.magic != kStateMagicV1 || h.size != sizeof(StateHoldV1))
-		return out;
-	struct V1 {
-		uint64_t generation;
-		StateHoldV1 slot[GPUSLOT_MAX_SLOTS];
-	};
-	std::vector<V1> old(h.nr_domains);
-	const ssize_t want = ssize_t(old.size() * sizeof(V1));
-	if (pread(fd, old.data(), size_t(want), sizeof(h)) != want)
-		return out;
-	out.resize(old.size());
-	for (size_t i = 0; i < old.size(); i++) {
-		out[i].generation = old[i].generation;
-		for (unsigned int s = 0; s < GPUSLOT_MAX_SLOTS; s++) {
-			const StateHoldV1 &o = old[i].slot[s];
-			out[i].slot[s] = StateHold{o.state,	  o.pid,	 o.tid,  o.prio,
-						   o.start_time, o.policy,	 o.rt_priority,
-						   o.nice,	  o.reset_on_fork, 0};
-		}
-	}
-	return out;
-}
+namespace {
 
 void task_get_attr(task_struct *p, gpuslot_sched_attr *a)
 {
@@ -426,33 +355,6 @@ std::filesystem::path domain_socket(const std::filesystem::path &dir, unsigned i
 	return dir / ("gpu" + std::to_string(domain) + ".sock");
 }
 
-int restore_boosts(const std::filesystem::path &state, std::vector<std::string> *notes)
-{
-	std::string error;
-	int fd = lock_state_file(state, false, &error);
-	if (fd < 0) {
-		notes->push_back(error);
-		return fd;
-	}
-	std::vector<StateDomain> table = read_state(fd);
-	for (unsigned int i = 0; i < table.size(); i++)
-		for (unsigned int s = 0; s < GPUSLOT_MAX_SLOTS; s++)
-			if (table[i].slot[s].state == StateHold::boosted)
-				give_back_boost(table[i].slot[s], i, s, notes, nullptr);
-	// The holds stay for the next server's grace period, unboosted now
-	// (in this version's layout, whichever the file had).
-	int err = 0;
-	const ssize_t size = ssize_t(table.size() * sizeof(StateDomain));
-	const StateHeader h{kStateMagic, uint32_t(table.size()), sizeof(StateHold)};
-	if (!table.empty() &&
-	    (ftruncate(fd, off_t(sizeof(h) + size_t(size))) ||
-	     pwrite(fd, table.data(), size_t(size), sizeof(h)) != size ||
-	     pwrite(fd, &h, sizeof(h), 0) != ssize_t(sizeof(h))))
-		err = -errno;
-	::close(fd);
-	return err;
-}
-
 LockServer::LockServer(const LockServerOptions &options) : options_(options) {}
 
 LockServer::~LockServer()
@@ -480,11 +382,8 @@ LockServer::~LockServer()
 		::close(housekeeping_fd_);
 	if (state_)
 		munmap(state_, state_size_);
-	if (state_fd_ >= 0) {
-		std::lock_guard<std::mutex> g(state_fds_lock);
-		state_fds.erase(state_fd_);
-		::close(state_fd_); // the lock goes with it
-	}
+	if (state_fd_ >= 0)
+		close_state_file(state_fd_); // the lock goes with it
 	for (auto &d : domains_) {
 		if (d->listen_fd >= 0) {
 			::close(d->listen_fd);
@@ -597,157 +496,6 @@ int LockServer::start(std::string *error)
 		domains_.push_back(std::move(d));
 	}
 	return 0;
-}
-
-int LockServer::open_state(std::string *error)
-{
-	const auto path = options_.socket_dir / kStateName;
-	state_fd_ = lock_state_file(path, true, error);
-	if (state_fd_ < 0) {
-		const int err = state_fd_;
-		state_fd_ = -1;
-		return err;
-	}
-	{
-		static std::once_flag atfork;
-		std::call_once(atfork,
-			       [] { pthread_atfork(nullptr, nullptr, forget_state_fds_in_child); });
-		std::lock_guard<std::mutex> g(state_fds_lock);
-		state_fds.insert(state_fd_);
-	}
-	std::vector<StateDomain> old = read_state(state_fd_);
-	state_size_ = sizeof(StateHeader) + options_.nr_domains * sizeof(StateDomain);
-	if (ftruncate(state_fd_, off_t(state_size_))) {
-		*error = path.string() + ": " + strerror(errno);
-		return -errno;
-	}
-	// Mapped through a file of its own: a mapping holds its open file,
-	// and the lock must go with our fd alone. Not inherited by a fork.
-	const int map_fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-	state_ = map_fd < 0 ? MAP_FAILED
-			    : mmap(nullptr, state_size_, PROT_READ | PROT_WRITE, MAP_SHARED, map_fd, 0);
-	const int map_err = errno;
-	if (map_fd >= 0)
-		::close(map_fd);
-	if (state_ == MAP_FAILED) {
-		state_ = nullptr;
-		*error = path.string() + ": mmap: " + strerror(map_err);
-		return -map_err;
-	}
-	madvise(state_, state_size_, MADV_DONTFORK);
-	std::memset(state_, 0, state_size_);
-	auto *h = static_cast<StateHeader *>(state_);
-	h->magic = kStateMagic;
-	h->nr_domains = options_.nr_domains;
-	h->size = sizeof(StateHold);
-	// What a dead (or stopped) server left: boosts given back now, holds
-	// of holders that live kept for them until run() adopts them.
-	for (unsigned int i = 0; i < old.size(); i++) {
-		if (i < options_.nr_domains)
-			state_domain(state_, i)->generation = old[i].generation;
-		for (unsigned int s = 0; s < GPUSLOT_MAX_SLOTS; s++) {
-			StateHold &r = old[i].slot[s];
-			int pidfd = -1;
-			if (r.state == StateHold::free ||
-			    !give_back_boost(r, i, s, &recovered_, &pidfd))
-				continue;
-			if (i >= options_.nr_domains) {
-				::close(pidfd);
-				continue;
-			}
-			auto o = std::make_unique<Orphan>();
-			o->domain = i;
-			o->slot = s;
-			o->pid = r.pid;
-			o->tid = r.tid;
-			o->start_time = r.start_time;
-			o->pidfd = pidfd;
-			o->source.orphan = o.get();
-			orphans_.push_back(std::move(o));
-			// Recorded again at once, unboosted: a server that dies
-			// before run() adopts it leaves it to the next one.
-			StateHold &kept = state_domain(state_, i)->slot[s];
-			kept = {};
-			kept.state = StateHold::held;
-			kept.pid = r.pid;
-			kept.tid = r.tid;
-			kept.start_time = r.start_time;
-		}
-	}
-	return 0;
-}
-
-// The holds a dead server left become holds of the lock core, for their
-// holders to reclaim within the grace period (NFS's lock reclaim): no new
-// grant of their slots until then.
-void LockServer::adopt_orphans()
-{
-	const uint64_t now = now_ns();
-	for (auto it = orphans_.begin(); it != orphans_.end();) {
-		Orphan &o = **it;
-		Domain &d = *domains_[o.domain];
-		const uint64_t bit = 1ULL << o.slot;
-		epoll_event e{};
-		e.events = EPOLLIN;
-		e.data.ptr = &o.source;
-		if (o.slot >= d.core.k || (d.core.held & bit) ||
-		    gpuslot_core_try_acquire(&d.core, bit) != int(o.slot) ||
-		    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, o.pidfd, &e)) {
-			recovered_.push_back("gpu" + std::to_string(o.domain) + " slot " +
-					     std::to_string(o.slot) + ": not kept (the layout changed)");
-			if (!d.holder[o.slot])
-				state_domain(state_, o.domain)->slot[o.slot] = {};
-			::close(o.pidfd);
-			it = orphans_.erase(it);
-			continue;
-		}
-		d.orphan[o.slot] = &o;
-		StateHold &r = state_domain(state_, o.domain)->slot[o.slot];
-		r = {};
-		r.state = StateHold::held;
-		r.pid = o.pid;
-		r.tid = o.tid;
-		r.start_time = o.start_time;
-		const unsigned int domain = o.domain, slot = o.slot;
-		Orphan *self = &o;
-		at(now + uint64_t(options_.grace_ms) * 1000000, [this, domain, slot, self] {
-			if (domains_[domain]->orphan[slot] == self)
-				end_orphan(*domains_[domain], slot);
-		});
-		++it;
-	}
-}
-
-void LockServer::end_orphan(Domain &d, unsigned int slot)
-{
-	Orphan *o = d.orphan[slot];
-	d.orphan[slot] = nullptr;
-	epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, o->pidfd, nullptr);
-	::close(o->pidfd);
-	o->pidfd = -1; // freed after this round of events
-	state_domain(state_, d.id)->slot[slot] = {};
-	LIST_HEAD(done);
-	gpuslot_core_release(&d.core, slot, &done);
-	finish(d, &done);
-}
-
-int LockServer::reclaim(Domain &d, Conn &c, uint64_t allowed)
-{
-	const uint64_t start = c.request_pid == c.pid ? c.start_time : c.request_start;
-	for (unsigned int slot = 0; slot < GPUSLOT_MAX_SLOTS; slot++) {
-		Orphan *o = d.orphan[slot];
-		if (!o || !(allowed >> slot & 1) || o->pid != c.request_pid || o->start_time != start ||
-		    !start)
-			continue;
-		// Its holder asks again: the slot is its own, the core keeps it
-		// held.
-		d.orphan[slot] = nullptr;
-		epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, o->pidfd, nullptr);
-		::close(o->pidfd);
-		o->pidfd = -1; // freed after this round of events
-		return int(slot);
-	}
-	return -1;
 }
 
 void LockServer::record_hold(const Domain &d, unsigned int slot)
@@ -1704,12 +1452,6 @@ int LockServer::set_k(Domain &d, unsigned int k, __u64 *generation)
 	record_generation(d);
 	finish(d, &done);
 	return 0;
-}
-
-void LockServer::record_generation(const Domain &d)
-{
-	if (state_)
-		state_domain(state_, d.id)->generation = d.core.generation;
 }
 
 int LockServer::set_hqd_limit(Domain &d, unsigned int limit)

@@ -23,7 +23,9 @@
 // boosts are recorded in a state file (an mmap'd table in the socket
 // directory, flock'd by the one server that serves it), so that the next
 // server gives back the boosts a dead one left and keeps the slots of
-// holders that still live for a grace period in which they reclaim them.
+// holders that still live for a grace period in which they reclaim them
+// (the same process and client token). A state file gpuslotd cannot trust
+// or read is logged and moved aside, never used (state_file.cc).
 //
 // One thread runs everything (epoll); timeouts are one timerfd per domain
 // over an ordered set of deadlines, so a queue of thousands costs
@@ -104,7 +106,10 @@ struct LockServerOptions {
 // What a dead gpuslotd left in @state (its state file): boosts given back
 // now (SCHED_FIFO threads of holders that still live, by pid and start
 // time), as ExecStopPost and the next start do. Lines for the log in
-// *@notes. Fails (-errno, *@notes says why) if a server holds the file.
+// *@notes. Fails (-errno, *@notes says why) if a server holds the file,
+// and gives nothing back from one it cannot trust (another owner, group- or
+// other-writable, not a regular file: -EPERM) or read (-EINVAL): that file
+// is moved aside.
 int restore_boosts(const std::filesystem::path &state, std::vector<std::string> *notes);
 
 // gpu<domain>.sock in @dir.

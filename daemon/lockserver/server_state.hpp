@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "lock_server.hpp"
 #include "peers.hpp"
@@ -113,6 +114,19 @@ inline StateDomain *state_domain(void *state, unsigned int i)
 	return reinterpret_cast<StateDomain *>(static_cast<char *>(state) + sizeof(StateHeader)) +
 	       i;
 }
+
+// A boost a dead server left on @h's holder thread, given back if the
+// holder (pid and start time) still lives and the thread still runs at
+// the boost; the hold stays recorded, unboosted. Whether the holder lives;
+// its pidfd in *@pidfd_out if wanted. Lines for the log in *@notes.
+// (lock_server.cc, beside the boost ledger it mirrors.)
+bool give_back_boost(StateHold &h, unsigned int domain, unsigned int slot,
+		     std::vector<std::string> *notes, int *pidfd_out);
+// A fingerprint of a thread's owner (owner_of()'s text), for the state
+// file: 0 for "" (unknown).
+uint64_t owner_fingerprint(const std::string &owner);
+// Close a server's state file fd (its lock goes with it).
+void close_state_file(int fd);
 
 struct LockServer::Conn {
 	int fd = -1;

@@ -30,6 +30,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -2292,4 +2293,230 @@ TEST(SocketVersion, TheModulesApiDecidesAtOpen)
 	for (const char *bad : {"", "/k", "k/", "../k", "debug/../k", "a/b/c", "slot0//units",
 				"debug/.", "k\n"})
 		EXPECT_FALSE(gpuslot::attribute_name_ok(bad)) << bad;
+}
+
+namespace {
+
+// The state file as server_state.hpp lays it out (version 2): a header,
+// then per domain a generation and 64 records.
+struct PlantedHeader {
+	uint64_t magic;
+	uint32_t nr_domains, size;
+};
+struct PlantedHold {
+	uint32_t state; // 1: held, 2: boosted
+	int32_t pid, tid;
+	uint32_t prio;
+	uint64_t start_time;
+	uint32_t policy, rt_priority;
+	int32_t nice;
+	uint32_t reset_on_fork;
+	uint64_t owner;
+};
+static_assert(sizeof(PlantedHold) == 48);
+
+// The start time of process @pid (/proc/<pid>/stat field 22), 0 if gone.
+uint64_t start_time_of(pid_t pid)
+{
+	std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+	std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+	const size_t paren = stat.rfind(')');
+	if (paren == std::string::npos)
+		return 0;
+	std::istringstream fields(stat.substr(paren + 2));
+	std::string field;
+	for (int i = 3; i <= 22 && fields >> field; i++)
+		if (i == 22)
+			return std::stoull(field);
+	return 0;
+}
+
+// A state file of two domains whose slot 0 of domain 0 holds @hold.
+std::vector<char> planted_state(const PlantedHold &hold)
+{
+	const PlantedHeader h{0x32657461736c7367ULL, 2, sizeof(PlantedHold)};
+	const size_t domain = 8 + 64 * sizeof(PlantedHold);
+	std::vector<char> bytes(sizeof(h) + 2 * domain);
+	std::memcpy(bytes.data(), &h, sizeof(h));
+	std::memcpy(bytes.data() + sizeof(h) + 8, &hold, sizeof(hold));
+	return bytes;
+}
+
+void write_bytes(const fs::path &path, const std::vector<char> &bytes, mode_t mode)
+{
+	std::ofstream out(path, std::ios::binary | std::ios::trunc);
+	out.write(bytes.data(), std::streamsize(bytes.size()));
+	out.close();
+	ASSERT_EQ(chmod(path.c_str(), mode), 0);
+}
+
+// How a state file can be one gpuslotd must not use: planted by someone
+// else, writable by others, a link to elsewhere, or not a state file.
+enum class Bad { none, other_owner, group_writable, symlink, bad_magic, cut_short };
+const Bad kBadStateFiles[] = {Bad::other_owner, Bad::group_writable, Bad::symlink,
+			      Bad::bad_magic, Bad::cut_short};
+
+// Plant gpuslotd.state in @dir as @bad says, holding @hold: what a later
+// check should find moved aside to gpuslotd.state.bad.1.
+void plant(const fs::path &dir, Bad bad, const PlantedHold &hold)
+{
+	const fs::path state = dir / "gpuslotd.state";
+	for (const auto &e : fs::directory_iterator(dir))
+		if (e.path().filename().string().rfind("gpuslotd.state", 0) == 0 ||
+		    e.path().filename() == "elsewhere")
+			fs::remove(e.path());
+	std::vector<char> bytes = planted_state(hold);
+	switch (bad) {
+	case Bad::none:
+	case Bad::other_owner:
+		write_bytes(state, bytes, 0600);
+		if (bad == Bad::other_owner) {
+			ASSERT_EQ(chown(state.c_str(), 65534, 65534), 0);
+		}
+		break;
+	case Bad::group_writable:
+		write_bytes(state, bytes, 0620);
+		break;
+	case Bad::symlink:
+		write_bytes(dir / "elsewhere", bytes, 0600);
+		ASSERT_EQ(symlink("elsewhere", state.c_str()), 0);
+		break;
+	case Bad::bad_magic:
+		bytes[0] ^= 0x55;
+		write_bytes(state, bytes, 0600);
+		break;
+	case Bad::cut_short:
+		bytes.resize(bytes.size() / 2);
+		write_bytes(state, bytes, 0600);
+		break;
+	}
+}
+
+// Whether @lines has one naming @path and saying it was moved aside.
+bool says_moved_aside(const std::vector<std::string> &lines, const fs::path &path)
+{
+	for (const auto &l : lines)
+		if (l.find(path.string() + ": ") == 0 &&
+		    l.find("moved aside to " + path.string() + ".bad.1") != std::string::npos)
+			return true;
+	return false;
+}
+
+const char *name_of(Bad bad)
+{
+	const char *names[] = {"trusted", "other owner", "group-writable", "symlink",
+			       "bad magic", "cut short"};
+	return names[int(bad)];
+}
+
+} // namespace
+
+// Defect: gpuslotd trusted a state file it did not own. One it cannot
+// trust (another owner, writable by group or others, a symbolic link) or
+// cannot read (corrupt) is named in the log, moved aside (renamed, kept),
+// and nothing in it is restored: the hold it records for a living process
+// (this test's parent) is not kept. A trusted one is, as the baseline.
+TEST_F(Socket, AStateFileItCannotUseIsLoggedMovedAsideAndNothingKept)
+{
+	if (geteuid() != 0)
+		GTEST_SKIP() << "planting a file of another owner needs root";
+	const fs::path state = dir_ / "gpuslotd.state";
+	PlantedHold hold{};
+	hold.state = 1;
+	hold.pid = hold.tid = getppid();
+	hold.start_time = start_time_of(getppid());
+	ASSERT_NE(hold.start_time, 0u);
+	for (Bad bad : {Bad::none, Bad::other_owner, Bad::group_writable, Bad::symlink,
+			Bad::bad_magic, Bad::cut_short}) {
+		SCOPED_TRACE(name_of(bad));
+		stop_server();
+		plant(dir_, bad, hold);
+		start_server();
+		const auto &log = server_->recovered();
+		std::string all;
+		for (const auto &l : log)
+			all += l + "\n";
+		auto f = file();
+		const int err = acquire(*f, GPUSLOT_ACQUIRE_TRY).err;
+		if (bad == Bad::none) {
+			EXPECT_EQ(err, EAGAIN) << "a trusted file's hold is kept for its holder";
+			EXPECT_FALSE(fs::exists(fs::path(state.string() + ".bad.1")));
+			continue;
+		}
+		EXPECT_TRUE(says_moved_aside(log, state)) << all;
+		EXPECT_EQ(err, 0) << "the hold of a file it cannot use is not kept";
+		// Moved aside as it was, not overwritten; a new file of its own
+		// in its place.
+		struct stat aside, now;
+		ASSERT_EQ(lstat((state.string() + ".bad.1").c_str(), &aside), 0);
+		EXPECT_EQ(S_ISLNK(aside.st_mode), bad == Bad::symlink);
+		if (bad == Bad::other_owner) {
+			EXPECT_EQ(aside.st_uid, 65534u);
+		}
+		if (bad == Bad::group_writable) {
+			EXPECT_EQ(aside.st_mode & 0777, 0620u);
+		}
+		ASSERT_EQ(lstat(state.c_str(), &now), 0);
+		EXPECT_TRUE(S_ISREG(now.st_mode));
+		EXPECT_EQ(now.st_uid, geteuid());
+		EXPECT_EQ(now.st_mode & 022, 0u);
+		if (bad == Bad::symlink) {
+			EXPECT_EQ(fs::file_size(dir_ / "elsewhere"), planted_state(hold).size())
+				<< "the link's target is left alone";
+		}
+		release(*f);
+	}
+}
+
+// --restore-boosts (ExecStopPost) never acts on a file it cannot use: a
+// planted record saying this thread was boosted from SCHED_FIFO 99 leaves
+// the thread as it is, and the file is moved aside, with a line saying so.
+// A trusted one is acted on, as the baseline (the thread gets back what
+// needs no privilege: its owner is unknown).
+TEST_F(Socket, RestoreBoostsActsOnNoFileItCannotUse)
+{
+	if (geteuid() != 0)
+		GTEST_SKIP() << "planting a file of another owner, and SCHED_FIFO, need root";
+	stop_server();
+	const fs::path state = dir_ / "gpuslotd.state";
+	std::thread t([&] {
+		const int tid = int(syscall(SYS_gettid));
+		for (Bad bad : {Bad::none, Bad::other_owner, Bad::group_writable, Bad::symlink,
+				Bad::bad_magic, Bad::cut_short}) {
+			SCOPED_TRACE(name_of(bad));
+			sched_param p{};
+			p.sched_priority = 10;
+			ASSERT_EQ(sched_setscheduler(0, SCHED_FIFO, &p), 0);
+			PlantedHold hold{};
+			hold.state = 2;
+			hold.pid = getpid();
+			hold.tid = tid;
+			hold.prio = 10;
+			hold.start_time = start_time_of(getpid());
+			hold.policy = SCHED_FIFO;
+			hold.rt_priority = 99;
+			plant(dir_, bad, hold);
+			std::vector<std::string> notes;
+			const int err = gpuslot::restore_boosts(state, &notes);
+			std::string all;
+			for (const auto &l : notes)
+				all += l + "\n";
+			if (bad == Bad::none) {
+				EXPECT_EQ(err, 0) << all;
+				EXPECT_EQ(policy_of().policy, SCHED_OTHER) << all;
+				continue;
+			}
+			EXPECT_NE(err, 0) << all;
+			EXPECT_TRUE(says_moved_aside(notes, state)) << all;
+			EXPECT_EQ(policy_of().policy, SCHED_FIFO) << "untouched";
+			EXPECT_EQ(policy_of().priority, 10) << "untouched";
+		}
+		sched_param p{};
+		sched_setscheduler(0, SCHED_OTHER, &p);
+	});
+	t.join();
+	for (const auto &e : fs::directory_iterator(dir_))
+		if (e.path().filename().string().rfind("gpuslotd.state", 0) == 0)
+			fs::remove(e.path());
+	start_server();
 }
