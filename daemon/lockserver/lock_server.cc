@@ -515,6 +515,7 @@ void LockServer::record_hold(const Domain &d, unsigned int slot)
 	h.start_time = c->holder_pid == c->pid		? c->start_time
 		       : c->holder_pid == c->acquire_pid ? c->acquire_start
 							 : c->request_start;
+	h.client_token = c->client_token;
 	if (const gpuslot_boost_thread *t = c->boost.thread) {
 		h.state = StateHold::boosted;
 		h.prio = t->applied;
@@ -1600,6 +1601,20 @@ void LockServer::on_message(Conn &c)
 		const size_t lines = on_attr(c, cmd, data, h.size);
 		if (lines > 1)
 			charge(c, lines - 1);
+		return;
+	}
+	if (cmd == GPUSLOT_WIRE_CLIENT_TOKEN) {
+		uint64_t token = 0;
+		int err = h.size == sizeof(token) ? 0 : EINVAL;
+		if (!err)
+			std::memcpy(&token, data, sizeof(token));
+		if (!err && !token)
+			err = EINVAL;
+		else if (!err && c.client_token)
+			err = EBUSY; // once: a hold's claim does not move
+		if (!err)
+			c.client_token = token;
+		reply(c, c.request_seq, cmd, err, nullptr, 0);
 		return;
 	}
 	// The thread the header names, for the boost and the tables, only if

@@ -59,6 +59,7 @@ struct LockServer::Orphan {
 	unsigned int domain = 0, slot = 0;
 	pid_t pid = 0, tid = 0;
 	uint64_t start_time = 0;
+	uint64_t client_token = 0; // the holding connection's, 0: none
 	int pidfd = -1; // readable when the holder exits
 	Source source{Source::orphan_exit};
 };
@@ -80,6 +81,23 @@ struct StateHold {
 	// Who the thread was when boosted: a hash of what owner_of() read
 	// (uids, gids, groups, CapEff/CapPrm, the program's device and inode);
 	// 0: unknown. A restore after a change gives back nothing privileged.
+	uint64_t owner;
+	// The holding connection's client token (GPUSLOT_WIRE_CLIENT_TOKEN),
+	// 0: none. After a restart only a connection of the holder's process
+	// with the same token reclaims the hold.
+	uint64_t client_token;
+};
+
+// The record of a state file of version 2 (gpuslotd before client
+// tokens): read, as if the holds had been taken without a token.
+struct StateHoldV2 {
+	uint32_t state;
+	int32_t pid, tid;
+	uint32_t prio;
+	uint64_t start_time;
+	uint32_t policy, rt_priority;
+	int32_t nice;
+	uint32_t reset_on_fork;
 	uint64_t owner;
 };
 
@@ -106,7 +124,8 @@ struct StateHeader {
 	uint32_t size; // sizeof(StateHold), a check of the layout
 };
 
-constexpr uint64_t kStateMagic = 0x32657461736c7367ULL; // "gslstat2"
+constexpr uint64_t kStateMagic = 0x33657461736c7367ULL; // "gslstat3"
+constexpr uint64_t kStateMagicV2 = 0x32657461736c7367ULL; // "gslstat2"
 constexpr uint64_t kStateMagicV1 = 0x31657461736c7367ULL; // "gslstat1"
 
 inline StateDomain *state_domain(void *state, unsigned int i)
@@ -134,6 +153,9 @@ struct LockServer::Conn {
 	pid_t pid = 0;
 	uid_t uid = 0;
 	uint64_t start_time = 0; // the connector's, clock ticks after boot
+	// The client's token (GPUSLOT_WIRE_CLIENT_TOKEN), 0: none set. Who
+	// may reclaim this connection's hold after a restart of gpuslotd.
+	uint64_t client_token = 0;
 	Member *member = nullptr;
 	// Root (or gpuslotd's user) connected: as on a sysfs file that root
 	// opened, attribute writes then fail EPERM, not EACCES, once the

@@ -176,6 +176,30 @@ std::vector<StateDomain> read_state(int fd, std::string *problem)
 		}
 		return out;
 	}
+	if (h.magic == kStateMagicV2 && h.size == sizeof(StateHoldV2)) {
+		struct V2 {
+			uint64_t generation;
+			StateHoldV2 slot[GPUSLOT_MAX_SLOTS];
+		};
+		std::vector<V2> old(h.nr_domains);
+		const ssize_t want = ssize_t(old.size() * sizeof(V2));
+		if (pread(fd, old.data(), size_t(want), sizeof(h)) != want) {
+			cut_short(size_t(want));
+			return out;
+		}
+		out.resize(old.size());
+		for (size_t i = 0; i < old.size(); i++) {
+			out[i].generation = old[i].generation;
+			for (unsigned int s = 0; s < GPUSLOT_MAX_SLOTS; s++) {
+				const StateHoldV2 &o = old[i].slot[s];
+				out[i].slot[s] = StateHold{o.state,	 o.pid,		o.tid,
+							   o.prio,	 o.start_time,	o.policy,
+							   o.rt_priority, o.nice, o.reset_on_fork,
+							   o.owner,	 0};
+			}
+		}
+		return out;
+	}
 	if (h.magic != kStateMagicV1 || h.size != sizeof(StateHoldV1)) {
 		char magic[24];
 		std::snprintf(magic, sizeof(magic), "%#llx", (unsigned long long)h.magic);
@@ -200,7 +224,7 @@ std::vector<StateDomain> read_state(int fd, std::string *problem)
 			const StateHoldV1 &o = old[i].slot[s];
 			out[i].slot[s] = StateHold{o.state,	  o.pid,	 o.tid,  o.prio,
 						   o.start_time, o.policy,	 o.rt_priority,
-						   o.nice,	  o.reset_on_fork, 0};
+						   o.nice,	  o.reset_on_fork, 0, 0};
 		}
 	}
 	return out;
@@ -327,6 +351,7 @@ int LockServer::open_state(std::string *error)
 			o->pid = r.pid;
 			o->tid = r.tid;
 			o->start_time = r.start_time;
+			o->client_token = r.client_token;
 			o->pidfd = pidfd;
 			o->source.orphan = o.get();
 			orphans_.push_back(std::move(o));
@@ -338,6 +363,7 @@ int LockServer::open_state(std::string *error)
 			kept.pid = r.pid;
 			kept.tid = r.tid;
 			kept.start_time = r.start_time;
+			kept.client_token = r.client_token;
 		}
 	}
 	return 0;
@@ -374,6 +400,7 @@ void LockServer::adopt_orphans()
 		r.pid = o.pid;
 		r.tid = o.tid;
 		r.start_time = o.start_time;
+		r.client_token = o.client_token;
 		const unsigned int domain = o.domain, slot = o.slot;
 		Orphan *self = &o;
 		at(now + uint64_t(options_.grace_ms) * 1000000, [this, domain, slot, self] {
@@ -403,10 +430,12 @@ int LockServer::reclaim(Domain &d, Conn &c, uint64_t allowed)
 	for (unsigned int slot = 0; slot < GPUSLOT_MAX_SLOTS; slot++) {
 		Orphan *o = d.orphan[slot];
 		if (!o || !(allowed >> slot & 1) || o->pid != c.request_pid || o->start_time != start ||
-		    !start)
+		    !start || o->client_token != c.client_token)
 			continue;
-		// Its holder asks again: the slot is its own, the core keeps it
-		// held.
+		// Its holder asks again, on a connection of the same client (its
+		// token: another client of the same process may not take a hold
+		// its holder still works under): the slot is its own, the core
+		// keeps it held.
 		d.orphan[slot] = nullptr;
 		epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, o->pidfd, nullptr);
 		::close(o->pidfd);

@@ -66,6 +66,20 @@
 #define GPUSLOT_WIRE_ATTR_MAX	4096	/* a sysfs page */
 #define GPUSLOT_WIRE_TABLE_MAX	(1u << 20)
 
+/*
+ * A request with @cmd GPUSLOT_WIRE_CLIENT_TOKEN carries a __u64, not 0:
+ * the client's token for this connection, set once (EBUSY after; EINVAL
+ * for 0 or another size). A slot granted to the connection is recorded in
+ * gpuslotd's state file with it, and after a restart of gpuslotd the hold
+ * it left is reclaimed only by a connection of the same process (pid and
+ * start time) with the same token: not by another client of that process.
+ * libgpuslot sets a random token per lane (an open file of its own) and
+ * sends it again when the lane reconnects. A connection without a token
+ * reclaims only holds recorded without one. A gpuslotd before it answers
+ * ENOTTY, which the library ignores.
+ */
+#define GPUSLOT_WIRE_CLIENT_TOKEN	0xf2
+
 struct gpuslot_wire {
 	__u32 magic;
 	__u32 cmd;

@@ -231,6 +231,17 @@ public:
 		return attr(GPUSLOT_WIRE_ATTR_WRITE, name + '\0' + text, &ignored);
 	}
 
+	int set_client_token(uint64_t token) override
+	{
+		std::vector<char> msg(sizeof(gpuslot_wire) + sizeof(token)), reply;
+		std::memcpy(msg.data() + sizeof(gpuslot_wire), &token, sizeof(token));
+		if (int err = exchange(GPUSLOT_WIRE_CLIENT_TOKEN, &msg, &reply))
+			return err;
+		gpuslot_wire h;
+		std::memcpy(&h, reply.data(), sizeof(h));
+		return h.error;
+	}
+
 private:
 	int attr(uint32_t cmd, const std::string &payload, std::string *text)
 	{

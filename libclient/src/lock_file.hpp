@@ -28,6 +28,10 @@ public:
 	// 0 or a positive errno, as the files give them.
 	virtual int read_attr(const std::string &name, std::string *text) = 0;
 	virtual int write_attr(const std::string &name, const std::string &text) = 0;
+	// The client's token for this file (GPUSLOT_WIRE_CLIENT_TOKEN): who may
+	// reclaim its hold after gpuslotd restarts. The device needs none (a
+	// hold there is its open file's): 0. 0 or a positive errno.
+	virtual int set_client_token(uint64_t) { return 0; }
 };
 
 // A file of @domain: @where is the device (/dev/gpuslot) or the socket

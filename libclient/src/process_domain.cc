@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <linux/gpuslot.h>
 #include <sys/ioctl.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -94,6 +95,34 @@ int ProcessDomain::open_file(std::unique_ptr<LockFile> *file, std::string *error
 								     : config_.socket_dir,
 			      config_.domain, file, error, config_.sysfs_root);
 }
+
+int ProcessDomain::open_lane_file(uint64_t token, std::unique_ptr<LockFile> *file,
+				  std::string *error) const
+{
+	if (int err = open_file(file, error))
+		return err;
+	const int err = (*file)->set_client_token(token);
+	if (err && err != ENOTTY) {
+		*error = std::string("GPUSLOT_WIRE_CLIENT_TOKEN: ") + strerror(err);
+		file->reset();
+		return -err;
+	}
+	return 0;
+}
+
+namespace {
+
+// A lane's token: random, never 0 (none).
+uint64_t new_lane_token()
+{
+	uint64_t token = 0;
+	while (!token)
+		if (getrandom(&token, sizeof(token), 0) != ssize_t(sizeof(token)))
+			token = 0;
+	return token;
+}
+
+} // namespace
 
 int ProcessDomain::read_layout(SlotLayout *out, std::string *error) const
 {
@@ -188,7 +217,7 @@ int ProcessDomain::take_lane(const void *owner, Lane **out, std::string *error)
 	if (reuse) {
 		// Its connection died with gpuslotd: a new one.
 		std::unique_ptr<LockFile> file;
-		if (int err = open_file(&file, error)) {
+		if (int err = open_lane_file(reuse->token, &file, error)) {
 			put_lane(reuse);
 			return err;
 		}
@@ -198,11 +227,13 @@ int ProcessDomain::take_lane(const void *owner, Lane **out, std::string *error)
 		return 0;
 	}
 	std::unique_ptr<LockFile> file;
-	if (int err = open_file(&file, error))
+	const uint64_t token = new_lane_token();
+	if (int err = open_lane_file(token, &file, error))
 		return err;
 	std::lock_guard<std::mutex> hold(lock_);
 	Lane &lane = lanes_.emplace_back();
 	lane.file = std::move(file);
+	lane.token = token;
 	lane.index = unsigned(lanes_.size() - 1);
 	lane.state = LaneState::busy;
 	lane.owner = owner;

@@ -84,10 +84,18 @@ private:
 		void *stream = nullptr;
 		uint64_t allowed = 0; // of a pending acquire, to queue it again
 		bool lost = false;    // its connection died with gpuslotd
+		// Random, sent on each of its connections: after a restart of
+		// gpuslotd only this lane reclaims the hold it left, not
+		// another client of this process (GPUSLOT_WIRE_CLIENT_TOKEN).
+		uint64_t token = 0;
 	};
 
 	explicit ProcessDomain(const Config &config);
 	int open_file(std::unique_ptr<LockFile> *file, std::string *error) const;
+	// A file for a lane with token @token, sent (an older gpuslotd's
+	// ENOTTY is no error).
+	int open_lane_file(uint64_t token, std::unique_ptr<LockFile> *file,
+			   std::string *error) const;
 	// gpuslotd restarted (socket transport): every connection, and the
 	// holds and reservations on it, ended. Marks @lane (if any) and the
 	// control file for reconnection and says so in *error.
@@ -114,7 +122,11 @@ private:
 	// current streams serve it: fills *slot, lane holding.
 	bool claim(Lane *lane, unsigned int slot_index, uint64_t generation, gpuslot_slot *slot);
 	// A grant the streams cannot serve: give it back, rebuild if it came
-	// from a newer layout.
+	// from a newer layout. (Streams are never built under a hold. A hold
+	// reclaimed after a restart of gpuslotd comes with the restart's newer
+	// generation and is given back too: only the lane that held it
+	// reclaims it, after its holder's RELEASE, so no job of this process
+	// still runs on the slot.)
 	int regrant(Lane *lane, uint64_t generation, std::string *error);
 	// ACQUIRE_ASYNC with lane->allowed; the lane is pending after it.
 	int queue_async(Lane *lane, std::string *error);

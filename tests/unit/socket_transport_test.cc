@@ -2520,3 +2520,70 @@ TEST_F(Socket, RestoreBoostsActsOnNoFileItCannotUse)
 			fs::remove(e.path());
 	start_server();
 }
+
+// Defect: after a restart of gpuslotd, a second client of the holder's
+// process took the kept hold (the server matched a reclaim by process) and,
+// its streams older than the restart's generation, gave it away to the
+// queue while the first client still held: two jobs at k = 1. The hold is
+// reclaimed only by the client that held it (its lane's token): the other
+// client is not granted while the first holds, and after the first ends its
+// job the two never hold at once.
+TEST_F(Socket, TwoClientsOfOneProcessSeeNoDoubleGrantAcrossARestart)
+{
+	setenv("GPUSLOT_TRANSPORT", "socket", 1);
+	setenv("GPUSLOT_SOCKET_DIR", dir_.c_str(), 1);
+	gpuslot_options o{};
+	o.size = sizeof(o);
+	o.backend = GPUSLOT_BACKEND_NONE;
+	gpuslot_client *a, *b;
+	ASSERT_EQ(gpuslot_open(&o, &a), 0) << gpuslot_last_error();
+	ASSERT_EQ(gpuslot_open(&o, &b), 0) << gpuslot_last_error();
+	gpuslot_slot sa{}, sb{};
+	sa.size = sb.size = sizeof(gpuslot_slot);
+	ASSERT_EQ(gpuslot_acquire_slot(a, GPUSLOT_WAIT_FOREVER, 0, &sa), 0) << gpuslot_last_error();
+	// gpuslotd restarts while a holds (k = 1): the hold is kept for a.
+	stop_server();
+	gpuslot::LockServerOptions opts;
+	opts.grace_ms = 60000;
+	start_server(opts);
+	// b, of the same process, does not get the slot a still holds (nor
+	// does it give it to anyone).
+	EXPECT_EQ(gpuslot_acquire_slot(b, 300 * 1000000LL, 0, &sb), -ETIMEDOUT)
+		<< "a second grant at k = 1";
+	if (sb.handle)
+		gpuslot_release_slot(b, &sb, 0);
+	auto watcher = file();
+	EXPECT_EQ(info(*watcher).nr_holders, 1u) << "a's hold is kept";
+	// b queues; a ends its job (its RELEASE finds the connection gone)
+	// and takes the slot again, reclaiming it: never both at once.
+	std::atomic<bool> held{false};
+	std::atomic<int> overlaps{0}, b_got{1};
+	auto hold_for_a_while = [&] {
+		if (held.exchange(true))
+			overlaps++;
+		usleep(20000);
+		held = false;
+	};
+	std::thread tb([&] {
+		gpuslot_slot s{};
+		s.size = sizeof(s);
+		b_got = gpuslot_acquire_slot(b, 30000 * 1000000LL, 0, &s);
+		if (!b_got) {
+			hold_for_a_while();
+			gpuslot_release_slot(b, &s, 0);
+		}
+	});
+	EXPECT_TRUE(wait_waiters(*watcher, 1));
+	EXPECT_EQ(gpuslot_release_slot(a, &sa, 0), -ECONNRESET) << gpuslot_last_error();
+	EXPECT_EQ(gpuslot_acquire_slot(a, 30000 * 1000000LL, 0, &sa), 0) << gpuslot_last_error();
+	EXPECT_EQ(sa.index, 0u);
+	hold_for_a_while();
+	EXPECT_EQ(gpuslot_release_slot(a, &sa, 0), 0) << gpuslot_last_error();
+	tb.join();
+	EXPECT_EQ(b_got.load(), 0) << "b gets the slot";
+	EXPECT_EQ(overlaps.load(), 0) << "two holders at k = 1";
+	gpuslot_close(b);
+	gpuslot_close(a);
+	unsetenv("GPUSLOT_TRANSPORT");
+	unsetenv("GPUSLOT_SOCKET_DIR");
+}
