@@ -379,18 +379,19 @@ int LockServer::attr_read(const Conn &c, const std::string &name, std::string *t
 	} else if (name == "commit") {
 		return EACCES; // write-only (0200)
 	} else if (name.rfind("debug/", 0) == 0) {
-		// debugfs's files are root's (0400): an admin now, as at an open.
-		std::string table;
-		if (int err = debug_table(d, name.substr(6), &table))
-			return err;
-		// Root (or an unprivileged gpuslotd's own user) passes the
-		// file mode but is refused without the capability: EPERM, as
-		// the module's open does.
+		// debugfs's files are root's (0400): an admin now, as at an
+		// open, checked before any work (a refused read builds no
+		// table). Root (or an unprivileged gpuslotd's own user) passes
+		// the file mode but is refused without the capability: EPERM,
+		// as the module's open does.
 		if (!admin(c))
 			return c.request_uid == 0 ||
 					       (geteuid() != 0 && c.request_uid == geteuid())
 				       ? EPERM
 				       : EACCES;
+		std::string table;
+		if (int err = debug_table(d, name.substr(6), &table))
+			return err;
 		t = std::move(table);
 	} else if (name == "fdinfo") {
 		t = fdinfo(c);
