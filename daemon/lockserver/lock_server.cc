@@ -861,10 +861,12 @@ void LockServer::reply(Conn &c, uint32_t seq, uint32_t cmd, int error, const voi
 
 void LockServer::refuse_old_peer(Conn &c, const gpuslot_wire &request)
 {
-	std::fprintf(stderr,
-		     "gpuslotd: gpu%u: pid %d speaks the socket protocol gsl1 (API 1); this "
-		     "gpuslotd speaks gsl2 (API 2): upgrade libgpuslot in that program to 2.x\n",
-		     c.domain->id, int(c.request_pid));
+	if (may_log_refusal(*c.member))
+		std::fprintf(stderr,
+			     "gpuslotd: gpu%u: pid %d speaks the socket protocol gsl1 (API 1); "
+			     "this gpuslotd speaks gsl2 (API 2): upgrade libgpuslot in that "
+			     "program to 2.x\n",
+			     c.domain->id, int(c.request_pid));
 	// The reply in gsl1's header (the same struct): its error is what
 	// the old library returns, EPROTONOSUPPORT.
 	gpuslot_wire h{};

@@ -98,6 +98,11 @@ struct LockServerOptions {
 	// How long the holds a dead gpuslotd left stay reserved for their
 	// holders to reclaim (their process still living), at most.
 	unsigned int grace_ms = 10000;
+	// Log lines of refusals (a gsl1 peer) per uid: at most @refusal_log_burst
+	// in @refusal_log_interval_ms, then one line saying how many were left
+	// out (the kernel's ratelimit defaults: 10 in 5 s).
+	unsigned int refusal_log_interval_ms = 5000;
+	unsigned int refusal_log_burst = 10;
 	// Take the connector's pidfd with SO_PEERPIDFD where the kernel has it
 	// (6.5); off, or on older kernels: pidfd_open() at once, checked.
 	bool peer_pidfd = true;
@@ -204,6 +209,9 @@ private:
 	void arm_timer(Domain &d);
 	// A message of gsl1 (libgpuslot 1.x): refused in words both sides read.
 	void refuse_old_peer(Conn &c, const gpuslot_wire &request);
+	// Whether a refusal of @m's may be logged now (peers.cc); a line
+	// saying how many were left out before it goes to the log first.
+	bool may_log_refusal(Member &m);
 	// Complete what the lock core finished: grants and failures.
 	void finish(Domain &d, ::list_head *done);
 	void finish_budget(Domain &d, ::list_head *done);

@@ -179,4 +179,24 @@ int LockServer::pidfd_for(const Conn &c, pid_t pid) const
 	return pid == c.request_pidfd_pid ? c.request_pidfd : -1;
 }
 
+bool LockServer::may_log_refusal(Member &m)
+{
+	const uint64_t now = now_ns();
+	const uint64_t interval = uint64_t(options_.refusal_log_interval_ms) * 1000000;
+	if (!m.log_window_ns || now - m.log_window_ns >= interval) {
+		if (m.suppressed)
+			std::fprintf(stderr, "gpuslotd: uid %u: %llu refusal lines suppressed\n",
+				     unsigned(m.uid), (unsigned long long)m.suppressed);
+		m.log_window_ns = now;
+		m.logged = 0;
+		m.suppressed = 0;
+	}
+	if (m.logged < options_.refusal_log_burst) {
+		m.logged++;
+		return true;
+	}
+	m.suppressed++;
+	return false;
+}
+
 } // namespace gpuslot

@@ -51,6 +51,12 @@ struct LockServer::Member {
 	int64_t tokens = 0;
 	uint64_t refilled_ns = 0;
 	bool paused = false;
+	// Its refusals' log lines: those written in the window that began at
+	// @log_window_ns, and those left out since the last line said so (as
+	// the kernel's pr_*_ratelimited()).
+	uint64_t log_window_ns = 0;
+	unsigned int logged = 0;
+	uint64_t suppressed = 0;
 };
 
 // A hold that a dead gpuslotd left, its holder still living: the slot is

@@ -2521,6 +2521,78 @@ TEST_F(Socket, RestoreBoostsActsOnNoFileItCannotUse)
 	start_server();
 }
 
+namespace {
+
+// The lines of @path that hold @what, and the sum of the numbers of the
+// "N refusal lines suppressed" lines.
+std::pair<unsigned int, uint64_t> count_log(const fs::path &path, const std::string &what)
+{
+	std::ifstream in(path);
+	unsigned int lines = 0;
+	uint64_t suppressed = 0;
+	for (std::string line; std::getline(in, line);) {
+		if (line.find(what) != std::string::npos)
+			lines++;
+		unsigned int uid;
+		unsigned long long n;
+		if (std::sscanf(line.c_str(), "gpuslotd: uid %u: %llu refusal lines suppressed", &uid,
+				&n) == 2)
+			suppressed += n;
+	}
+	return {lines, suppressed};
+}
+
+} // namespace
+
+// Defect: a member speaking gsl1 wrote a log line per message (~6,600
+// lines/s). The lines are rate-limited per uid, as pr_*_ratelimited():
+// at most the burst per interval, and then one line saying how many were
+// left out, so every refusal is counted and the log stays bounded.
+TEST_F(Socket, Gsl1RefusalsAreLoggedAtABoundedRate)
+{
+	const fs::path log = dir_ / "stderr.log";
+	fflush(stderr);
+	const int saved = dup(2);
+	const int out = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	ASSERT_GE(out, 0);
+	ASSERT_EQ(dup2(out, 2), 2);
+	close(out);
+	auto refuse_one = [&] {
+		const int raw = raw_connect();
+		gpuslot_wire h{};
+		h.magic = GPUSLOT_WIRE_MAGIC_V1;
+		h.size = 0;
+		EXPECT_EQ(send(raw, &h, sizeof(h), MSG_NOSIGNAL), ssize_t(sizeof(h)));
+		gpuslot_wire r{};
+		EXPECT_EQ(recv(raw, &r, sizeof(r), 0), ssize_t(sizeof(r)));
+		EXPECT_EQ(r.error, EPROTONOSUPPORT);
+		close(raw);
+	};
+	constexpr unsigned int kRefusals = 300;
+	const auto begin = std::chrono::steady_clock::now();
+	for (unsigned int i = 0; i < kRefusals; i++)
+		refuse_one();
+	const auto elapsed = std::chrono::steady_clock::now() - begin;
+	// A refusal after a whole interval (the default, 5 s): its line, and
+	// before it the count of those left out.
+	usleep(5100 * 1000);
+	refuse_one();
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	const auto [lines, suppressed] = count_log(log, "speaks the socket protocol gsl1");
+	const uint64_t windows =
+		uint64_t(std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count()) /
+			5000 +
+		1;
+	// At most the burst (10) in each interval the loop spanned, and one
+	// more after it.
+	EXPECT_LE(lines, windows * 10 + 1);
+	EXPECT_GE(lines, 2u);
+	// Every refusal is either a line or counted in a "suppressed" line.
+	EXPECT_EQ(lines + suppressed, kRefusals + 1);
+}
+
 // Defect: after a restart of gpuslotd, a second client of the holder's
 // process took the kept hold (the server matched a reclaim by process) and,
 // its streams older than the restart's generation, gave it away to the
