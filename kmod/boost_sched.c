@@ -24,6 +24,7 @@
 #include <uapi/linux/sched/types.h>
 
 #include "boost_sched.h"
+#include "compat.h"
 
 /*
  * The ledger's lock: one for every GPU, because a thread's record is
@@ -222,8 +223,8 @@ static void gpuslot_overrun_work_fn(struct kthread_work *work);
 
 void gpuslot_file_overrun_init(struct gpuslot_file *f)
 {
-	hrtimer_init(&f->overrun_timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL_HARD);
-	f->overrun_timer.function = gpuslot_overrun_timer_fn;
+	gpuslot_hrtimer_setup(&f->overrun_timer, gpuslot_overrun_timer_fn,
+			      CLOCK_MONOTONIC, HRTIMER_MODE_REL_HARD);
 	kthread_init_work(&f->overrun_work, gpuslot_overrun_work_fn);
 }
 

@@ -14,11 +14,14 @@
 
 #include "async.h"
 #include "boost_sched.h"
+#include "compat.h"
 #include "lock.h"
 
 ktime_t gpuslot_deadline(u64 deadline_ns)
 {
-	return ns_to_ktime(min_t(u64, deadline_ns, KTIME_MAX));
+	/* The caller's CLOCK_MONOTONIC is its time namespace's. */
+	return gpuslot_timens_monotonic_to_host(ns_to_ktime(min_t(u64, deadline_ns,
+								  KTIME_MAX)));
 }
 
 bool gpuslot_deadline_passed(ktime_t expires)
