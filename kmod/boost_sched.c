@@ -15,6 +15,7 @@
 #include <linux/hrtimer.h>
 #include <linux/ktime.h>
 #include <linux/kthread.h>
+#include <linux/mutex.h>
 #include <linux/pid.h>
 #include <linux/printk.h>
 #include <linux/rtmutex.h>
@@ -29,8 +30,8 @@
 /*
  * The ledger's lock: one for every GPU, because a thread's record is
  * shared by its holds on every GPU. Ledger calls sleep, so it cannot be a
- * spinlock. It is taken on the handoff path, by the expiry thread at
- * SCHED_FIFO 99, and by SCHED_OTHER contexts too (close(), a granter that
+ * spinlock. It is taken on the handoff path, by the expiry thread (one
+ * above the boost), and by SCHED_OTHER contexts too (close(), a granter that
  * was not boosted): a struct mutex has priority inheritance only on
  * PREEMPT_RT, so elsewhere a SCHED_OTHER owner preempted by real-time work
  * would hold up every boost and every restore on every GPU for as long as
@@ -50,10 +51,17 @@ static struct gpuslot_boost_ledger gpuslot_ledger;
  * an hrtimer in soft mode all run below it. So the clock is an hrtimer in
  * hard interrupt context (HRTIMER_MODE_REL_HARD, also on PREEMPT_RT), whose
  * callback only queues a kthread_work (a raw spinlock and a wakeup, fine
- * there), and the work runs on our own kthread_worker at SCHED_FIFO 99,
- * above every boost gpuslot grants (boost_priority is at most
- * GPUSLOT_MAX_BOOST_PRIORITY, 98), as a threaded interrupt handler runs
- * above the tasks it serves. It does little: one ledger call.
+ * there), and the work runs on our own kthread_worker, SCHED_FIFO one
+ * above the highest boost_priority a domain has had since the module was
+ * loaded (51 with the defaults), as a threaded interrupt handler runs
+ * above the tasks it serves. One above is enough: no thread runs boosted
+ * above boost_priority (the ledger boosts to it and no higher, and a
+ * thread that raised itself above is not ours to end), so the worker
+ * preempts every holder it may have to demote, and never more than that:
+ * it takes the ledger's rt_mutex, and lends its owner its priority, so at
+ * 99 it would run a ledger call above every real-time task of the host.
+ * The priority only goes up: a holder boosted before boost_priority was
+ * lowered may still run at the old one. It does little: one ledger call.
  *
  * Demoting the thread from its own context on its way back to user space
  * (task_work_add() from the hrtimer) was the other way; it needs the file
@@ -62,9 +70,35 @@ static struct gpuslot_boost_ledger gpuslot_ledger;
  * boosted in the kernel. A kthread stopped with the module has neither
  * problem.
  */
-#define GPUSLOT_EXPIRY_PRIORITY (MAX_RT_PRIO - 1)
-static_assert(GPUSLOT_MAX_BOOST_PRIORITY < GPUSLOT_EXPIRY_PRIORITY);
+static_assert(GPUSLOT_MAX_BOOST_PRIORITY + 1 < MAX_RT_PRIO);
 static struct kthread_worker *gpuslot_expiry_worker;
+static DEFINE_MUTEX(gpuslot_expiry_prio_lock);
+static unsigned int gpuslot_expiry_prio;	/* under gpuslot_expiry_prio_lock */
+
+static int gpuslot_expiry_set_prio(unsigned int prio)
+{
+	struct sched_attr attr = {
+		.size = sizeof(attr),
+		.sched_policy = SCHED_FIFO,
+		.sched_priority = prio,
+	};
+
+	return sched_setattr_nocheck(gpuslot_expiry_worker->task, &attr);
+}
+
+int gpuslot_boost_ceiling(unsigned int boost_priority)
+{
+	int ret = 0;
+
+	mutex_lock(&gpuslot_expiry_prio_lock);
+	if (boost_priority + 1 > gpuslot_expiry_prio) {
+		ret = gpuslot_expiry_set_prio(boost_priority + 1);
+		if (!ret)
+			gpuslot_expiry_prio = boost_priority + 1;
+	}
+	mutex_unlock(&gpuslot_expiry_prio_lock);
+	return ret;
+}
 
 /* A thread record, and who the thread was when it was boosted. */
 struct gpuslot_sched_thread {
@@ -179,11 +213,6 @@ static const struct gpuslot_boost_ops gpuslot_sched_ops = {
 
 int gpuslot_boost_setup(void)
 {
-	struct sched_attr attr = {
-		.size = sizeof(attr),
-		.sched_policy = SCHED_FIFO,
-		.sched_priority = GPUSLOT_EXPIRY_PRIORITY,
-	};
 	struct kthread_worker *w;
 	int ret;
 
@@ -191,13 +220,14 @@ int gpuslot_boost_setup(void)
 	w = kthread_create_worker(0, "gpuslot_expiry");
 	if (IS_ERR(w))
 		return PTR_ERR(w);
-	ret = sched_setattr_nocheck(w->task, &attr);
-	if (ret) {
-		kthread_destroy_worker(w);
-		return ret;
-	}
 	gpuslot_expiry_worker = w;
-	return 0;
+	/* Every domain starts at the default. */
+	ret = gpuslot_boost_ceiling(GPUSLOT_DEFAULT_BOOST_PRIORITY);
+	if (ret) {
+		gpuslot_expiry_worker = NULL;
+		kthread_destroy_worker(w);
+	}
+	return ret;
 }
 
 void gpuslot_boost_teardown(void)
@@ -385,7 +415,7 @@ void gpuslot_file_unboost(struct gpuslot_file *f, u64 seq)
 }
 
 /*
- * On the expiry worker, at SCHED_FIFO 99: the hold outlived max_hold_ms,
+ * On the expiry worker, above every boost: the hold outlived max_hold_ms,
  * or its thread's budget may be spent (the ledger says).
  */
 static void gpuslot_overrun_work_fn(struct kthread_work *work)

@@ -10,6 +10,11 @@
 
 int gpuslot_boost_setup(void);
 void gpuslot_boost_teardown(void);
+/*
+ * A domain's boost_priority becomes @boost_priority: the expiry worker
+ * moves above it first, if it is not already. May sleep.
+ */
+int gpuslot_boost_ceiling(unsigned int boost_priority);
 void gpuslot_file_overrun_init(struct gpuslot_file *f);
 /* Stop the clock of @f's hold, under d->lock: the hold ends. */
 void gpuslot_overrun_cancel_locked(struct gpuslot_file *f);

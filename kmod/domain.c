@@ -344,9 +344,14 @@ int gpuslot_domain_set_layout(struct gpuslot_domain *d, unsigned int k,
 int gpuslot_domain_set_boost_priority(struct gpuslot_domain *d,
 				      unsigned int prio)
 {
+	int ret;
+
 	/* The expiry of max_hold_ms runs above every boost: boost_sched.c */
 	if (prio > GPUSLOT_MAX_BOOST_PRIORITY)
 		return -EINVAL;
+	ret = gpuslot_boost_ceiling(prio);
+	if (ret)
+		return ret;
 	spin_lock(&d->lock);
 	d->boost_priority = prio;
 	spin_unlock(&d->lock);

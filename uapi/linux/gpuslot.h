@@ -66,8 +66,8 @@
 #define GPUSLOT_DEFAULT_BOOST_PRIORITY	50
 /*
  * The highest boost_priority: what ends a boost at max_hold_ms (the
- * module's expiry thread, gpuslotd's server thread) runs above every boost,
- * so that the holder it demotes cannot keep it from running.
+ * module's expiry thread, gpuslotd's server thread) runs one above the
+ * highest boost, so that the holder it demotes cannot keep it from running.
  */
 #define GPUSLOT_MAX_BOOST_PRIORITY	98
 /*

@@ -3,9 +3,13 @@
 // holds, threads that share a file, the boost at handoff, max_hold_ms.
 #include <gtest/gtest.h>
 
+#include <dirent.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -507,6 +511,47 @@ TEST_F(Boost, ABoostPriorityNothingCouldPreemptIsRefused)
 		EXPECT_EQ(s.policy, uint32_t(SCHED_FIFO));
 		EXPECT_EQ(s.priority, 61u);
 	}
+}
+
+// The pid of the kernel thread named @comm, or 0.
+pid_t kthread_named(const std::string &comm)
+{
+	DIR *dir = opendir("/proc");
+	pid_t found = 0;
+	if (!dir)
+		return 0;
+	while (dirent *e = readdir(dir)) {
+		const pid_t pid = atoi(e->d_name);
+		if (pid > 0 && read_file("/proc/" + std::string(e->d_name) + "/comm") == comm + "\n") {
+			found = pid;
+			break;
+		}
+	}
+	closedir(dir);
+	return found;
+}
+
+// Issue 38: the thread that ends boosts runs one above the highest
+// boost_priority set since the module was loaded, not at 99: it lends its
+// priority to whoever holds the ledger lock it takes. 51 with the default
+// 50; up with boost_priority, never down (a holder boosted at the old
+// priority may still run).
+TEST_F(Boost, TheExpiryRunsOneAboveTheHighestBoost)
+{
+	SKIP_ON_SOCKET("the module's expiry thread; gpuslotd's is ABoostPriorityNothingCouldPreemptIsRefused");
+	ASSERT_EQ(unload_module(), 0);
+	ASSERT_EQ(load_module(""), 0);
+	const pid_t expiry = kthread_named("gpuslot_expiry");
+	ASSERT_GT(expiry, 0);
+	Sched s = get_sched(expiry);
+	EXPECT_EQ(s.policy, uint32_t(SCHED_FIFO));
+	EXPECT_EQ(s.priority, uint32_t(GPUSLOT_DEFAULT_BOOST_PRIORITY) + 1);
+	ASSERT_EQ(write_attr(0, "boost_priority", "70"), 0);
+	EXPECT_EQ(get_sched(expiry).priority, 71u);
+	ASSERT_EQ(write_attr(0, "boost_priority", "60"), 0);
+	EXPECT_EQ(get_sched(expiry).priority, 71u);
+	ASSERT_EQ(write_attr(0, "boost_priority", "98"), 0);
+	EXPECT_EQ(get_sched(expiry).priority, 99u);
 }
 
 // Issue 28, item 13: max_hold_ms is read when the slot is granted; a
