@@ -11,6 +11,7 @@
  * lock, never under a domain's spinlock. Lock order: the ledger lock, then
  * a domain's lock.
  */
+#include <linux/capability.h>
 #include <linux/cred.h>
 #include <linux/hrtimer.h>
 #include <linux/ktime.h>
@@ -107,6 +108,11 @@ struct gpuslot_sched_thread {
 	u64 exec_id;			/* its self_exec_id then */
 };
 
+static bool gpuslot_policy_rt(unsigned int policy)
+{
+	return policy == SCHED_FIFO || policy == SCHED_RR;
+}
+
 static void gpuslot_sched_get(struct task_struct *p,
 			      struct gpuslot_sched_attr *a)
 {
@@ -119,6 +125,8 @@ static void gpuslot_sched_get(struct task_struct *p,
 static int gpuslot_sched_set(struct task_struct *p,
 			     const struct gpuslot_sched_attr *a)
 {
+	bool rt = gpuslot_policy_rt(a->policy);
+
 	struct sched_attr attr = {
 		.size = sizeof(attr),
 		.sched_policy = a->policy,
@@ -126,9 +134,22 @@ static int gpuslot_sched_set(struct task_struct *p,
 		.sched_nice = a->nice,
 		.sched_priority = a->rt_priority,
 	};
-	int ret = sched_setattr_nocheck(p, &attr);
 	char comm[TASK_COMM_LEN];
+	int ret;
 
+	/*
+	 * sched_setattr_nocheck() skips the scheduler's refusal of RT in a
+	 * task group without RT runtime. The callers checked before
+	 * (gpuslot_boost_refusal()); this closes the window since, for a
+	 * boost and for a restore alike. A thread that is RT now is in no
+	 * such group (the kernel neither moves an RT task into one nor takes
+	 * the runtime of a group with RT tasks), so a change between RT
+	 * priorities is never refused here.
+	 */
+	if (rt && !gpuslot_policy_rt(READ_ONCE(p->policy)) &&
+	    gpuslot_rt_group_refuses(p))
+		return -EPERM;
+	ret = sched_setattr_nocheck(p, &attr);
 	if (ret) {
 		get_task_comm(comm, p);
 		pr_warn_ratelimited("gpuslot: cannot set policy %u priority %u of %s[%d]: %d\n",
@@ -318,6 +339,18 @@ void gpuslot_hold_boosted_locked(struct gpuslot_domain *d,
 }
 
 /*
+ * Whether a boost of @p at @prio is due at all: the boost is on, and @p is
+ * neither SCHED_DEADLINE nor RT at @prio or above already.
+ */
+static bool gpuslot_boost_due(unsigned int prio, struct task_struct *p)
+{
+	unsigned int policy = READ_ONCE(p->policy);
+
+	return prio && policy != SCHED_DEADLINE &&
+	       !(gpuslot_policy_rt(policy) && READ_ONCE(p->rt_priority) >= prio);
+}
+
+/*
  * Whether a hold of @p in @d may need the ledger. Not when the boost is
  * off, or a real-time task already runs at the boost priority or above,
  * and no thread has a boost of ours, so that @p has none to nest this hold
@@ -326,14 +359,68 @@ void gpuslot_hold_boosted_locked(struct gpuslot_domain *d,
  */
 static bool gpuslot_boost_wanted(unsigned int prio, struct task_struct *p)
 {
-	unsigned int policy = READ_ONCE(p->policy);
+	return READ_ONCE(gpuslot_ledger.nr_threads) ||
+	       gpuslot_boost_due(prio, p);
+}
 
-	if (READ_ONCE(gpuslot_ledger.nr_threads))
-		return true;
-	if (!prio || policy == SCHED_DEADLINE)
-		return false;
-	return !((policy == SCHED_FIFO || policy == SCHED_RR) &&
-		 READ_ONCE(p->rt_priority) >= prio);
+/*
+ * Whether @p may be boosted for a hold of @f, and if not, why. The boost
+ * is the opener's: a thread of another user that got the file (SCM_RIGHTS,
+ * a setuid child) takes slots with it, as the file's opener could, but is
+ * boosted only if it could make itself RT anyway (CAP_SYS_NICE in the
+ * initial user namespace). And it never goes where the scheduler would
+ * refuse it to the thread itself: into a task group without RT runtime.
+ * (The LSM setsched hook cannot be asked from a module: docs/device.md.)
+ */
+static enum gpuslot_boost_refusal
+gpuslot_boost_refusal(struct gpuslot_file *f, struct task_struct *p)
+{
+	bool opener;
+
+	rcu_read_lock();
+	opener = uid_eq(__task_cred(p)->euid, f->opener_euid);
+	rcu_read_unlock();
+	if (!opener && !has_capability_noaudit(p, CAP_SYS_NICE))
+		return GPUSLOT_BOOST_REFUSED_OTHER_USER;
+	if (gpuslot_rt_group_refuses(p))
+		return GPUSLOT_BOOST_REFUSED_RT_GROUP;
+	return GPUSLOT_BOOST_ALLOWED;
+}
+
+static const char *const gpuslot_boost_refusal_says[] = {
+	[GPUSLOT_BOOST_ALLOWED] = "-",
+	[GPUSLOT_BOOST_REFUSED_RT_GROUP] = "rt-group-without-runtime",
+	[GPUSLOT_BOOST_REFUSED_OTHER_USER] = "not-the-openers-user",
+};
+
+const char *gpuslot_boost_refusal_name(enum gpuslot_boost_refusal r)
+{
+	return gpuslot_boost_refusal_says[r];
+}
+
+/* Say that hold @seq of @f in @d was refused its boost. */
+static void gpuslot_boost_refused(struct gpuslot_domain *d,
+				  struct gpuslot_file *f, u64 seq,
+				  struct task_struct *p,
+				  enum gpuslot_boost_refusal why)
+{
+	char comm[TASK_COMM_LEN];
+	bool current_hold;
+
+	spin_lock(&d->lock);
+	current_hold = f->state == GPUSLOT_FILE_HOLDING && f->hold_seq == seq;
+	if (current_hold) {
+		f->boost_refusal = why;
+		f->boost_refused_seq = seq;
+		d->counters.boosts_refused++;
+	}
+	spin_unlock(&d->lock);
+	if (!current_hold)
+		return;
+	get_task_comm(comm, p);
+	pr_info_ratelimited("gpuslot: gpu%u: no boost for %s[%d], holder of slot %u: %s\n",
+			    d->id, comm, task_pid_nr(p), f->slot,
+			    gpuslot_boost_refusal_says[why]);
 }
 
 void gpuslot_file_boost(struct gpuslot_file *f, struct gpuslot_domain *d,
@@ -341,20 +428,27 @@ void gpuslot_file_boost(struct gpuslot_file *f, struct gpuslot_domain *d,
 {
 	unsigned int prio = READ_ONCE(d->boost_priority);
 	unsigned int share = READ_ONCE(d->max_boost_share);
+	enum gpuslot_boost_refusal refusal = GPUSLOT_BOOST_ALLOWED;
 	u64 budget_end;
 	bool live, boosted;
 
 	if (!gpuslot_boost_wanted(prio, p))
 		return;
+	if (gpuslot_boost_due(prio, p))
+		refusal = gpuslot_boost_refusal(f, p);
+	if (refusal)
+		gpuslot_boost_refused(d, f, seq, p, refusal);
 
 	rt_mutex_lock(&gpuslot_boost_lock);
 	/*
 	 * Under the ledger lock, a release of hold @seq cannot slip between
-	 * this check and the boost: its unboost waits for the lock.
+	 * this check and the boost: its unboost waits for the lock. A refused
+	 * hold still goes to the ledger, not live, to end an older hold's
+	 * boost and take its number.
 	 */
 	spin_lock(&d->lock);
 	live = f->state == GPUSLOT_FILE_HOLDING && f->hold_seq == seq &&
-	       f->hold_boost != GPUSLOT_HOLD_OVERRUN;
+	       f->hold_boost != GPUSLOT_HOLD_OVERRUN && !refusal;
 	spin_unlock(&d->lock);
 	boosted = gpuslot_boost_begin(&gpuslot_ledger, &f->boost, seq, live,
 				      p, prio, share, &budget_end);
@@ -374,6 +468,7 @@ bool gpuslot_waiter_boost(struct gpuslot_domain *d, struct gpuslot_waiter *w)
 	unsigned int prio = READ_ONCE(d->boost_priority);
 	unsigned int share = READ_ONCE(d->max_boost_share);
 	struct gpuslot_file *f = w->file;
+	bool live;
 	u64 seq;
 
 	lockdep_assert_held(&d->lock);
@@ -388,9 +483,15 @@ bool gpuslot_waiter_boost(struct gpuslot_domain *d, struct gpuslot_waiter *w)
 	f->state = GPUSLOT_FILE_ACQUIRING;
 	seq = f->hold_seq + 1;
 	spin_unlock(&d->lock);
+	/*
+	 * A refusal is said once, for the hold, by the granter's
+	 * gpuslot_file_boost(): here the thread only goes unboosted.
+	 */
+	live = !gpuslot_boost_due(prio, current) ||
+	       !gpuslot_boost_refusal(f, current);
 	rt_mutex_lock(&gpuslot_boost_lock);
 	w->boosted = gpuslot_boost_begin(&gpuslot_ledger, &f->boost, seq,
-					 true, current, prio, share,
+					 live, current, prio, share,
 					 &w->budget_end_ns);
 	rt_mutex_unlock(&gpuslot_boost_lock);
 	spin_lock(&d->lock);

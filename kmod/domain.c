@@ -201,6 +201,10 @@ void gpuslot_file_show_fdinfo(struct seq_file *m, struct gpuslot_file *f)
 	unsigned int id = d->id, slot = f->slot;
 	unsigned int reserved = f->hqd_reserved, asked = f->hqd_asked;
 	u64 generation = f->hold_generation;
+	enum gpuslot_boost_refusal refusal =
+		f->state == GPUSLOT_FILE_HOLDING &&
+		f->boost_refused_seq == f->hold_seq ? f->boost_refusal :
+						      GPUSLOT_BOOST_ALLOWED;
 	u64 allowed = state == GPUSLOT_FILE_QUEUED ? f->async.core.allowed :
 						     f->wait_allowed;
 
@@ -219,6 +223,9 @@ void gpuslot_file_show_fdinfo(struct seq_file *m, struct gpuslot_file *f)
 		seq_puts(m, "gpuslot-allowed-mask:\t-\n");
 	seq_printf(m, "gpuslot-hqd-reserved:\t%u\n", reserved);
 	seq_printf(m, "gpuslot-hqd-waiting:\t%u\n", asked);
+	/* Why the current hold runs unboosted, where a policy said no. */
+	seq_printf(m, "gpuslot-boost-refused:\t%s\n",
+		   gpuslot_boost_refusal_name(refusal));
 }
 
 int gpuslot_file_domain_info(struct gpuslot_file *f,

@@ -179,6 +179,11 @@ struct gpuslot_attach {
  * back when its last hold ends. At the end of a hold the thread gets its
  * attributes back unless it moved itself above the boost priority or to
  * SCHED_DEADLINE meanwhile. max_hold_ms bounds the boost of one hold.
+ * The boost is refused (the hold is granted unboosted, counted in sysfs
+ * stats/boosts_refused and named in the file's fdinfo) where the scheduler
+ * would refuse the thread RT itself (an RT cgroup without runtime), and to
+ * a thread whose effective uid is not the file opener's, unless it has
+ * CAP_SYS_NICE: a passed file gives its slots, not its boost.
  */
 #define GPUSLOT_ACQUIRE_TRY	_BITUL(0)
 #define GPUSLOT_ACQUIRE_DEADLINE	_BITUL(1)
