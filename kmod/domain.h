@@ -103,9 +103,13 @@ static inline struct gpuslot_domain *gpuslot_dev_domain(struct device *dev)
  * d->lock, with preemption off outside PREEMPT_RT, and a queued file pins
  * its memory: a member must not be able to make either grow without end.
  * A host runs a few dozen GPU jobs; 1024 waiters on one GPU is a leak or
- * an attack.
+ * an attack. And one user (the caller's real uid, as the kernel's own
+ * per-user limits count) queues at most GPUSLOT_MAX_WAITERS_PER_USER of
+ * them, so that one member's flood leaves room for every other member's
+ * waiters: four users fill a domain.
  */
 #define GPUSLOT_MAX_WAITERS	1024
+#define GPUSLOT_MAX_WAITERS_PER_USER	256
 
 enum gpuslot_file_state {
 	GPUSLOT_FILE_IDLE,
@@ -146,6 +150,7 @@ struct gpuslot_waiter {
 	/* Valid without a reference while a thread waits here. */
 	struct pid *tgid;
 	struct pid *tid;
+	kuid_t uid;		/* the real uid that queued it */
 	u64 start_ns;
 	char comm[TASK_COMM_LEN];
 	/* The grant, recorded under d->lock: what this call returns. */

@@ -163,7 +163,11 @@ struct gpuslot_attach {
  * waiter leaves the queue at once, as a new call with that mask would be
  * refused; ENOSPC the call would wait and
  * the domain's lock queue holds 1024 waiters (sleeping and asynchronous)
- * already: the kernel bounds what one user can queue.
+ * already, or 256 of the caller's real uid: the kernel bounds what one
+ * user can queue, and leaves room for the others'.
+ *
+ * @deadline_ns is CLOCK_MONOTONIC as the caller reads it: inside a time
+ * namespace, on that namespace's clock.
  *
  * @slot and @generation describe the grant this call received. Threads
  * sharing the open file (threads, fork, SCM_RIGHTS) share its slot: another
@@ -330,9 +334,10 @@ struct gpuslot_stats {
  * Errors: ENOSPC the budget cannot hold @count now (the library turns it
  * into a message naming who holds the budget), or a waiting request no
  * longer fits under a lowered limit, or (WAIT, DEADLINE) 1024 requests
- * wait in the domain already; ETIMEDOUT (a deadline already past: one
- * try); EINTR a signal, as for ACQUIRE (SA_RESTART restarts the wait, at
- * the back of the queue, with the same deadline). When @reserved cannot be
+ * wait in the domain already, or 256 of the caller's real uid; ETIMEDOUT
+ * (a deadline already past: one try); EINTR a signal, as for ACQUIRE
+ * (SA_RESTART restarts the wait, at the back of the queue, with the same
+ * deadline). When @reserved cannot be
  * written back (EFAULT), exactly the @count this call added is returned
  * (at most what the file still holds, should another thread of it have
  * returned some meanwhile).
