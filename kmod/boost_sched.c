@@ -11,10 +11,12 @@
  * lock, never under a domain's spinlock. Lock order: the ledger lock, then
  * a domain's lock.
  */
+#include <linux/capability.h>
 #include <linux/cred.h>
 #include <linux/hrtimer.h>
 #include <linux/ktime.h>
 #include <linux/kthread.h>
+#include <linux/mutex.h>
 #include <linux/pid.h>
 #include <linux/printk.h>
 #include <linux/rtmutex.h>
@@ -24,12 +26,13 @@
 #include <uapi/linux/sched/types.h>
 
 #include "boost_sched.h"
+#include "compat.h"
 
 /*
  * The ledger's lock: one for every GPU, because a thread's record is
  * shared by its holds on every GPU. Ledger calls sleep, so it cannot be a
- * spinlock. It is taken on the handoff path, by the expiry thread at
- * SCHED_FIFO 99, and by SCHED_OTHER contexts too (close(), a granter that
+ * spinlock. It is taken on the handoff path, by the expiry thread (one
+ * above the boost), and by SCHED_OTHER contexts too (close(), a granter that
  * was not boosted): a struct mutex has priority inheritance only on
  * PREEMPT_RT, so elsewhere a SCHED_OTHER owner preempted by real-time work
  * would hold up every boost and every restore on every GPU for as long as
@@ -49,10 +52,17 @@ static struct gpuslot_boost_ledger gpuslot_ledger;
  * an hrtimer in soft mode all run below it. So the clock is an hrtimer in
  * hard interrupt context (HRTIMER_MODE_REL_HARD, also on PREEMPT_RT), whose
  * callback only queues a kthread_work (a raw spinlock and a wakeup, fine
- * there), and the work runs on our own kthread_worker at SCHED_FIFO 99,
- * above every boost gpuslot grants (boost_priority is at most
- * GPUSLOT_MAX_BOOST_PRIORITY, 98), as a threaded interrupt handler runs
- * above the tasks it serves. It does little: one ledger call.
+ * there), and the work runs on our own kthread_worker, SCHED_FIFO one
+ * above the highest boost_priority a domain has had since the module was
+ * loaded (51 with the defaults), as a threaded interrupt handler runs
+ * above the tasks it serves. One above is enough: no thread runs boosted
+ * above boost_priority (the ledger boosts to it and no higher, and a
+ * thread that raised itself above is not ours to end), so the worker
+ * preempts every holder it may have to demote, and never more than that:
+ * it takes the ledger's rt_mutex, and lends its owner its priority, so at
+ * 99 it would run a ledger call above every real-time task of the host.
+ * The priority only goes up: a holder boosted before boost_priority was
+ * lowered may still run at the old one. It does little: one ledger call.
  *
  * Demoting the thread from its own context on its way back to user space
  * (task_work_add() from the hrtimer) was the other way; it needs the file
@@ -61,9 +71,35 @@ static struct gpuslot_boost_ledger gpuslot_ledger;
  * boosted in the kernel. A kthread stopped with the module has neither
  * problem.
  */
-#define GPUSLOT_EXPIRY_PRIORITY (MAX_RT_PRIO - 1)
-static_assert(GPUSLOT_MAX_BOOST_PRIORITY < GPUSLOT_EXPIRY_PRIORITY);
+static_assert(GPUSLOT_MAX_BOOST_PRIORITY + 1 < MAX_RT_PRIO);
 static struct kthread_worker *gpuslot_expiry_worker;
+static DEFINE_MUTEX(gpuslot_expiry_prio_lock);
+static unsigned int gpuslot_expiry_prio;	/* under gpuslot_expiry_prio_lock */
+
+static int gpuslot_expiry_set_prio(unsigned int prio)
+{
+	struct sched_attr attr = {
+		.size = sizeof(attr),
+		.sched_policy = SCHED_FIFO,
+		.sched_priority = prio,
+	};
+
+	return sched_setattr_nocheck(gpuslot_expiry_worker->task, &attr);
+}
+
+int gpuslot_boost_ceiling(unsigned int boost_priority)
+{
+	int ret = 0;
+
+	mutex_lock(&gpuslot_expiry_prio_lock);
+	if (boost_priority + 1 > gpuslot_expiry_prio) {
+		ret = gpuslot_expiry_set_prio(boost_priority + 1);
+		if (!ret)
+			gpuslot_expiry_prio = boost_priority + 1;
+	}
+	mutex_unlock(&gpuslot_expiry_prio_lock);
+	return ret;
+}
 
 /* A thread record, and who the thread was when it was boosted. */
 struct gpuslot_sched_thread {
@@ -71,6 +107,11 @@ struct gpuslot_sched_thread {
 	const struct cred *cred;	/* its objective credentials then */
 	u64 exec_id;			/* its self_exec_id then */
 };
+
+static bool gpuslot_policy_rt(unsigned int policy)
+{
+	return policy == SCHED_FIFO || policy == SCHED_RR;
+}
 
 static void gpuslot_sched_get(struct task_struct *p,
 			      struct gpuslot_sched_attr *a)
@@ -84,6 +125,8 @@ static void gpuslot_sched_get(struct task_struct *p,
 static int gpuslot_sched_set(struct task_struct *p,
 			     const struct gpuslot_sched_attr *a)
 {
+	bool rt = gpuslot_policy_rt(a->policy);
+
 	struct sched_attr attr = {
 		.size = sizeof(attr),
 		.sched_policy = a->policy,
@@ -91,9 +134,22 @@ static int gpuslot_sched_set(struct task_struct *p,
 		.sched_nice = a->nice,
 		.sched_priority = a->rt_priority,
 	};
-	int ret = sched_setattr_nocheck(p, &attr);
 	char comm[TASK_COMM_LEN];
+	int ret;
 
+	/*
+	 * sched_setattr_nocheck() skips the scheduler's refusal of RT in a
+	 * task group without RT runtime. The callers checked before
+	 * (gpuslot_boost_refusal()); this closes the window since, for a
+	 * boost and for a restore alike. A thread that is RT now is in no
+	 * such group (the kernel neither moves an RT task into one nor takes
+	 * the runtime of a group with RT tasks), so a change between RT
+	 * priorities is never refused here.
+	 */
+	if (rt && !gpuslot_policy_rt(READ_ONCE(p->policy)) &&
+	    gpuslot_rt_group_refuses(p))
+		return -EPERM;
+	ret = sched_setattr_nocheck(p, &attr);
 	if (ret) {
 		get_task_comm(comm, p);
 		pr_warn_ratelimited("gpuslot: cannot set policy %u priority %u of %s[%d]: %d\n",
@@ -178,11 +234,6 @@ static const struct gpuslot_boost_ops gpuslot_sched_ops = {
 
 int gpuslot_boost_setup(void)
 {
-	struct sched_attr attr = {
-		.size = sizeof(attr),
-		.sched_policy = SCHED_FIFO,
-		.sched_priority = GPUSLOT_EXPIRY_PRIORITY,
-	};
 	struct kthread_worker *w;
 	int ret;
 
@@ -190,13 +241,14 @@ int gpuslot_boost_setup(void)
 	w = kthread_create_worker(0, "gpuslot_expiry");
 	if (IS_ERR(w))
 		return PTR_ERR(w);
-	ret = sched_setattr_nocheck(w->task, &attr);
-	if (ret) {
-		kthread_destroy_worker(w);
-		return ret;
-	}
 	gpuslot_expiry_worker = w;
-	return 0;
+	/* Every domain starts at the default. */
+	ret = gpuslot_boost_ceiling(GPUSLOT_DEFAULT_BOOST_PRIORITY);
+	if (ret) {
+		gpuslot_expiry_worker = NULL;
+		kthread_destroy_worker(w);
+	}
+	return ret;
 }
 
 void gpuslot_boost_teardown(void)
@@ -222,8 +274,8 @@ static void gpuslot_overrun_work_fn(struct kthread_work *work);
 
 void gpuslot_file_overrun_init(struct gpuslot_file *f)
 {
-	hrtimer_init(&f->overrun_timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL_HARD);
-	f->overrun_timer.function = gpuslot_overrun_timer_fn;
+	gpuslot_hrtimer_setup(&f->overrun_timer, gpuslot_overrun_timer_fn,
+			      CLOCK_MONOTONIC, HRTIMER_MODE_REL_HARD);
 	kthread_init_work(&f->overrun_work, gpuslot_overrun_work_fn);
 }
 
@@ -287,6 +339,18 @@ void gpuslot_hold_boosted_locked(struct gpuslot_domain *d,
 }
 
 /*
+ * Whether a boost of @p at @prio is due at all: the boost is on, and @p is
+ * neither SCHED_DEADLINE nor RT at @prio or above already.
+ */
+static bool gpuslot_boost_due(unsigned int prio, struct task_struct *p)
+{
+	unsigned int policy = READ_ONCE(p->policy);
+
+	return prio && policy != SCHED_DEADLINE &&
+	       !(gpuslot_policy_rt(policy) && READ_ONCE(p->rt_priority) >= prio);
+}
+
+/*
  * Whether a hold of @p in @d may need the ledger. Not when the boost is
  * off, or a real-time task already runs at the boost priority or above,
  * and no thread has a boost of ours, so that @p has none to nest this hold
@@ -295,14 +359,68 @@ void gpuslot_hold_boosted_locked(struct gpuslot_domain *d,
  */
 static bool gpuslot_boost_wanted(unsigned int prio, struct task_struct *p)
 {
-	unsigned int policy = READ_ONCE(p->policy);
+	return READ_ONCE(gpuslot_ledger.nr_threads) ||
+	       gpuslot_boost_due(prio, p);
+}
 
-	if (READ_ONCE(gpuslot_ledger.nr_threads))
-		return true;
-	if (!prio || policy == SCHED_DEADLINE)
-		return false;
-	return !((policy == SCHED_FIFO || policy == SCHED_RR) &&
-		 READ_ONCE(p->rt_priority) >= prio);
+/*
+ * Whether @p may be boosted for a hold of @f, and if not, why. The boost
+ * is the opener's: a thread of another user that got the file (SCM_RIGHTS,
+ * a setuid child) takes slots with it, as the file's opener could, but is
+ * boosted only if it could make itself RT anyway (CAP_SYS_NICE in the
+ * initial user namespace). And it never goes where the scheduler would
+ * refuse it to the thread itself: into a task group without RT runtime.
+ * (The LSM setsched hook cannot be asked from a module: docs/device.md.)
+ */
+static enum gpuslot_boost_refusal
+gpuslot_boost_refusal(struct gpuslot_file *f, struct task_struct *p)
+{
+	bool opener;
+
+	rcu_read_lock();
+	opener = uid_eq(__task_cred(p)->euid, f->opener_euid);
+	rcu_read_unlock();
+	if (!opener && !has_capability_noaudit(p, CAP_SYS_NICE))
+		return GPUSLOT_BOOST_REFUSED_OTHER_USER;
+	if (gpuslot_rt_group_refuses(p))
+		return GPUSLOT_BOOST_REFUSED_RT_GROUP;
+	return GPUSLOT_BOOST_ALLOWED;
+}
+
+static const char *const gpuslot_boost_refusal_says[] = {
+	[GPUSLOT_BOOST_ALLOWED] = "-",
+	[GPUSLOT_BOOST_REFUSED_RT_GROUP] = "rt-group-without-runtime",
+	[GPUSLOT_BOOST_REFUSED_OTHER_USER] = "not-the-openers-user",
+};
+
+const char *gpuslot_boost_refusal_name(enum gpuslot_boost_refusal r)
+{
+	return gpuslot_boost_refusal_says[r];
+}
+
+/* Say that hold @seq of @f in @d was refused its boost. */
+static void gpuslot_boost_refused(struct gpuslot_domain *d,
+				  struct gpuslot_file *f, u64 seq,
+				  struct task_struct *p,
+				  enum gpuslot_boost_refusal why)
+{
+	char comm[TASK_COMM_LEN];
+	bool current_hold;
+
+	spin_lock(&d->lock);
+	current_hold = f->state == GPUSLOT_FILE_HOLDING && f->hold_seq == seq;
+	if (current_hold) {
+		f->boost_refusal = why;
+		f->boost_refused_seq = seq;
+		d->counters.boosts_refused++;
+	}
+	spin_unlock(&d->lock);
+	if (!current_hold)
+		return;
+	get_task_comm(comm, p);
+	pr_info_ratelimited("gpuslot: gpu%u: no boost for %s[%d], holder of slot %u: %s\n",
+			    d->id, comm, task_pid_nr(p), f->slot,
+			    gpuslot_boost_refusal_says[why]);
 }
 
 void gpuslot_file_boost(struct gpuslot_file *f, struct gpuslot_domain *d,
@@ -310,20 +428,27 @@ void gpuslot_file_boost(struct gpuslot_file *f, struct gpuslot_domain *d,
 {
 	unsigned int prio = READ_ONCE(d->boost_priority);
 	unsigned int share = READ_ONCE(d->max_boost_share);
+	enum gpuslot_boost_refusal refusal = GPUSLOT_BOOST_ALLOWED;
 	u64 budget_end;
 	bool live, boosted;
 
 	if (!gpuslot_boost_wanted(prio, p))
 		return;
+	if (gpuslot_boost_due(prio, p))
+		refusal = gpuslot_boost_refusal(f, p);
+	if (refusal)
+		gpuslot_boost_refused(d, f, seq, p, refusal);
 
 	rt_mutex_lock(&gpuslot_boost_lock);
 	/*
 	 * Under the ledger lock, a release of hold @seq cannot slip between
-	 * this check and the boost: its unboost waits for the lock.
+	 * this check and the boost: its unboost waits for the lock. A refused
+	 * hold still goes to the ledger, not live, to end an older hold's
+	 * boost and take its number.
 	 */
 	spin_lock(&d->lock);
 	live = f->state == GPUSLOT_FILE_HOLDING && f->hold_seq == seq &&
-	       f->hold_boost != GPUSLOT_HOLD_OVERRUN;
+	       f->hold_boost != GPUSLOT_HOLD_OVERRUN && !refusal;
 	spin_unlock(&d->lock);
 	boosted = gpuslot_boost_begin(&gpuslot_ledger, &f->boost, seq, live,
 				      p, prio, share, &budget_end);
@@ -343,6 +468,7 @@ bool gpuslot_waiter_boost(struct gpuslot_domain *d, struct gpuslot_waiter *w)
 	unsigned int prio = READ_ONCE(d->boost_priority);
 	unsigned int share = READ_ONCE(d->max_boost_share);
 	struct gpuslot_file *f = w->file;
+	bool live;
 	u64 seq;
 
 	lockdep_assert_held(&d->lock);
@@ -357,9 +483,15 @@ bool gpuslot_waiter_boost(struct gpuslot_domain *d, struct gpuslot_waiter *w)
 	f->state = GPUSLOT_FILE_ACQUIRING;
 	seq = f->hold_seq + 1;
 	spin_unlock(&d->lock);
+	/*
+	 * A refusal is said once, for the hold, by the granter's
+	 * gpuslot_file_boost(): here the thread only goes unboosted.
+	 */
+	live = !gpuslot_boost_due(prio, current) ||
+	       !gpuslot_boost_refusal(f, current);
 	rt_mutex_lock(&gpuslot_boost_lock);
 	w->boosted = gpuslot_boost_begin(&gpuslot_ledger, &f->boost, seq,
-					 true, current, prio, share,
+					 live, current, prio, share,
 					 &w->budget_end_ns);
 	rt_mutex_unlock(&gpuslot_boost_lock);
 	spin_lock(&d->lock);
@@ -384,7 +516,7 @@ void gpuslot_file_unboost(struct gpuslot_file *f, u64 seq)
 }
 
 /*
- * On the expiry worker, at SCHED_FIFO 99: the hold outlived max_hold_ms,
+ * On the expiry worker, above every boost: the hold outlived max_hold_ms,
  * or its thread's budget may be spent (the ledger says).
  */
 static void gpuslot_overrun_work_fn(struct kthread_work *work)

@@ -10,6 +10,11 @@
 
 int gpuslot_boost_setup(void);
 void gpuslot_boost_teardown(void);
+/*
+ * A domain's boost_priority becomes @boost_priority: the expiry worker
+ * moves above it first, if it is not already. May sleep.
+ */
+int gpuslot_boost_ceiling(unsigned int boost_priority);
 void gpuslot_file_overrun_init(struct gpuslot_file *f);
 /* Stop the clock of @f's hold, under d->lock: the hold ends. */
 void gpuslot_overrun_cancel_locked(struct gpuslot_file *f);
@@ -38,6 +43,8 @@ bool gpuslot_waiter_boost(struct gpuslot_domain *d, struct gpuslot_waiter *w)
  */
 void gpuslot_hold_boosted_locked(struct gpuslot_domain *d,
 				 struct gpuslot_file *f, u64 budget_end_ns);
+/* How fdinfo names a refusal of the boost. */
+const char *gpuslot_boost_refusal_name(enum gpuslot_boost_refusal r);
 /* End the boost of hold @seq of @f (or an older one). May sleep. */
 void gpuslot_file_unboost(struct gpuslot_file *f, u64 seq);
 int gpuslot_domain_set_max_hold_ms(struct gpuslot_domain *d,

@@ -201,6 +201,10 @@ void gpuslot_file_show_fdinfo(struct seq_file *m, struct gpuslot_file *f)
 	unsigned int id = d->id, slot = f->slot;
 	unsigned int reserved = f->hqd_reserved, asked = f->hqd_asked;
 	u64 generation = f->hold_generation;
+	enum gpuslot_boost_refusal refusal =
+		f->state == GPUSLOT_FILE_HOLDING &&
+		f->boost_refused_seq == f->hold_seq ? f->boost_refusal :
+						      GPUSLOT_BOOST_ALLOWED;
 	u64 allowed = state == GPUSLOT_FILE_QUEUED ? f->async.core.allowed :
 						     f->wait_allowed;
 
@@ -219,6 +223,9 @@ void gpuslot_file_show_fdinfo(struct seq_file *m, struct gpuslot_file *f)
 		seq_puts(m, "gpuslot-allowed-mask:\t-\n");
 	seq_printf(m, "gpuslot-hqd-reserved:\t%u\n", reserved);
 	seq_printf(m, "gpuslot-hqd-waiting:\t%u\n", asked);
+	/* Why the current hold runs unboosted, where a policy said no. */
+	seq_printf(m, "gpuslot-boost-refused:\t%s\n",
+		   gpuslot_boost_refusal_name(refusal));
 }
 
 int gpuslot_file_domain_info(struct gpuslot_file *f,
@@ -344,9 +351,14 @@ int gpuslot_domain_set_layout(struct gpuslot_domain *d, unsigned int k,
 int gpuslot_domain_set_boost_priority(struct gpuslot_domain *d,
 				      unsigned int prio)
 {
+	int ret;
+
 	/* The expiry of max_hold_ms runs above every boost: boost_sched.c */
 	if (prio > GPUSLOT_MAX_BOOST_PRIORITY)
 		return -EINVAL;
+	ret = gpuslot_boost_ceiling(prio);
+	if (ret)
+		return ret;
 	spin_lock(&d->lock);
 	d->boost_priority = prio;
 	spin_unlock(&d->lock);

@@ -12,6 +12,7 @@
 #include <linux/sched.h>
 #include <linux/sched/clock.h>
 #include <linux/spinlock.h>
+#include <linux/uidgid.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
 #include <uapi/linux/gpuslot.h>
@@ -34,6 +35,7 @@ struct gpuslot_counters {
 	u64 max_wait_ns;
 	u64 max_hold_ns;
 	u64 overruns;
+	u64 boosts_refused;	/* holds the host's policy or the fd rule kept unboosted */
 	u64 wait_hist[GPUSLOT_HIST_BUCKETS];
 };
 
@@ -101,9 +103,13 @@ static inline struct gpuslot_domain *gpuslot_dev_domain(struct device *dev)
  * d->lock, with preemption off outside PREEMPT_RT, and a queued file pins
  * its memory: a member must not be able to make either grow without end.
  * A host runs a few dozen GPU jobs; 1024 waiters on one GPU is a leak or
- * an attack.
+ * an attack. And one user (the caller's real uid, as the kernel's own
+ * per-user limits count) queues at most GPUSLOT_MAX_WAITERS_PER_USER of
+ * them, so that one member's flood leaves room for every other member's
+ * waiters: four users fill a domain.
  */
 #define GPUSLOT_MAX_WAITERS	1024
+#define GPUSLOT_MAX_WAITERS_PER_USER	256
 
 enum gpuslot_file_state {
 	GPUSLOT_FILE_IDLE,
@@ -122,6 +128,17 @@ enum gpuslot_hold_boost {
 };
 
 /*
+ * Why a hold that would have been boosted was not (boost_sched.c): the
+ * boost never goes where the scheduler would refuse it, nor to another
+ * user through a passed file.
+ */
+enum gpuslot_boost_refusal {
+	GPUSLOT_BOOST_ALLOWED,
+	GPUSLOT_BOOST_REFUSED_RT_GROUP,		/* its RT cgroup has no runtime */
+	GPUSLOT_BOOST_REFUSED_OTHER_USER,	/* not the opener's uid, no CAP_SYS_NICE */
+};
+
+/*
  * A queued waiter. One that sleeps in ACQUIRE lives on its thread's stack
  * (@task set); the asynchronous one of ACQUIRE_ASYNC is the file's own
  * (@task NULL) and holds references to its pids, as nobody waits for it.
@@ -133,6 +150,7 @@ struct gpuslot_waiter {
 	/* Valid without a reference while a thread waits here. */
 	struct pid *tgid;
 	struct pid *tid;
+	kuid_t uid;		/* the real uid that queued it */
 	u64 start_ns;
 	char comm[TASK_COMM_LEN];
 	/* The grant, recorded under d->lock: what this call returns. */
@@ -157,6 +175,8 @@ struct gpuslot_waiter {
 struct gpuslot_file {
 	/* Changes only while IDLE, under the old domain's lock. */
 	struct gpuslot_domain *domain;
+	/* The euid that opened the file: only its threads are boosted. */
+	kuid_t opener_euid;
 
 	/* Under domain->lock. */
 	enum gpuslot_file_state state;
@@ -170,6 +190,9 @@ struct gpuslot_file {
 	struct pid *holder_tid;
 	char holder_comm[TASK_COMM_LEN];
 	enum gpuslot_hold_boost hold_boost;
+	/* The hold @boost_refused_seq was refused its boost, for this reason. */
+	enum gpuslot_boost_refusal boost_refusal;
+	u64 boost_refused_seq;
 	u64 hold_max_ns;	/* the domain's max_hold_ms at the grant; 0: none */
 	/*
 	 * End the boost of a hold that outlives hold_max_ns: a hard-irq

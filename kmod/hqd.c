@@ -9,6 +9,7 @@
  * down without an error. Clients reserve the queues they will create; the
  * budget (budget.c) turns the silent collapse into ENOSPC or a FIFO wait.
  */
+#include <linux/cred.h>
 #include <linux/ktime.h>
 #include <linux/pid.h>
 #include <linux/sched/signal.h>
@@ -24,8 +25,46 @@ struct gpuslot_hqd_waiter {
 	struct gpuslot_file *file;
 	struct task_struct *task;
 	struct pid *tgid;	/* valid while the thread waits here */
+	kuid_t uid;		/* the real uid that asked */
 	char comm[TASK_COMM_LEN];
 };
+
+/* Whether @uid has @max requests waiting in @d's queue budget. */
+static bool gpuslot_hqd_user_full(struct gpuslot_domain *d, kuid_t uid,
+				  unsigned int max)
+{
+	struct gpuslot_budget_waiter *bw;
+	unsigned int n = 0;
+
+	list_for_each_entry(bw, &d->budget.waiters, node) {
+		struct gpuslot_hqd_waiter *w =
+			container_of(bw, struct gpuslot_hqd_waiter, budget);
+
+		if (uid_eq(w->uid, uid) && ++n >= max)
+			return true;
+	}
+	return false;
+}
+
+/* The bounds of the lock queue's (lock.c) for the budget's queue. */
+static bool gpuslot_hqd_queue_full(struct gpuslot_domain *d, kuid_t uid)
+{
+	lockdep_assert_held(&d->lock);
+	if (likely(d->budget.nr_waiters < GPUSLOT_MAX_WAITERS_PER_USER))
+		return false;
+	if (d->budget.nr_waiters >= GPUSLOT_MAX_WAITERS) {
+		pr_warn_ratelimited("gpuslot: gpu%u: %u queue reservations waiting, the most a domain takes: ENOSPC for pid %d\n",
+				    d->id, d->budget.nr_waiters,
+				    task_tgid_nr(current));
+		return true;
+	}
+	if (!gpuslot_hqd_user_full(d, uid, GPUSLOT_MAX_WAITERS_PER_USER))
+		return false;
+	pr_warn_ratelimited("gpuslot: gpu%u: uid %u has %u queue reservations waiting, the most a user takes: ENOSPC for pid %d\n",
+			    d->id, from_kuid(&init_user_ns, uid),
+			    GPUSLOT_MAX_WAITERS_PER_USER, task_tgid_nr(current));
+	return true;
+}
 
 /* Add @count to what @f holds. Called under d->lock. */
 static void gpuslot_hqd_credit(struct gpuslot_domain *d,
@@ -97,6 +136,7 @@ int gpuslot_file_reserve_queues(struct gpuslot_file *f,
 		.file = f,
 		.task = current,
 		.tgid = task_tgid(current),
+		.uid = current_uid(),
 	};
 	struct gpuslot_domain *d;
 	ktime_t expires = 0;
@@ -126,10 +166,7 @@ int gpuslot_file_reserve_queues(struct gpuslot_file *f,
 		goto unlock;
 	}
 	/* A full queue is said first, whatever the deadline, as for ACQUIRE. */
-	if (d->budget.nr_waiters >= GPUSLOT_MAX_WAITERS) {
-		pr_warn_ratelimited("gpuslot: gpu%u: %u queue reservations waiting, the most a domain takes: ENOSPC for pid %d\n",
-				    d->id, d->budget.nr_waiters,
-				    task_tgid_nr(current));
+	if (gpuslot_hqd_queue_full(d, w.uid)) {
 		ret = -ENOSPC;
 		goto unlock;
 	}

@@ -5,6 +5,7 @@
  * waiter after its boost, release, and the statistics of waits and holds.
  */
 #include <linux/bitops.h>
+#include <linux/cred.h>
 #include <linux/hrtimer.h>
 #include <linux/ktime.h>
 #include <linux/pid.h>
@@ -14,11 +15,14 @@
 
 #include "async.h"
 #include "boost_sched.h"
+#include "compat.h"
 #include "lock.h"
 
 ktime_t gpuslot_deadline(u64 deadline_ns)
 {
-	return ns_to_ktime(min_t(u64, deadline_ns, KTIME_MAX));
+	/* The caller's CLOCK_MONOTONIC is its time namespace's. */
+	return gpuslot_timens_monotonic_to_host(ns_to_ktime(min_t(u64, deadline_ns,
+								  KTIME_MAX)));
 }
 
 bool gpuslot_deadline_passed(ktime_t expires)
@@ -232,19 +236,48 @@ void gpuslot_waiter_init(struct gpuslot_waiter *w, struct gpuslot_file *f)
 	w->task = current;
 	w->tgid = task_tgid(current);
 	w->tid = task_pid(current);
+	w->uid = current_uid();
 	w->start_ns = gpuslot_clock_ns();
 	w->ready = false;
 	w->boosted = false;
 }
 
+/* Whether @uid has @max waiters in @d's lock queue. */
+static bool gpuslot_lock_user_full(struct gpuslot_domain *d, kuid_t uid,
+				   unsigned int max)
+{
+	struct gpuslot_core_waiter *cw;
+	unsigned int n = 0;
+
+	list_for_each_entry(cw, &d->core.waiters, node) {
+		struct gpuslot_waiter *w =
+			container_of(cw, struct gpuslot_waiter, core);
+
+		if (uid_eq(w->uid, uid) && ++n >= max)
+			return true;
+	}
+	return false;
+}
+
 bool gpuslot_lock_queue_full(struct gpuslot_domain *d)
 	__must_hold(&d->lock)
 {
+	kuid_t uid = current_uid();
+
 	lockdep_assert_held(&d->lock);
-	if (likely(d->core.nr_waiters < GPUSLOT_MAX_WAITERS))
+	/* No user can have its share of a queue shorter than that. */
+	if (likely(d->core.nr_waiters < GPUSLOT_MAX_WAITERS_PER_USER))
 		return false;
-	pr_warn_ratelimited("gpuslot: gpu%u: %u waiters queued, the most a domain takes: ENOSPC for pid %d\n",
-			    d->id, d->core.nr_waiters, task_tgid_nr(current));
+	if (d->core.nr_waiters >= GPUSLOT_MAX_WAITERS) {
+		pr_warn_ratelimited("gpuslot: gpu%u: %u waiters queued, the most a domain takes: ENOSPC for pid %d\n",
+				    d->id, d->core.nr_waiters, task_tgid_nr(current));
+		return true;
+	}
+	if (!gpuslot_lock_user_full(d, uid, GPUSLOT_MAX_WAITERS_PER_USER))
+		return false;
+	pr_warn_ratelimited("gpuslot: gpu%u: uid %u has %u waiters queued, the most a user takes: ENOSPC for pid %d\n",
+			    d->id, from_kuid(&init_user_ns, uid),
+			    GPUSLOT_MAX_WAITERS_PER_USER, task_tgid_nr(current));
 	return true;
 }
 

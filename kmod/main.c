@@ -6,6 +6,7 @@
  * setup. The lock itself lives in core.c (state machine) and domain.c
  * (waiting, handoff, boost); the ioctl ABI in uapi/linux/gpuslot.h.
  */
+#include <linux/cred.h>
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
@@ -360,6 +361,7 @@ static int gpuslot_open(struct inode *inode, struct file *file)
 	if (!f)
 		return -ENOMEM;
 	gpuslot_file_init(f);
+	f->opener_euid = file->f_cred->euid;
 	file->private_data = f;
 	return nonseekable_open(inode, file);
 }

@@ -10,7 +10,7 @@
  *   ro  generation, unit_kind, unit_size, nr_units, hqd_used, hqd_waiters,
  *       nr_holders, nr_waiters, held_mask
  *   ro  stats/{acquisitions,contended,timeouts,interrupted,total_wait_ns,
- *       max_wait_ns,max_hold_ns,overruns}
+ *       max_wait_ns,max_hold_ns,overruns,boosts_refused}
  *   rw  slot<i>/units, slot<i>/priority for i in 0..63 (staged writes)
  *   wo  commit
  *
@@ -331,6 +331,11 @@ static struct gpuslot_stat_attr gpuslot_stat_overruns = {
 	.offset = offsetof(struct gpuslot_counters, overruns),
 };
 
+static struct gpuslot_stat_attr gpuslot_stat_boosts_refused = {
+	.dev_attr = __ATTR(boosts_refused, 0444, gpuslot_stat_show, NULL),
+	.offset = offsetof(struct gpuslot_counters, boosts_refused),
+};
+
 static struct attribute *gpuslot_stats_attrs[] = {
 	&gpuslot_stat_acquisitions.dev_attr.attr,
 	&gpuslot_stat_contended.dev_attr.attr,
@@ -340,6 +345,7 @@ static struct attribute *gpuslot_stats_attrs[] = {
 	&gpuslot_stat_max_wait_ns.dev_attr.attr,
 	&gpuslot_stat_max_hold_ns.dev_attr.attr,
 	&gpuslot_stat_overruns.dev_attr.attr,
+	&gpuslot_stat_boosts_refused.dev_attr.attr,
 	NULL,
 };
 

@@ -329,6 +329,9 @@ std::string LockServer::fdinfo(const Conn &c) const
 	t += "gpuslot-allowed-mask:\t" + (waits ? hex(c.waiter.core.allowed) : "-") + "\n";
 	t += "gpuslot-hqd-reserved:\t" + std::to_string(c.hqd_reserved) + "\n";
 	t += "gpuslot-hqd-waiting:\t" + std::to_string(c.hqd_waiting ? c.reserve.count : 0) + "\n";
+	// The module's reasons; here the kernel's EPERM is all gpuslotd sees.
+	t += std::string("gpuslot-boost-refused:\t") +
+	     (c.state == Conn::holding && c.hold_seq && c.boost_refused_seq == c.hold_seq ? "refused-by-the-kernel" : "-") + "\n";
 	return t;
 }
 
@@ -368,6 +371,8 @@ int LockServer::attr_read(const Conn &c, const std::string &name, std::string *t
 		t = line(d.core.nr_waiters);
 	} else if (name == "held_mask") {
 		t = hex(d.core.held) + "\n";
+	} else if (name == "stats/boosts_refused") {
+		t = line(d.boosts_refused);
 	} else if (name.rfind("stats/", 0) == 0 && is_stat(name.substr(6))) {
 		t = line(stat_value(d.stats, name.substr(6)));
 	} else if (slot_attr(name, &slot, &file)) {

@@ -45,6 +45,9 @@ struct task_struct {
 	// Who the thread was when its boost record was made: its credentials
 	// and its program (see owner_of()); empty if they could not be read.
 	std::string owner;
+	// The kernel refused to make it RT (sched_setattr() said EPERM: an RT
+	// cgroup without runtime, an LSM's setsched); LockServer::boost() says so.
+	bool rt_refused = false;
 
 	~task_struct()
 	{
@@ -226,8 +229,12 @@ int task_set_attr(task_struct *p, const gpuslot_sched_attr *a)
 	attr.sched_flags = a->reset_on_fork ? kResetOnFork : 0;
 	attr.sched_nice = a->nice;
 	attr.sched_priority = a->rt_priority;
-	if (syscall(SYS_sched_setattr, p->tid, &attr, 0))
-		return -errno;
+	if (syscall(SYS_sched_setattr, p->tid, &attr, 0)) {
+		const int err = errno;
+		if (err == EPERM && (a->policy == SCHED_FIFO || a->policy == SCHED_RR))
+			p->rt_refused = true;
+		return -err;
+	}
 	return 0;
 }
 
@@ -1003,9 +1010,12 @@ void LockServer::boost(Domain &d, Conn &c, pid_t pid, pid_t tid)
 	// against the pidfd before it changes anything (a failed first boost
 	// leaves no record).
 	uint64_t budget_end = UINT64_MAX;
+	p->rt_refused = false;
 	const bool boosted = gpuslot_boost_begin(&ledger, &c.boost, c.hold_seq,
 						 c.hold_boost != Conn::overrun, p, d.boost_priority,
 						 d.max_boost_share, &budget_end);
+	if (!boosted && p->rt_refused && c.state == Conn::holding)
+		boost_refused(d, c, tid);
 	prune_tasks();
 	if (c.state == Conn::holding)
 		record_hold(d, c.slot);
@@ -1014,6 +1024,23 @@ void LockServer::boost(Domain &d, Conn &c, pid_t pid, pid_t tid)
 		return;
 	c.hold_boost = Conn::boosted;
 	arm_hold(d, c, budget_end);
+}
+
+// The kernel refused the holder of @c RT, as it would refuse the thread
+// itself (docs/device.md, the boost's policy checks): the hold goes on
+// unboosted; counted, named in the connection's fdinfo, and logged at most
+// once a second.
+void LockServer::boost_refused(Domain &d, Conn &c, pid_t tid)
+{
+	d.boosts_refused++;
+	c.boost_refused_seq = c.hold_seq;
+	const uint64_t now = now_ns();
+	if (now - last_refusal_log_ns_ < 1000000000 && last_refusal_log_ns_)
+		return;
+	last_refusal_log_ns_ = now;
+	std::fprintf(stderr, "gpuslotd: gpu%u: no boost for thread %d, holder of slot %u: the kernel "
+		     "refused it SCHED_FIFO (EPERM: an RT cgroup without runtime, or an LSM)\n",
+		     d.id, int(tid), c.slot);
 }
 
 // The boost of @c's hold ends at the max_hold_ms read at the grant

@@ -219,6 +219,7 @@ private:
 	// SCHED_FIFO for thread @tid of process @pid for @c's current hold (the
 	// module's boost ledger, kmod/lockcore/boost.c), and the end of it.
 	void boost(Domain &d, Conn &c, pid_t pid, pid_t tid);
+	void boost_refused(Domain &d, Conn &c, pid_t tid);
 	void unboost(Conn &c);
 	void arm_hold(Domain &d, Conn &c, uint64_t budget_end);
 	// SCHED_FIFO one above the highest boost_priority and every boost
@@ -274,6 +275,7 @@ private:
 	unsigned int max_conns_ = 0;
 	bool listeners_paused_ = false;
 	uint64_t accept_backoff_ns_ = 0;
+	uint64_t last_refusal_log_ns_ = 0; // boost_refused()'s last log line
 	int housekeeping_fd_ = -1;
 	uint64_t housekeeping_armed_ = 0;
 	std::multimap<uint64_t, std::function<void()>> later_;

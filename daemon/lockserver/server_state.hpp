@@ -205,6 +205,7 @@ struct LockServer::Conn {
 	uint64_t hold_start_ns = 0;
 	uint64_t hold_max_ns = 0; // the domain's max_hold_ms at the grant; 0: none
 	enum HoldBoost { unboosted, boosted, overrun } hold_boost = unboosted;
+	uint64_t boost_refused_seq = 0; // the hold the kernel refused RT
 	bool hold_timed = false;
 	std::multimap<uint64_t, Conn *>::iterator hold_deadline;
 	// Hardware queues.
@@ -236,6 +237,7 @@ struct LockServer::Domain {
 	unsigned int boost_priority = GPUSLOT_DEFAULT_BOOST_PRIORITY;
 	unsigned int max_boost_share = GPUSLOT_DEFAULT_MAX_BOOST_SHARE;
 	gpuslot_stats stats{};
+	uint64_t boosts_refused = 0; // sysfs stats/boosts_refused; not in GET_STATS
 	// Timed waits, earliest first: slots and queue reservations.
 	std::multimap<uint64_t, Conn *> deadlines;
 	std::multimap<uint64_t, Conn *> hqd_deadlines;

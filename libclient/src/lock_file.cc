@@ -16,6 +16,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstddef>
+#include <cstdio>
 #include <cstdlib>
 #include <condition_variable>
 #include <cstring>
@@ -147,6 +149,55 @@ int32_t this_thread_id()
 // file of the device: each request carries a sequence number that its
 // reply echoes, one caller at a time reads the socket (the reader) and
 // hands the others their replies.
+
+// This process's CLOCK_MONOTONIC offset from the host's, in ns: nonzero
+// inside a time namespace (time_namespaces(7)); 0 where it cannot be read
+// (no time namespaces: the host's clock).
+int64_t monotonic_offset_ns()
+{
+	FILE *f = std::fopen("/proc/self/timens_offsets", "re");
+	if (!f)
+		return 0;
+	char clock[32];
+	long long sec, nsec;
+	int64_t offset = 0;
+	while (std::fscanf(f, "%31s %lld %lld", clock, &sec, &nsec) == 3)
+		if (!std::strcmp(clock, "monotonic"))
+			offset = int64_t(sec) * 1000000000 + nsec;
+	std::fclose(f);
+	return offset;
+}
+
+// A deadline is CLOCK_MONOTONIC as the caller reads it, in its own time
+// namespace, as the module reads it (kmod/compat.h); gpuslotd reads its
+// own. The message of a timed ACQUIRE or RESERVE_QUEUES @cmd (@s, @size
+// bytes) gets the host's: the offset is the caller's own to know, and a
+// wrong one only moves its own deadline. Read for each timed call: setns()
+// can move a single-threaded process to another namespace. A deadline
+// before the host's boot is long past: 1.
+void host_deadline(unsigned long cmd, char *s, uint32_t size)
+{
+	uint32_t flags;
+	uint64_t deadline;
+	if (size < 16)
+		return;
+	std::memcpy(&flags, s + 4, sizeof(flags));
+	if (!((cmd == GPUSLOT_IOC_ACQUIRE && flags & GPUSLOT_ACQUIRE_DEADLINE) ||
+	      (cmd == GPUSLOT_IOC_RESERVE_QUEUES && flags & GPUSLOT_RESERVE_DEADLINE)))
+		return;
+	static_assert(offsetof(gpuslot_acquire, deadline_ns) == 8 &&
+		      offsetof(gpuslot_reserve_queues, deadline_ns) == 8);
+	std::memcpy(&deadline, s + 8, sizeof(deadline));
+	const int64_t offset = monotonic_offset_ns();
+	if (!offset || deadline == UINT64_MAX)
+		return;
+	if (offset > 0)
+		deadline = deadline > uint64_t(offset) ? deadline - uint64_t(offset) : 1;
+	else
+		deadline = deadline > UINT64_MAX - uint64_t(-offset) ? UINT64_MAX : deadline + uint64_t(-offset);
+	std::memcpy(s + 8, &deadline, sizeof(deadline));
+}
+
 class SocketFile : public LockFile {
 public:
 	explicit SocketFile(int fd) : fd_(fd) {}
@@ -185,6 +236,7 @@ public:
 					    tail);
 		}
 		std::memcpy(msg.data() + sizeof(gpuslot_wire), arg, std::min<uint32_t>(size, sent));
+		host_deadline(cmd, msg.data() + sizeof(gpuslot_wire), size);
 		std::vector<char> reply;
 		if (int err = exchange(_IOC_NR(cmd), &msg, &reply))
 			return err;

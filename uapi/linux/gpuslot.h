@@ -66,8 +66,8 @@
 #define GPUSLOT_DEFAULT_BOOST_PRIORITY	50
 /*
  * The highest boost_priority: what ends a boost at max_hold_ms (the
- * module's expiry thread, gpuslotd's server thread) runs above every boost,
- * so that the holder it demotes cannot keep it from running.
+ * module's expiry thread, gpuslotd's server thread) runs one above the
+ * highest boost, so that the holder it demotes cannot keep it from running.
  */
 #define GPUSLOT_MAX_BOOST_PRIORITY	98
 /*
@@ -163,7 +163,11 @@ struct gpuslot_attach {
  * waiter leaves the queue at once, as a new call with that mask would be
  * refused; ENOSPC the call would wait and
  * the domain's lock queue holds 1024 waiters (sleeping and asynchronous)
- * already: the kernel bounds what one user can queue.
+ * already, or 256 of the caller's real uid: the kernel bounds what one
+ * user can queue, and leaves room for the others'.
+ *
+ * @deadline_ns is CLOCK_MONOTONIC as the caller reads it: inside a time
+ * namespace, on that namespace's clock.
  *
  * @slot and @generation describe the grant this call received. Threads
  * sharing the open file (threads, fork, SCM_RIGHTS) share its slot: another
@@ -179,6 +183,11 @@ struct gpuslot_attach {
  * back when its last hold ends. At the end of a hold the thread gets its
  * attributes back unless it moved itself above the boost priority or to
  * SCHED_DEADLINE meanwhile. max_hold_ms bounds the boost of one hold.
+ * The boost is refused (the hold is granted unboosted, counted in sysfs
+ * stats/boosts_refused and named in the file's fdinfo) where the scheduler
+ * would refuse the thread RT itself (an RT cgroup without runtime), and to
+ * a thread whose effective uid is not the file opener's, unless it has
+ * CAP_SYS_NICE: a passed file gives its slots, not its boost.
  */
 #define GPUSLOT_ACQUIRE_TRY	_BITUL(0)
 #define GPUSLOT_ACQUIRE_DEADLINE	_BITUL(1)
@@ -325,9 +334,10 @@ struct gpuslot_stats {
  * Errors: ENOSPC the budget cannot hold @count now (the library turns it
  * into a message naming who holds the budget), or a waiting request no
  * longer fits under a lowered limit, or (WAIT, DEADLINE) 1024 requests
- * wait in the domain already; ETIMEDOUT (a deadline already past: one
- * try); EINTR a signal, as for ACQUIRE (SA_RESTART restarts the wait, at
- * the back of the queue, with the same deadline). When @reserved cannot be
+ * wait in the domain already, or 256 of the caller's real uid; ETIMEDOUT
+ * (a deadline already past: one try); EINTR a signal, as for ACQUIRE
+ * (SA_RESTART restarts the wait, at the back of the queue, with the same
+ * deadline). When @reserved cannot be
  * written back (EFAULT), exactly the @count this call added is returned
  * (at most what the file still holds, should another thread of it have
  * returned some meanwhile).

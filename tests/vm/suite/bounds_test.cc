@@ -14,6 +14,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -28,8 +29,11 @@
 namespace gpuslot::test {
 namespace {
 
-// Waiters a domain queues, of each kind (docs/device.md, "Bounds").
+// Waiters a domain queues, of each kind, and of them one user's
+// (docs/device.md, "Bounds").
 constexpr unsigned int kMaxWaiters = 1024;
+constexpr unsigned int kMaxWaitersPerUser = 256;
+constexpr unsigned int kUsersToFill = kMaxWaiters / kMaxWaitersPerUser;
 // The unprivileged member the tests become, as the other suites do.
 constexpr uid_t kMember = 65534;
 
@@ -38,6 +42,30 @@ int become_member()
 	if (setresgid(kMember, kMember, kMember) || setresuid(kMember, kMember, kMember))
 		return errno;
 	return 0;
+}
+
+// Become the @i-th member, uid kMember - i (the waiter bound counts the
+// real uid). Each member is a process of its own: setresuid() in a process
+// whose threads wait would interrupt their waits (glibc signals every
+// thread to change its credentials) and restart them at the back.
+int become_nth_member(unsigned int i)
+{
+	const uid_t uid = kMember - i;
+	if (setresgid(kMember, kMember, kMember) || setresuid(uid, uid, uid))
+		return errno;
+	return 0;
+}
+
+// The exit status of child @pid, or -1 if it ran @ms longer (then killed:
+// a request past the bound would sleep).
+int wait_child_for(int ms, pid_t pid)
+{
+	int status = 0;
+	if (wait_until([&] { return waitpid(pid, &status, WNOHANG) == pid; }, ms))
+		return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	return -1;
 }
 
 int raise_nofile(rlim_t n)
@@ -58,32 +86,36 @@ bool kernel_log_has(const std::string &text)
 
 class Bounds : public DomainTest {};
 
-// A member fills a domain's lock queue with sleeping and asynchronous
-// waiters: the next waiter, anyone's, is refused with ENOSPC at once (TRY
-// still says EAGAIN: it never queues), the refused file stays idle, a
-// waiter that leaves makes room, and closing the files leaves nothing.
+// Members fill a domain's lock queue with sleeping and asynchronous
+// waiters, each its own share: the next waiter, anyone's, is refused with
+// ENOSPC at once (TRY still says EAGAIN: it never queues), the refused
+// file stays idle, a waiter that leaves makes room, and closing the files
+// leaves nothing.
 TEST_F(Bounds, LockWaitersOfADomainAreBounded)
 {
 	SKIP_ON_SOCKET("the module's per-domain bound; gpuslotd bounds connections per member");
 	Dev holder, root_file;
 	ASSERT_EQ(holder.acquire().err, 0);
 
-	Pipe full, go;
+	Pipe full, go, fillers_queued, fillers_go;
 	pid_t member = spawn([&] {
-		CHILD_REQUIRE(raise_nofile(kMaxWaiters + 256) == 0);
+		CHILD_REQUIRE(raise_nofile(kMaxWaitersPerUser + 256) == 0);
 		std::vector<std::unique_ptr<Dev>> files;
-		for (unsigned int i = 0; i <= kMaxWaiters; i++)
+		for (unsigned int i = 0; i <= kMaxWaitersPerUser; i++)
 			files.push_back(std::make_unique<Dev>());
-		CHILD_REQUIRE(become_member() == 0);
+		CHILD_REQUIRE(become_nth_member(0) == 0);
 		// One thread sleeps in ACQUIRE, the rest of the queue is async.
 		auto *slept = new std::atomic<int>(-1);
 		std::thread([slept, &files] { *slept = files[0]->acquire().err; }).detach();
 		CHILD_REQUIRE(wait_waiters(1));
-		for (unsigned int i = 1; i < kMaxWaiters; i++)
+		for (unsigned int i = 1; i < kMaxWaitersPerUser; i++)
 			CHILD_REQUIRE(files[i]->acquire_async() == 0);
+		full.put(0);
+		// The other members fill the rest.
+		CHILD_REQUIRE(go.get(60000) == 0);
 		CHILD_REQUIRE(holder.info().nr_waiters == kMaxWaiters);
 
-		Dev &extra = *files[kMaxWaiters];
+		Dev &extra = *files[kMaxWaitersPerUser];
 		CHILD_REQUIRE(extra.acquire_async() == ENOSPC);
 		CHILD_REQUIRE(extra.acquire().err == ENOSPC);
 		CHILD_REQUIRE(extra.acquire(GPUSLOT_ACQUIRE_DEADLINE, 1000000000).err == ENOSPC);
@@ -107,12 +139,38 @@ TEST_F(Bounds, LockWaitersOfADomainAreBounded)
 		CHILD_REQUIRE(files[0]->release() == 0);
 		return 0; // closing every file leaves the queue
 	});
-	if (full.get(30000) != 1) {
+	std::vector<pid_t> fillers;
+	auto stop = [&](const std::string &why) {
 		kill(member, SIGKILL);
+		for (pid_t f : fillers)
+			kill(f, SIGKILL);
 		const int status = wait_child(member);
-		FAIL() << "the member could not fill the queue and see ENOSPC: child status "
-		       << status << ", failed check at line " << *child_failed_line();
+		for (pid_t f : fillers)
+			wait_child(f);
+		return why + ": child status " + std::to_string(status) + ", failed check at line " +
+		       std::to_string(*child_failed_line());
+	};
+	if (full.get(30000) != 0)
+		FAIL() << stop("the first member could not queue its share");
+	for (unsigned int u = 1; u < kUsersToFill; u++) {
+		fillers.push_back(spawn([&, u] {
+			CHILD_REQUIRE(raise_nofile(kMaxWaitersPerUser + 256) == 0);
+			std::vector<std::unique_ptr<Dev>> files;
+			for (unsigned int i = 0; i < kMaxWaitersPerUser; i++)
+				files.push_back(std::make_unique<Dev>());
+			CHILD_REQUIRE(become_nth_member(u) == 0);
+			for (auto &f : files)
+				CHILD_REQUIRE(f->acquire_async() == 0);
+			fillers_queued.put(int(u));
+			CHILD_REQUIRE(fillers_go.get(120000) == 1);
+			return 0;
+		}));
+		if (fillers_queued.get(30000) != int(u))
+			FAIL() << stop("member " + std::to_string(u) + " could not queue its share");
 	}
+	go.put(0);
+	if (full.get(30000) != 1)
+		FAIL() << stop("the members could not fill the queue and see ENOSPC");
 	// The bound is the domain's: root's waiter is refused too.
 	EXPECT_EQ(root_file.acquire_async(), ENOSPC);
 	EXPECT_EQ(root_file.acquire(GPUSLOT_ACQUIRE_DEADLINE, 1000000).err, ENOSPC);
@@ -128,6 +186,12 @@ TEST_F(Bounds, LockWaitersOfADomainAreBounded)
 	EXPECT_EQ(holder.release(), 0);
 	go.put(2);
 	expect_child_ok(member);
+	for (pid_t f : fillers) {
+		fillers_go.put(1);
+		(void)f;
+	}
+	for (pid_t f : fillers)
+		expect_child_ok(f);
 
 	// Nothing left behind: an empty queue, a free slot at once.
 	EXPECT_TRUE(wait_until([&] { return holder.info().nr_waiters == 0; }));
@@ -137,6 +201,59 @@ TEST_F(Bounds, LockWaitersOfADomainAreBounded)
 	EXPECT_EQ(again.err, 0);
 	EXPECT_EQ(again.slot, 0u);
 	EXPECT_EQ(root_file.release(), 0);
+}
+
+// Issue 38: one user queues at most kMaxWaitersPerUser waiters in a
+// domain's lock queue. A member's flood is refused there, and leaves room
+// for everyone else's waiters: another member's, and root's.
+TEST_F(Bounds, OneUsersFloodOfWaitersLeavesRoomForOthers)
+{
+	SKIP_ON_SOCKET("the module's per-user bound; gpuslotd bounds connections per member");
+	Dev holder, root_file;
+	ASSERT_EQ(holder.acquire().err, 0);
+
+	Pipe full, go;
+	pid_t member = spawn([&] {
+		CHILD_REQUIRE(raise_nofile(kMaxWaitersPerUser + 256) == 0);
+		std::vector<std::unique_ptr<Dev>> files;
+		for (unsigned int i = 0; i <= kMaxWaitersPerUser; i++)
+			files.push_back(std::make_unique<Dev>());
+		CHILD_REQUIRE(become_member() == 0);
+		unsigned int queued = 0;
+		while (queued <= kMaxWaitersPerUser && files[queued]->acquire_async() == 0)
+			queued++;
+		CHILD_REQUIRE(queued == kMaxWaitersPerUser);
+		Dev &extra = *files[kMaxWaitersPerUser];
+		CHILD_REQUIRE(extra.acquire().err == ENOSPC);
+		CHILD_REQUIRE(extra.acquire(GPUSLOT_ACQUIRE_DEADLINE, 1000000000).err == ENOSPC);
+		CHILD_REQUIRE(holder.info().nr_waiters == kMaxWaitersPerUser);
+		full.put(1);
+		CHILD_REQUIRE(go.get() == 1);
+		return 0;
+	});
+	if (full.get(30000) != 1) {
+		kill(member, SIGKILL);
+		const int status = wait_child(member);
+		FAIL() << "the member's flood was not cut at its share: child status " << status
+		       << ", failed check at line " << *child_failed_line();
+	}
+	EXPECT_TRUE(kernel_log_has("gpuslot: gpu0: uid 65534 has 256 waiters queued, the most a "
+				   "user takes: ENOSPC for pid " + std::to_string(member) + "\n"));
+	// Another member queues, sleeping and asynchronously.
+	expect_child_ok(spawn([] {
+		Dev d;
+		CHILD_REQUIRE(become_nth_member(1) == 0);
+		CHILD_REQUIRE(d.acquire(GPUSLOT_ACQUIRE_DEADLINE, 50000000).err == ETIMEDOUT);
+		CHILD_REQUIRE(d.acquire_async() == 0);
+		CHILD_REQUIRE(d.cancel() == 0);
+		return 0;
+	}));
+	EXPECT_EQ(root_file.acquire_async(), 0);
+	EXPECT_EQ(root_file.cancel(), 0);
+	go.put(1);
+	expect_child_ok(member);
+	EXPECT_TRUE(wait_until([&] { return holder.info().nr_waiters == 0; }));
+	EXPECT_EQ(holder.release(), 0);
 }
 
 struct ReserveThread {
@@ -153,8 +270,9 @@ void *reserve_and_wait(void *arg)
 }
 
 // The same for RESERVE_QUEUES: any number of threads of one file may wait
-// for queues; the domain queues kMaxWaiters of them, and refuses the next
-// waiting request with ENOSPC. Killing the member empties the queue.
+// for queues; the domain queues kMaxWaiters of them (kMaxWaitersPerUser
+// of one user's), and refuses the next waiting request with ENOSPC.
+// Killing the members empties the queue.
 TEST_F(Bounds, QueueWaitersOfADomainAreBounded)
 {
 	SKIP_ON_SOCKET("the module's per-domain bound; gpuslotd bounds connections per member");
@@ -162,46 +280,61 @@ TEST_F(Bounds, QueueWaitersOfADomainAreBounded)
 	ASSERT_EQ(budget.reserve(kDefaultHqdLimit).err, 0);
 	auto waiting = [] { return read_attr(0, "hqd_waiters"); };
 
-	Pipe full;
-	pid_t member = spawn([&] {
-		Dev d;
-		CHILD_REQUIRE(become_member() == 0);
-		std::atomic<int> started{0};
-		std::vector<ReserveThread> args(kMaxWaiters, ReserveThread{&d, &started});
-		pthread_attr_t attr;
-		pthread_attr_init(&attr);
-		pthread_attr_setstacksize(&attr, 64 * 1024);
-		for (unsigned int i = 0; i < kMaxWaiters; i++) {
-			pthread_t t;
-			CHILD_REQUIRE(pthread_create(&t, &attr, reserve_and_wait, &args[i]) == 0);
-		}
-		CHILD_REQUIRE(wait_until([&] {
-			return waiting() == std::to_string(kMaxWaiters) + "\n";
-		}, 60000));
-		full.put(0);
-		CHILD_REQUIRE(d.reserve(1, GPUSLOT_RESERVE_WAIT).err == ENOSPC);
-		CHILD_REQUIRE(d.reserve(1, GPUSLOT_RESERVE_DEADLINE, 1000000000).err == ENOSPC);
-		CHILD_REQUIRE(d.reserve(1).err == ENOSPC);
-		CHILD_REQUIRE(waiting() == std::to_string(kMaxWaiters) + "\n");
-		full.put(1);
-		pause();
-		return 0;
-	});
-	const int queued = full.get(60000);
-	// A waiting request past the bound would sleep: give it 10 s.
-	const int refused = queued == 0 ? full.get(10000) : -1;
-	if (refused == 1) {
+	// Each member's kMaxWaitersPerUser threads wait; the first member's
+	// next request is refused, its share being full.
+	Pipe queued;
+	std::vector<pid_t> members;
+	for (unsigned int u = 0; u < kUsersToFill; u++) {
+		members.push_back(spawn([&, u] {
+			Dev d;
+			CHILD_REQUIRE(become_nth_member(u) == 0);
+			std::atomic<int> started{0};
+			std::vector<ReserveThread> args(kMaxWaitersPerUser, ReserveThread{&d, &started});
+			pthread_attr_t attr;
+			pthread_attr_init(&attr);
+			pthread_attr_setstacksize(&attr, 64 * 1024);
+			for (auto &arg : args) {
+				pthread_t t;
+				CHILD_REQUIRE(pthread_create(&t, &attr, reserve_and_wait, &arg) == 0);
+			}
+			const std::string want = std::to_string((u + 1) * kMaxWaitersPerUser) + "\n";
+			CHILD_REQUIRE(wait_until([&] { return waiting() == want; }, 60000));
+			if (u == 0)
+				CHILD_REQUIRE(d.reserve(1, GPUSLOT_RESERVE_DEADLINE, 1000000000).err == ENOSPC);
+			queued.put(int(u));
+			pause();
+			return 0;
+		}));
+		if (queued.get(60000) != int(u))
+			break;
+	}
+	// The next waiting request, anyone's, is refused: a user with none.
+	const int refused_status = members.size() == kUsersToFill && waiting() == std::to_string(kMaxWaiters) + "\n" ?
+		wait_child_for(10000, spawn([&] {
+			Dev d;
+			CHILD_REQUIRE(become_nth_member(kUsersToFill) == 0);
+			CHILD_REQUIRE(d.reserve(1, GPUSLOT_RESERVE_WAIT).err == ENOSPC);
+			CHILD_REQUIRE(d.reserve(1, GPUSLOT_RESERVE_DEADLINE, 1000000000).err == ENOSPC);
+			CHILD_REQUIRE(d.reserve(1).err == ENOSPC);
+			CHILD_REQUIRE(waiting() == std::to_string(kMaxWaiters) + "\n");
+			return 0;
+		})) : -1;
+	const int failed_line = *child_failed_line();
+	if (refused_status == 0) {
+		EXPECT_TRUE(kernel_log_has("gpuslot: gpu0: uid 65534 has 256 queue reservations waiting, "
+					   "the most a user takes: ENOSPC for pid " +
+					   std::to_string(members[0]) + "\n"));
 		EXPECT_TRUE(kernel_log_has("gpuslot: gpu0: 1024 queue reservations waiting, the most a "
-					   "domain takes: ENOSPC for pid " + std::to_string(member) + "\n"));
+					   "domain takes: ENOSPC for pid "));
 		EXPECT_EQ(root_file.reserve(1, GPUSLOT_RESERVE_DEADLINE, 1000000).err, ENOSPC);
 		EXPECT_EQ(waiting(), std::to_string(kMaxWaiters) + "\n");
 	}
-	ASSERT_EQ(kill(member, SIGKILL), 0);
-	const int status = wait_child(member);
-	ASSERT_EQ(queued, 0) << "the member's threads did not all wait";
-	ASSERT_EQ(refused, 1) << "the waiter past the bound was not refused at once; child status "
-			      << status << ", line " << *child_failed_line();
-	EXPECT_EQ(status, 128 + SIGKILL);
+	for (pid_t m : members)
+		kill(m, SIGKILL);
+	for (pid_t m : members)
+		EXPECT_EQ(wait_child(m), 128 + SIGKILL) << "line " << failed_line;
+	ASSERT_EQ(members.size(), kUsersToFill) << "a member's threads did not all wait; line " << failed_line;
+	ASSERT_EQ(refused_status, 0) << "the waiter past the bound was not refused at once; line " << failed_line;
 	EXPECT_EQ(waiting(), "0\n");
 	EXPECT_EQ(budget.unreserve(kDefaultHqdLimit), 0);
 	EXPECT_EQ(read_attr(0, "hqd_used"), "0\n");

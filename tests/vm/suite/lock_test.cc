@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -466,6 +467,50 @@ TEST_F(Lock, ASignalWithoutSaRestartEndsADeadlineWaitWithEintr)
 
 // A deadline already past tries once: ETIMEDOUT when the call would wait,
 // a slot when one is free.
+// Issue 38: a deadline is CLOCK_MONOTONIC as the caller reads it, in its
+// own time namespace. Inside one whose monotonic clock is 1000 s ahead of
+// the host's, a 50 ms deadline ends the wait after about 50 ms, not 1000 s
+// later (the bound below, 5 s, is for correctness, not speed), for ACQUIRE
+// and RESERVE_QUEUES alike. The module converts to the host's clock; on
+// the socket, libgpuslot does before it sends the deadline to gpuslotd.
+TEST_F(Lock, ADeadlineIsReadInTheCallersTimeNamespace)
+{
+	Dev h;
+	ASSERT_EQ(h.acquire().err, 0);
+	ASSERT_EQ(h.reserve(kDefaultHqdLimit).err, 0);
+	auto *no_timens = shared_new<std::atomic<int>>();
+	pid_t outer = spawn([no_timens] {
+		if (unshare(CLONE_NEWTIME)) {
+			*no_timens = errno;
+			return 0;
+		}
+		CHILD_REQUIRE(write_file("/proc/self/timens_offsets", "monotonic 1000 0") == 0);
+		// A time namespace is its members' children's.
+		pid_t inner = spawn([] {
+			Dev d;
+			uint64_t t0 = monotonic_ns();
+			CHILD_REQUIRE(d.acquire(GPUSLOT_ACQUIRE_DEADLINE, 50'000'000).err == ETIMEDOUT);
+			CHILD_REQUIRE(monotonic_ns() - t0 < 5'000'000'000ULL);
+			t0 = monotonic_ns();
+			CHILD_REQUIRE(d.reserve(1, GPUSLOT_RESERVE_DEADLINE, 50'000'000).err == ETIMEDOUT);
+			CHILD_REQUIRE(monotonic_ns() - t0 < 5'000'000'000ULL);
+			return 0;
+		});
+		int status = 0;
+		if (!wait_until([&] { return waitpid(inner, &status, WNOHANG) == inner; }, 20000)) {
+			kill(inner, SIGKILL);
+			waitpid(inner, &status, 0);
+			CHILD_REQUIRE(!"the deadline was read on the host's clock");
+		}
+		return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	});
+	expect_child_ok(outer);
+	if (*no_timens)
+		GTEST_SKIP() << "no time namespaces here (CONFIG_TIME_NS): " << strerror(*no_timens);
+	EXPECT_EQ(h.unreserve(kDefaultHqdLimit), 0);
+	EXPECT_EQ(h.release(), 0);
+}
+
 TEST_F(Lock, ADeadlineAlreadyPastTriesOnce)
 {
 	Dev h, d;
