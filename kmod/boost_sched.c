@@ -35,7 +35,7 @@
  * would hold up every boost and every restore on every GPU for as long as
  * that work runs. An rt_mutex lends its owner the priority of its highest
  * waiter on every kernel, and what it guards is bounded: one ledger call,
- * at most two sched_setattr_nocheck() and a small allocation.
+ * at most two sched_setattr_nocheck() and two small allocations.
  */
 static DEFINE_RT_MUTEX(gpuslot_boost_lock);
 static struct gpuslot_boost_ledger gpuslot_ledger;
@@ -130,6 +130,36 @@ static void gpuslot_sched_free_thread(struct gpuslot_boost_thread *t)
 	kfree(st);
 }
 
+/*
+ * The member a thread's boost is charged to: its real uid now (a boost
+ * begins in the thread's own acquire, or at a grant to it). The group
+ * `gpuslot` admits users, so a user is the unit of trust; a member cannot
+ * change its uid without privilege, while it may make new threads and
+ * processes at will, or move them between cgroups it was delegated.
+ */
+static u32 gpuslot_sched_member_id(struct task_struct *p)
+{
+	kuid_t uid;
+
+	rcu_read_lock();
+	uid = task_uid(p);
+	rcu_read_unlock();
+	return __kuid_val(uid);
+}
+
+/* One per uid that boosts, at most, as long as it owes budget. */
+static struct gpuslot_boost_member *gpuslot_sched_new_member(void)
+{
+	return kzalloc(sizeof(struct gpuslot_boost_member), GFP_KERNEL_ACCOUNT);
+}
+
+static void gpuslot_sched_free_member(struct gpuslot_boost_member *m)
+{
+	kfree(m);
+}
+
+static void gpuslot_sched_rearm(struct gpuslot_boost_hold *h, u64 budget_end_ns);
+
 static u64 gpuslot_sched_now(void)
 {
 	return ktime_get_ns();
@@ -174,6 +204,10 @@ static const struct gpuslot_boost_ops gpuslot_sched_ops = {
 	.same_owner = gpuslot_sched_same_owner,
 	.now = gpuslot_sched_now,
 	.cputime = gpuslot_sched_cputime,
+	.member_id = gpuslot_sched_member_id,
+	.new_member = gpuslot_sched_new_member,
+	.free_member = gpuslot_sched_free_member,
+	.rearm = gpuslot_sched_rearm,
 };
 
 int gpuslot_boost_setup(void)
@@ -277,13 +311,40 @@ static u64 gpuslot_boost_left(struct gpuslot_file *f, u64 budget_end_ns)
 void gpuslot_hold_boosted_locked(struct gpuslot_domain *d,
 				 struct gpuslot_file *f, u64 budget_end_ns)
 {
-	u64 left;
+	u64 left, told;
 
 	lockdep_assert_held(&d->lock);
 	f->hold_boost = GPUSLOT_HOLD_BOOSTED;
+	/*
+	 * The ledger may have brought the budget's end forward since the
+	 * caller read it (another thread of the member was boosted while
+	 * this hold's waiter slept): written under the ledger lock, read
+	 * here under the domain lock, which the ledger's rearm takes after.
+	 */
+	told = READ_ONCE(f->boost.budget_end_ns);
+	if (told && told < budget_end_ns)	/* 0: a hold never boosted */
+		budget_end_ns = told;
 	left = gpuslot_boost_left(f, budget_end_ns);
 	if (left != U64_MAX)
 		gpuslot_overrun_arm(f, left);
+}
+
+/*
+ * Under the ledger lock, with no domain lock held: another thread of the
+ * member of @h's holder began a boost, and the member's budget now ends
+ * at @budget_end_ns if they all run. The clock of @h's hold comes forward
+ * if it is boosted now; a hold still being granted (a waiter boosted
+ * before it slept) reads h->budget_end_ns when its clock starts.
+ */
+static void gpuslot_sched_rearm(struct gpuslot_boost_hold *h, u64 budget_end_ns)
+{
+	struct gpuslot_file *f = container_of(h, struct gpuslot_file, boost);
+	struct gpuslot_domain *d = gpuslot_file_lock(f);
+
+	if (f->state == GPUSLOT_FILE_HOLDING && f->hold_seq == h->seq &&
+	    f->hold_boost == GPUSLOT_HOLD_BOOSTED)
+		gpuslot_hold_boosted_locked(d, f, budget_end_ns);
+	spin_unlock(&d->lock);
 }
 
 /*
