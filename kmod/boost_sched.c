@@ -35,7 +35,8 @@
  * would hold up every boost and every restore on every GPU for as long as
  * that work runs. An rt_mutex lends its owner the priority of its highest
  * waiter on every kernel, and what it guards is bounded: one ledger call,
- * at most two sched_setattr_nocheck() and two small allocations.
+ * at most two sched_setattr_nocheck(), and no allocation (the records a
+ * boost needs are made before it is taken: gpuslot_boost_lock_to_begin()).
  */
 static DEFINE_RT_MUTEX(gpuslot_boost_lock);
 static struct gpuslot_boost_ledger gpuslot_ledger;
@@ -107,13 +108,54 @@ static bool gpuslot_sched_exiting(struct task_struct *p)
 	return READ_ONCE(p->flags) & PF_EXITING;
 }
 
+/*
+ * One thread record and one member account made ready before the ledger
+ * lock is taken for a boost (gpuslot_boost_lock_to_begin()), so that no
+ * allocation (memcg charging, reclaim) happens under it: a boost makes at
+ * most one of each. Under the ledger lock.
+ */
+static struct gpuslot_sched_thread *gpuslot_spare_thread;
+static struct gpuslot_boost_member *gpuslot_spare_member;
+
+/* Take the ledger lock for gpuslot_boost_begin(), with the spares filled. */
+static void gpuslot_boost_lock_to_begin(void)
+{
+	struct gpuslot_sched_thread *st = NULL;
+	struct gpuslot_boost_member *m = NULL;
+	bool made = false;
+
+	for (;;) {
+		rt_mutex_lock(&gpuslot_boost_lock);
+		if (!gpuslot_spare_thread) {
+			gpuslot_spare_thread = st;
+			st = NULL;
+		}
+		if (!gpuslot_spare_member) {
+			gpuslot_spare_member = m;
+			m = NULL;
+		}
+		/* Filled (a spare stays empty only when out of memory). */
+		if (made || (gpuslot_spare_thread && gpuslot_spare_member))
+			break;
+		rt_mutex_unlock(&gpuslot_boost_lock);
+		/* Charged to the caller, as the module's other per-file memory. */
+		st = kzalloc(sizeof(*st), GFP_KERNEL_ACCOUNT);
+		m = kzalloc(sizeof(*m), GFP_KERNEL_ACCOUNT);
+		made = true;
+	}
+	/* Not needed: another caller filled that spare meanwhile. */
+	kfree(st);
+	kfree(m);
+}
+
 static struct gpuslot_boost_thread *gpuslot_sched_new_thread(struct task_struct *p)
 {
-	/* Charged to the caller, as the module's other per-file memory. */
-	struct gpuslot_sched_thread *st = kzalloc(sizeof(*st), GFP_KERNEL_ACCOUNT);
+	struct gpuslot_sched_thread *st = gpuslot_spare_thread;
 
+	/* NULL only if the allocation before the lock failed: no boost. */
 	if (!st)
 		return NULL;
+	gpuslot_spare_thread = NULL;
 	get_task_struct(p);
 	st->cred = get_task_cred(p);
 	st->exec_id = READ_ONCE(p->self_exec_id);
@@ -150,7 +192,10 @@ static u32 gpuslot_sched_member_id(struct task_struct *p)
 /* One per uid that boosts, at most, as long as it owes budget. */
 static struct gpuslot_boost_member *gpuslot_sched_new_member(void)
 {
-	return kzalloc(sizeof(struct gpuslot_boost_member), GFP_KERNEL_ACCOUNT);
+	struct gpuslot_boost_member *m = gpuslot_spare_member;
+
+	gpuslot_spare_member = NULL;
+	return m;
 }
 
 static void gpuslot_sched_free_member(struct gpuslot_boost_member *m)
@@ -240,6 +285,10 @@ void gpuslot_boost_teardown(void)
 	/* Threads kept for their budget only. */
 	rt_mutex_lock(&gpuslot_boost_lock);
 	gpuslot_boost_drain(&gpuslot_ledger);
+	kfree(gpuslot_spare_thread);
+	gpuslot_spare_thread = NULL;
+	kfree(gpuslot_spare_member);
+	gpuslot_spare_member = NULL;
 	rt_mutex_unlock(&gpuslot_boost_lock);
 }
 
@@ -377,7 +426,7 @@ void gpuslot_file_boost(struct gpuslot_file *f, struct gpuslot_domain *d,
 	if (!gpuslot_boost_wanted(prio, p))
 		return;
 
-	rt_mutex_lock(&gpuslot_boost_lock);
+	gpuslot_boost_lock_to_begin();
 	/*
 	 * Under the ledger lock, a release of hold @seq cannot slip between
 	 * this check and the boost: its unboost waits for the lock.
@@ -418,7 +467,7 @@ bool gpuslot_waiter_boost(struct gpuslot_domain *d, struct gpuslot_waiter *w)
 	f->state = GPUSLOT_FILE_ACQUIRING;
 	seq = f->hold_seq + 1;
 	spin_unlock(&d->lock);
-	rt_mutex_lock(&gpuslot_boost_lock);
+	gpuslot_boost_lock_to_begin();
 	w->boosted = gpuslot_boost_begin(&gpuslot_ledger, &f->boost, seq,
 					 true, current, prio, share,
 					 &w->budget_end_ns);
