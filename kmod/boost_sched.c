@@ -38,7 +38,8 @@
  * would hold up every boost and every restore on every GPU for as long as
  * that work runs. An rt_mutex lends its owner the priority of its highest
  * waiter on every kernel, and what it guards is bounded: one ledger call,
- * at most two sched_setattr_nocheck() and a small allocation.
+ * at most two sched_setattr_nocheck(), and no allocation (the records a
+ * boost needs are made before it is taken: gpuslot_boost_lock_to_begin()).
  */
 static DEFINE_RT_MUTEX(gpuslot_boost_lock);
 static struct gpuslot_boost_ledger gpuslot_ledger;
@@ -163,13 +164,54 @@ static bool gpuslot_sched_exiting(struct task_struct *p)
 	return READ_ONCE(p->flags) & PF_EXITING;
 }
 
+/*
+ * One thread record and one member account made ready before the ledger
+ * lock is taken for a boost (gpuslot_boost_lock_to_begin()), so that no
+ * allocation (memcg charging, reclaim) happens under it: a boost makes at
+ * most one of each. Under the ledger lock.
+ */
+static struct gpuslot_sched_thread *gpuslot_spare_thread;
+static struct gpuslot_boost_member *gpuslot_spare_member;
+
+/* Take the ledger lock for gpuslot_boost_begin(), with the spares filled. */
+static void gpuslot_boost_lock_to_begin(void)
+{
+	struct gpuslot_sched_thread *st = NULL;
+	struct gpuslot_boost_member *m = NULL;
+	bool made = false;
+
+	for (;;) {
+		rt_mutex_lock(&gpuslot_boost_lock);
+		if (!gpuslot_spare_thread) {
+			gpuslot_spare_thread = st;
+			st = NULL;
+		}
+		if (!gpuslot_spare_member) {
+			gpuslot_spare_member = m;
+			m = NULL;
+		}
+		/* Filled (a spare stays empty only when out of memory). */
+		if (made || (gpuslot_spare_thread && gpuslot_spare_member))
+			break;
+		rt_mutex_unlock(&gpuslot_boost_lock);
+		/* Charged to the caller, as the module's other per-file memory. */
+		st = kzalloc(sizeof(*st), GFP_KERNEL_ACCOUNT);
+		m = kzalloc(sizeof(*m), GFP_KERNEL_ACCOUNT);
+		made = true;
+	}
+	/* Not needed: another caller filled that spare meanwhile. */
+	kfree(st);
+	kfree(m);
+}
+
 static struct gpuslot_boost_thread *gpuslot_sched_new_thread(struct task_struct *p)
 {
-	/* Charged to the caller, as the module's other per-file memory. */
-	struct gpuslot_sched_thread *st = kzalloc(sizeof(*st), GFP_KERNEL_ACCOUNT);
+	struct gpuslot_sched_thread *st = gpuslot_spare_thread;
 
+	/* NULL only if the allocation before the lock failed: no boost. */
 	if (!st)
 		return NULL;
+	gpuslot_spare_thread = NULL;
 	get_task_struct(p);
 	st->cred = get_task_cred(p);
 	st->exec_id = READ_ONCE(p->self_exec_id);
@@ -185,6 +227,39 @@ static void gpuslot_sched_free_thread(struct gpuslot_boost_thread *t)
 	put_task_struct(t->task);
 	kfree(st);
 }
+
+/*
+ * The member a thread's boost is charged to: its real uid now (a boost
+ * begins in the thread's own acquire, or at a grant to it). The group
+ * `gpuslot` admits users, so a user is the unit of trust; a member cannot
+ * change its uid without privilege, while it may make new threads and
+ * processes at will, or move them between cgroups it was delegated.
+ */
+static u32 gpuslot_sched_member_id(struct task_struct *p)
+{
+	kuid_t uid;
+
+	rcu_read_lock();
+	uid = task_uid(p);
+	rcu_read_unlock();
+	return __kuid_val(uid);
+}
+
+/* One per uid that boosts, at most, as long as it owes budget. */
+static struct gpuslot_boost_member *gpuslot_sched_new_member(void)
+{
+	struct gpuslot_boost_member *m = gpuslot_spare_member;
+
+	gpuslot_spare_member = NULL;
+	return m;
+}
+
+static void gpuslot_sched_free_member(struct gpuslot_boost_member *m)
+{
+	kfree(m);
+}
+
+static void gpuslot_sched_rearm(struct gpuslot_boost_hold *h, u64 budget_end_ns);
 
 static u64 gpuslot_sched_now(void)
 {
@@ -230,6 +305,10 @@ static const struct gpuslot_boost_ops gpuslot_sched_ops = {
 	.same_owner = gpuslot_sched_same_owner,
 	.now = gpuslot_sched_now,
 	.cputime = gpuslot_sched_cputime,
+	.member_id = gpuslot_sched_member_id,
+	.new_member = gpuslot_sched_new_member,
+	.free_member = gpuslot_sched_free_member,
+	.rearm = gpuslot_sched_rearm,
 };
 
 int gpuslot_boost_setup(void)
@@ -258,6 +337,10 @@ void gpuslot_boost_teardown(void)
 	/* Threads kept for their budget only. */
 	rt_mutex_lock(&gpuslot_boost_lock);
 	gpuslot_boost_drain(&gpuslot_ledger);
+	kfree(gpuslot_spare_thread);
+	gpuslot_spare_thread = NULL;
+	kfree(gpuslot_spare_member);
+	gpuslot_spare_member = NULL;
 	rt_mutex_unlock(&gpuslot_boost_lock);
 }
 
@@ -329,10 +412,19 @@ static u64 gpuslot_boost_left(struct gpuslot_file *f, u64 budget_end_ns)
 void gpuslot_hold_boosted_locked(struct gpuslot_domain *d,
 				 struct gpuslot_file *f, u64 budget_end_ns)
 {
-	u64 left;
+	u64 left, told;
 
 	lockdep_assert_held(&d->lock);
 	f->hold_boost = GPUSLOT_HOLD_BOOSTED;
+	/*
+	 * The ledger may have brought the budget's end forward since the
+	 * caller read it (another thread of the member was boosted while
+	 * this hold's waiter slept): written under the ledger lock, read
+	 * here under the domain lock, which the ledger's rearm takes after.
+	 */
+	told = READ_ONCE(f->boost.budget_end_ns);
+	if (told && told < budget_end_ns)	/* 0: a hold never boosted */
+		budget_end_ns = told;
 	left = gpuslot_boost_left(f, budget_end_ns);
 	if (left != U64_MAX)
 		gpuslot_overrun_arm(f, left);
@@ -348,6 +440,21 @@ static bool gpuslot_boost_due(unsigned int prio, struct task_struct *p)
 
 	return prio && policy != SCHED_DEADLINE &&
 	       !(gpuslot_policy_rt(policy) && READ_ONCE(p->rt_priority) >= prio);
+ * Under the ledger lock, with no domain lock held: another thread of the
+ * member of @h's holder began a boost, and the member's budget now ends
+ * at @budget_end_ns if they all run. The clock of @h's hold comes forward
+ * if it is boosted now; a hold still being granted (a waiter boosted
+ * before it slept) reads h->budget_end_ns when its clock starts.
+ */
+static void gpuslot_sched_rearm(struct gpuslot_boost_hold *h, u64 budget_end_ns)
+{
+	struct gpuslot_file *f = container_of(h, struct gpuslot_file, boost);
+	struct gpuslot_domain *d = gpuslot_file_lock(f);
+
+	if (f->state == GPUSLOT_FILE_HOLDING && f->hold_seq == h->seq &&
+	    f->hold_boost == GPUSLOT_HOLD_BOOSTED)
+		gpuslot_hold_boosted_locked(d, f, budget_end_ns);
+	spin_unlock(&d->lock);
 }
 
 /*
@@ -439,7 +546,7 @@ void gpuslot_file_boost(struct gpuslot_file *f, struct gpuslot_domain *d,
 	if (refusal)
 		gpuslot_boost_refused(d, f, seq, p, refusal);
 
-	rt_mutex_lock(&gpuslot_boost_lock);
+	gpuslot_boost_lock_to_begin();
 	/*
 	 * Under the ledger lock, a release of hold @seq cannot slip between
 	 * this check and the boost: its unboost waits for the lock. A refused
@@ -489,7 +596,7 @@ bool gpuslot_waiter_boost(struct gpuslot_domain *d, struct gpuslot_waiter *w)
 	 */
 	live = !gpuslot_boost_due(prio, current) ||
 	       !gpuslot_boost_refusal(f, current);
-	rt_mutex_lock(&gpuslot_boost_lock);
+	gpuslot_boost_lock_to_begin();
 	w->boosted = gpuslot_boost_begin(&gpuslot_ledger, &f->boost, seq,
 					 live, current, prio, share,
 					 &w->budget_end_ns);

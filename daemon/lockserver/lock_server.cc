@@ -79,10 +79,6 @@ int take_struct(const char *data, uint32_t usize, void *out, size_t known, size_
 
 constexpr unsigned int kRootReserve = 16; // connections only root may take
 
-// Idle thread records (kept for their boost budget only, each with a
-// pidfd) per uid, at most: beyond, the oldest goes. The budget is per
-// thread, so a record dropped weakens nothing a new thread would not.
-constexpr unsigned int kMaxIdleRecordsPerUid = 64;
 // Replies up to this fit any socket's default send buffer.
 constexpr size_t kSmallReply = 65536;
 
@@ -296,32 +292,6 @@ void prune_tasks()
 	std::erase_if(tasks, [](const auto &t) { return !t.second->records; });
 }
 
-// Before a new thread record of @uid's: its idle records (kept for their
-// budget only) whose thread is gone are dropped (task_exiting() only sees
-// the process), and of the rest, the oldest beyond
-// kMaxIdleRecordsPerUid - 1. Bounds the pidfds a member rotating thread
-// ids makes gpuslotd keep.
-void trim_idle_records(uid_t uid)
-{
-	std::vector<task_struct *> live, drop;
-	::list_head *n;
-	for (n = ledger.idle.next; n != &ledger.idle; n = n->next) {
-		task_struct *p = list_entry(n, gpuslot_boost_thread, idle_node)->task;
-		if (!p || p->uid != uid)
-			continue;
-		if (task_exiting(p) || (syscall(SYS_tgkill, p->pid, p->tid, 0) && errno == ESRCH))
-			drop.push_back(p);
-		else
-			live.push_back(p); // oldest first, as the list is
-	}
-	if (live.size() >= kMaxIdleRecordsPerUid)
-		drop.insert(drop.end(), live.begin(),
-			    live.begin() + long(live.size() - kMaxIdleRecordsPerUid + 1));
-	for (task_struct *p : drop)
-		gpuslot_boost_forget(&ledger, p);
-	prune_tasks();
-}
-
 uint64_t task_now()
 {
 	return now_ns();
@@ -345,9 +315,40 @@ uint64_t task_cputime(task_struct *p)
 	return std::strtoull(buf, nullptr, 10);
 }
 
-const gpuslot_boost_ops task_ops = {task_get_attr,    task_set_attr,	 task_exiting,
-				    task_new_thread, task_free_thread, task_same_owner,
-				    task_now,	     task_cputime};
+// The member a thread's boost is charged to: the uid of the connection it
+// was boosted through, as the kernel named it (SO_PEERCRED, or the
+// message's credentials).
+uint32_t task_member_id(task_struct *p)
+{
+	return p->uid;
+}
+
+gpuslot_boost_member *task_new_member()
+{
+	return new gpuslot_boost_member{};
+}
+
+void task_free_member(gpuslot_boost_member *m)
+{
+	delete m;
+}
+
+// No rearm(): after a boost begins, LockServer::boost() moves the clocks of
+// the holds whose budget end the ledger brought forward.
+const gpuslot_boost_ops task_ops = {
+	.get_attr = task_get_attr,
+	.set_attr = task_set_attr,
+	.exiting = task_exiting,
+	.new_thread = task_new_thread,
+	.free_thread = task_free_thread,
+	.same_owner = task_same_owner,
+	.now = task_now,
+	.cputime = task_cputime,
+	.member_id = task_member_id,
+	.new_member = task_new_member,
+	.free_member = task_free_member,
+	.rearm = nullptr,
+};
 
 // CAP_SYS_NICE in our effective set: without it there is no boost.
 bool can_boost()
@@ -976,8 +977,9 @@ void LockServer::boost(Domain &d, Conn &c, pid_t pid, pid_t tid)
 		return;
 	auto it = tasks.find(tid);
 	if (it != tasks.end() && it->second->pid != pid) {
-		// A thread id the caller does not own, unless it is kept only
-		// for the boost budget of a thread that is gone (its id reused).
+		// A thread id the caller does not own: no boost while the
+		// record of the thread that had it (gone, its id reused) has
+		// holds. (The budget is the member's, not the record's.)
 		task_struct *old = it->second.get();
 		const bool gone = task_exiting(old) ||
 				  (syscall(SYS_tgkill, old->pid, tid, 0) && errno == ESRCH);
@@ -989,7 +991,6 @@ void LockServer::boost(Domain &d, Conn &c, pid_t pid, pid_t tid)
 			return;
 	}
 	if (it == tasks.end()) {
-		trim_idle_records(c.uid);
 		auto t = std::make_unique<task_struct>();
 		t->pid = pid;
 		t->tid = tid;
@@ -1020,7 +1021,21 @@ void LockServer::boost(Domain &d, Conn &c, pid_t pid, pid_t tid)
 	if (c.state == Conn::holding)
 		record_hold(d, c.slot);
 	boost_ended(); // a boost of an older hold of @c's may have ended
-	if (!boosted || c.hold_boost != Conn::unboosted)
+	if (!boosted)
+		return;
+	// Another thread of the member boosted now drains its budget too:
+	// the clocks of its other boosted holds come forward.
+	for (auto &od : domains_)
+		for (Conn *h : od->holder)
+			if (h && h != &c && h->hold_boost == Conn::boosted && h->boost.thread &&
+			    h->boost.budget_end_ns != UINT64_MAX &&
+			    (!h->hold_timed || h->hold_deadline->first > h->boost.budget_end_ns)) {
+				if (h->hold_timed)
+					od->hold_deadlines.erase(h->hold_deadline);
+				h->hold_timed = false;
+				arm_hold(*od, *h, h->boost.budget_end_ns);
+			}
+	if (c.hold_boost != Conn::unboosted)
 		return;
 	c.hold_boost = Conn::boosted;
 	arm_hold(d, c, budget_end);

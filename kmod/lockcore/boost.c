@@ -15,8 +15,9 @@
  *    SCHED_DEADLINE, and an exiting thread is not touched;
  *  - a thread that exec'd, or whose credentials changed, since it was
  *    boosted gets no real-time policy and no negative nice back;
- *  - a thread runs boosted only while its budget lasts (boost.h): its
- *    record outlives its last hold until the budget is full again.
+ *  - a thread runs boosted only while its member's budget lasts (boost.h):
+ *    a thread's record ends with its last hold, the member's account
+ *    outlives it until the budget is full again.
  */
 #include <linux/limits.h>
 #include <linux/types.h>
@@ -54,8 +55,11 @@ void gpuslot_boost_ledger_init(struct gpuslot_boost_ledger *l,
 
 	l->ops = ops;
 	l->nr_threads = 0;
-	for (i = 0; i < GPUSLOT_BOOST_BUCKETS; i++)
+	l->nr_members = 0;
+	for (i = 0; i < GPUSLOT_BOOST_BUCKETS; i++) {
 		INIT_LIST_HEAD(&l->buckets[i]);
+		INIT_LIST_HEAD(&l->members[i]);
+	}
 	INIT_LIST_HEAD(&l->idle);
 }
 
@@ -86,7 +90,7 @@ static unsigned int gpuslot_budget_share(const struct gpuslot_boost_ledger *l,
 	return l->ops->now && share < 100 ? share : 100;
 }
 
-/* The most boost a thread may owe at @share: the budget when full. */
+/* The most boost a member may owe at @share: the budget when full. */
 static u64 gpuslot_budget_cap(unsigned int share)
 {
 	return GPUSLOT_BOOST_WINDOW_NS / 100 * share;
@@ -98,95 +102,202 @@ static u64 gpuslot_boost_cputime(const struct gpuslot_boost_ledger *l,
 	return l->ops->cputime ? l->ops->cputime(p) : now;
 }
 
+static unsigned int gpuslot_member_bucket(u32 id)
+{
+	return (unsigned int)(((u64)id * 0x61C8864680B583EBULL) >> 58);
+}
+
+static struct gpuslot_boost_member *
+gpuslot_member_find(const struct gpuslot_boost_ledger *l, u32 id)
+{
+	const struct list_head *head = &l->members[gpuslot_member_bucket(id)];
+	struct gpuslot_boost_member *m;
+
+	list_for_each_entry(m, head, node)
+		if (m->id == id)
+			return m;
+	return NULL;
+}
+
 /*
- * Bring @t's budget up to @now: the CPU time it used boosted since is
- * charged, and the share of real time since is paid back.
+ * Bring @m's budget up to @now: the CPU time its threads used boosted
+ * since is charged, and the share of real time since is paid back. The
+ * boosted threads are the same all through (every change of them settles
+ * first), but when in the interval they ran is not known: the CPU time is
+ * taken to come last, all of them at once, the order in which the account
+ * owes the most. Paying back first and charging after, the refill of the
+ * time the account was full, which it could not take, never cancels later
+ * spending.
  */
 static void gpuslot_budget_settle(const struct gpuslot_boost_ledger *l,
-				  struct gpuslot_boost_thread *t, u64 now)
+				  struct gpuslot_boost_member *m, u64 now)
 {
-	u64 dt = now > t->at_ns ? now - t->at_ns : 0;
-	u64 cpu = gpuslot_boost_cputime(l, t->task, now);
-	u64 ran = cpu > t->cpu_at_ns ? cpu - t->cpu_at_ns : 0;
-	u64 back = dt * t->share / 100;
+	u64 dt = now > m->at_ns ? now - m->at_ns : 0;
+	struct gpuslot_boost_thread *t;
+	u64 ran = 0, run = 0, back;
+	unsigned int n = 0;
 
-	if (now > t->at_ns)
-		t->at_ns = now;
-	t->cpu_at_ns = cpu;
-	if (t->share >= 100) {
-		t->spent_ns = 0;
+	list_for_each_entry(t, &m->threads, member_node) {
+		u64 cpu = gpuslot_boost_cputime(l, t->task, now);
+
+		if (t->boosting) {
+			ran += cpu > t->cpu_at_ns ? cpu - t->cpu_at_ns : 0;
+			n++;
+		}
+		t->cpu_at_ns = cpu;
+	}
+	if (now > m->at_ns)
+		m->at_ns = now;
+	if (m->share >= 100) {
+		m->spent_ns = 0;
 		return;
 	}
-	if (t->boosting)
-		t->spent_ns += ran;
-	t->spent_ns = back < t->spent_ns ? t->spent_ns - back : 0;
+	if (n)
+		run = ran / n < dt ? ran / n : dt;	/* how long it took */
+	back = (dt - run) * m->share / 100;		/* before it ran */
+	m->spent_ns = back < m->spent_ns ? m->spent_ns - back : 0;
+	m->spent_ns += ran - run * m->share / 100;	/* refill while it ran */
 }
 
-static bool gpuslot_budget_spent(const struct gpuslot_boost_thread *t,
+static bool gpuslot_budget_spent(const struct gpuslot_boost_member *m,
 				 unsigned int share)
 {
-	return share < 100 && t->spent_ns >= gpuslot_budget_cap(share);
+	return share < 100 && m->spent_ns >= gpuslot_budget_cap(share);
 }
 
 /*
- * When @t's budget, settled, runs out if it stays boosted and on a CPU all
- * the while (the earliest it can); U64_MAX: never.
+ * When @m's budget, settled, runs out if every boosted thread of it stays
+ * on a CPU all the while (the earliest it can); U64_MAX: never.
  */
-static u64 gpuslot_budget_end(const struct gpuslot_boost_thread *t)
+static u64 gpuslot_budget_end(const struct gpuslot_boost_member *m)
 {
-	u64 cap = gpuslot_budget_cap(t->share);
+	u64 cap = gpuslot_budget_cap(m->share);
+	const struct gpuslot_boost_thread *t;
+	u64 n = 0;
 
-	if (t->share >= 100)
+	if (m->share >= 100)
 		return U64_MAX;
-	if (t->spent_ns >= cap)
-		return t->at_ns;
-	return t->at_ns + (cap - t->spent_ns) * 100 / (100 - t->share);
+	if (m->spent_ns >= cap)
+		return m->at_ns;
+	list_for_each_entry(t, &m->threads, member_node)
+		n += t->boosting;
+	if (!n)
+		n = 1;
+	return m->at_ns + (cap - m->spent_ns) * 100 / (100 * n - m->share);
+}
+
+/* The smallest share of the holds of @m's threads: the budget it runs under. */
+static unsigned int gpuslot_member_share(const struct gpuslot_boost_member *m)
+{
+	const struct gpuslot_boost_thread *t;
+	const struct gpuslot_boost_hold *h;
+	unsigned int share = 100;
+
+	list_for_each_entry(t, &m->threads, member_node)
+		list_for_each_entry(h, &t->holds, node)
+			if (h->share < share)
+				share = h->share;
+	return share;
+}
+
+static void gpuslot_member_free(struct gpuslot_boost_ledger *l,
+				struct gpuslot_boost_member *m)
+{
+	list_del_init(&m->node);
+	list_del_init(&m->idle_node);
+	l->nr_members--;
+	l->ops->free_member(m);
+}
+
+/*
+ * @m has no threads left: kept until its budget is full again, so that
+ * the next thread of the member owes what this one did; freed at once if
+ * it owes nothing. The idle list is kept in the order the accounts fill.
+ */
+static void gpuslot_member_idle(struct gpuslot_boost_ledger *l,
+				struct gpuslot_boost_member *m)
+{
+	struct gpuslot_boost_member *pos;
+
+	if (!m->spent_ns || m->share >= 100) {
+		gpuslot_member_free(l, m);
+		return;
+	}
+	m->full_at_ns = m->at_ns + m->spent_ns * 100 / m->share;
+	list_for_each_entry(pos, &l->idle, idle_node)
+		if (pos->full_at_ns > m->full_at_ns)
+			break;
+	list_add_tail(&m->idle_node, &pos->idle_node);	/* before @pos */
+}
+
+/* Free the idle accounts that are full again. */
+static void gpuslot_boost_prune(struct gpuslot_boost_ledger *l, u64 now)
+{
+	struct gpuslot_boost_member *m, *tmp;
+
+	list_for_each_entry_safe(m, tmp, &l->idle, idle_node) {
+		if (m->full_at_ns > now)
+			break;
+		gpuslot_member_free(l, m);
+	}
+}
+
+/* The account of the member @p is charged to, settled; NULL if out of memory. */
+static struct gpuslot_boost_member *
+gpuslot_member_get(struct gpuslot_boost_ledger *l, struct task_struct *p,
+		   unsigned int share, u64 now)
+{
+	u32 id = l->ops->member_id(p);
+	struct gpuslot_boost_member *m = gpuslot_member_find(l, id);
+
+	if (m) {
+		gpuslot_budget_settle(l, m, now);
+		if (list_empty(&m->threads)) {
+			/* Idle: its holds' share is this one's now. */
+			list_del_init(&m->idle_node);
+			m->share = share;
+		}
+		return m;
+	}
+	m = l->ops->new_member();
+	if (!m)
+		return NULL;
+	m->id = id;
+	m->share = share;
+	m->spent_ns = 0;
+	m->at_ns = now;
+	INIT_LIST_HEAD(&m->threads);
+	INIT_LIST_HEAD(&m->idle_node);
+	list_add_tail(&m->node, &l->members[gpuslot_member_bucket(id)]);
+	l->nr_members++;
+	return m;
 }
 
 static void gpuslot_boost_free(struct gpuslot_boost_ledger *l,
 			       struct gpuslot_boost_thread *t)
 {
+	struct gpuslot_boost_member *m = t->member;
+
 	list_del_init(&t->node);
-	list_del_init(&t->idle_node);
+	list_del_init(&t->member_node);
 	l->nr_threads--;
 	l->ops->free_thread(t);
-}
-
-/*
- * Free the records without holds whose budget is full again: at most
- * GPUSLOT_BOOST_WINDOW_NS after their last hold, as one that owes the
- * most (the cap) pays it back at @share in that time.
- */
-static void gpuslot_boost_prune(struct gpuslot_boost_ledger *l, u64 now)
-{
-	struct gpuslot_boost_thread *t, *tmp;
-
-	list_for_each_entry_safe(t, tmp, &l->idle, idle_node) {
-		if (now - t->idle_since_ns < GPUSLOT_BOOST_WINDOW_NS)
-			break;
-		gpuslot_boost_free(l, t);
-	}
+	if (list_empty(&m->threads))
+		gpuslot_member_idle(l, m);
 }
 
 bool gpuslot_boost_forget(struct gpuslot_boost_ledger *l,
 			  struct task_struct *p)
 {
-	struct gpuslot_boost_thread *t = gpuslot_boost_find(l, p);
-
-	if (!t)
-		return true;
-	if (!list_empty(&t->holds))
-		return false;
-	gpuslot_boost_free(l, t);
-	return true;
+	return !gpuslot_boost_find(l, p);
 }
 
 void gpuslot_boost_drain(struct gpuslot_boost_ledger *l)
 {
-	struct gpuslot_boost_thread *t, *tmp;
+	struct gpuslot_boost_member *m, *tmp;
 
-	list_for_each_entry_safe(t, tmp, &l->idle, idle_node)
-		gpuslot_boost_free(l, t);
+	list_for_each_entry_safe(m, tmp, &l->idle, idle_node)
+		gpuslot_member_free(l, m);
 }
 
 static unsigned int gpuslot_boost_target(const struct gpuslot_boost_thread *t)
@@ -251,36 +362,47 @@ static void gpuslot_boost_retarget(struct gpuslot_boost_ledger *l,
 	}
 }
 
-/* The smallest share of @t's holds, the budget it runs under. */
-static unsigned int gpuslot_boost_share(const struct gpuslot_boost_thread *t)
-{
-	const struct gpuslot_boost_hold *h;
-	unsigned int share = 100;
-
-	list_for_each_entry(h, &t->holds, node)
-		if (h->share < share)
-			share = h->share;
-	return share;
-}
-
 static void gpuslot_boost_end(struct gpuslot_boost_ledger *l,
 			      struct gpuslot_boost_hold *h, u64 now)
 {
 	struct gpuslot_boost_thread *t = h->thread;
+	struct gpuslot_boost_member *m = t->member;
 
-	gpuslot_budget_settle(l, t, now);
+	gpuslot_budget_settle(l, m, now);
 	list_del_init(&h->node);
 	h->thread = NULL;
+	h->budget_end_ns = U64_MAX;
 	gpuslot_boost_retarget(l, t);
-	if (!list_empty(&t->holds)) {
-		t->share = gpuslot_boost_share(t);
-	} else if (t->spent_ns && !l->ops->exiting(t->task)) {
-		/* Kept until its budget is full again. */
-		t->idle_since_ns = now;
-		list_add_tail(&t->idle_node, &l->idle);
-	} else {
+	if (list_empty(&t->holds)) {
+		bool last = list_is_singular(&m->threads);
+
+		/* The account stays while it owes (and may go with @t). */
 		gpuslot_boost_free(l, t);
+		if (last)
+			return;
 	}
+	m->share = gpuslot_member_share(m);
+}
+
+/*
+ * @m's budget now ends at @end, if its boosted threads all run: the other
+ * boosted holds of it whose clocks were set later are told.
+ */
+static void gpuslot_member_rearm(struct gpuslot_boost_ledger *l,
+				 struct gpuslot_boost_member *m,
+				 const struct gpuslot_boost_hold *except, u64 end)
+{
+	struct gpuslot_boost_thread *t;
+	struct gpuslot_boost_hold *h;
+
+	list_for_each_entry(t, &m->threads, member_node)
+		list_for_each_entry(h, &t->holds, node) {
+			if (h == except || h->budget_end_ns <= end)
+				continue;
+			h->budget_end_ns = end;
+			if (l->ops->rearm)
+				l->ops->rearm(h, end);
+		}
 }
 
 bool gpuslot_boost_begin(struct gpuslot_boost_ledger *l,
@@ -288,7 +410,8 @@ bool gpuslot_boost_begin(struct gpuslot_boost_ledger *l,
 			 struct task_struct *p, unsigned int prio,
 			 unsigned int share, u64 *budget_end_ns)
 {
-	u64 now = gpuslot_boost_now(l), owed = 0;
+	u64 now = gpuslot_boost_now(l), end;
+	struct gpuslot_boost_member *m;
 	struct gpuslot_boost_thread *t;
 	struct gpuslot_sched_attr cur;
 
@@ -305,38 +428,35 @@ bool gpuslot_boost_begin(struct gpuslot_boost_ledger *l,
 
 	t = gpuslot_boost_find(l, p);
 	if (t) {
-		gpuslot_budget_settle(l, t, now);
-		if (gpuslot_budget_spent(t, t->share < share ? t->share : share))
+		/* Boosted for other holds: charged where those are. */
+		m = t->member;
+		gpuslot_budget_settle(l, m, now);
+		if (gpuslot_budget_spent(m, m->share < share ? m->share : share))
 			return false;
-	}
-	if (t && list_empty(&t->holds)) {
-		/*
-		 * A thread between holds, kept for its budget: it starts
-		 * afresh (its attributes, credentials and image now) and
-		 * carries what it owes.
-		 */
-		owed = t->spent_ns;
-		gpuslot_boost_free(l, t);
-		t = NULL;
-	}
-	if (!t) {
+	} else {
 		l->ops->get_attr(p, &cur);
 		if (cur.policy == SCHED_DEADLINE ||
 		    (gpuslot_policy_is_rt(cur.policy) && cur.rt_priority >= prio))
 			return false;
-		t = l->ops->new_thread(p);
-		if (!t)
+		m = gpuslot_member_get(l, p, share, now);
+		if (!m)
 			return false;
+		t = NULL;
+		if (!gpuslot_budget_spent(m, m->share < share ? m->share : share))
+			t = l->ops->new_thread(p);
+		if (!t) {
+			if (list_empty(&m->threads))
+				gpuslot_member_idle(l, m);
+			return false;
+		}
 		t->task = p;
 		t->applied = 0;
 		t->saved = cur;
 		t->boosting = false;
-		t->share = share;
-		t->spent_ns = owed;
-		t->at_ns = now;
+		t->member = m;
 		t->cpu_at_ns = gpuslot_boost_cputime(l, p, now);
 		INIT_LIST_HEAD(&t->holds);
-		INIT_LIST_HEAD(&t->idle_node);
+		list_add_tail(&t->member_node, &m->threads);
 		list_add_tail(&t->node, &l->buckets[gpuslot_boost_bucket(p)]);
 		l->nr_threads++;
 	}
@@ -344,8 +464,8 @@ bool gpuslot_boost_begin(struct gpuslot_boost_ledger *l,
 	h->share = share;
 	h->thread = t;
 	list_add_tail(&h->node, &t->holds);
-	if (share < t->share)
-		t->share = share;
+	if (share < m->share)
+		m->share = share;
 	gpuslot_boost_retarget(l, t);
 	if (!t->applied) {
 		/* The first boost failed: nothing to restore later. */
@@ -354,8 +474,11 @@ bool gpuslot_boost_begin(struct gpuslot_boost_ledger *l,
 		gpuslot_boost_free(l, t);
 		return false;
 	}
+	end = gpuslot_budget_end(m);
+	h->budget_end_ns = end;
+	gpuslot_member_rearm(l, m, h, end);
 	if (budget_end_ns)
-		*budget_end_ns = gpuslot_budget_end(t);
+		*budget_end_ns = end;
 	return true;
 }
 
@@ -370,9 +493,10 @@ bool gpuslot_boost_expire(struct gpuslot_boost_ledger *l,
 	*budget_end_ns = U64_MAX;
 	if (!t || h->seq != seq)
 		return false;
-	gpuslot_budget_settle(l, t, now);
-	if (!gpuslot_budget_spent(t, t->share)) {
-		*budget_end_ns = gpuslot_budget_end(t);
+	gpuslot_budget_settle(l, t->member, now);
+	if (!gpuslot_budget_spent(t->member, t->member->share)) {
+		*budget_end_ns = gpuslot_budget_end(t->member);
+		h->budget_end_ns = *budget_end_ns;
 		return false;
 	}
 	gpuslot_boost_end(l, h, now);

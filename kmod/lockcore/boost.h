@@ -10,7 +10,8 @@
  * file's gpuslot_boost_hold and a sequence number that grows with every
  * grant on that file, so a boost or an unboost that arrives late (another
  * thread sharing the file released and took the slot again meanwhile) can
- * be told from a current one.
+ * be told from a current one. The boost budget is not the thread's but its
+ * member's (a uid): one account, charged by all its threads (see below).
  *
  * Pure logic, like core.c: the caller serialises every call (the module
  * with one rt_mutex, see boost_sched.c) and supplies the scheduler through
@@ -34,17 +35,37 @@ struct gpuslot_sched_attr {
 };
 
 struct gpuslot_boost_thread;
+struct gpuslot_boost_member;
+struct gpuslot_boost_hold;
 
 /*
- * The boost budget of a thread (max_boost_share, in percent): it fills at
- * that share of real time, up to that share of GPUSLOT_BOOST_WINDOW_NS,
- * and drains by the CPU time the thread uses while boosted (ops->cputime;
- * without it, by the time it is boosted). A boost begins only with budget
- * left and ends when it is spent, so over any interval of length T a
- * thread runs on a CPU boosted at most share x (T + GPUSLOT_BOOST_WINDOW_NS).
- * A holder that sleeps boosted (waiting for its GPU work) costs nothing.
- * 100: no budget. The lock itself is not affected: a hold whose thread's
- * budget is spent keeps its slot, it only runs unboosted.
+ * The boost budget of a member (max_boost_share, in percent): one account
+ * per member, its real uid when a thread of it is first boosted
+ * (ops->member_id), that every boosted thread of the member charges, so
+ * that new threads, several threads at once and several processes get no
+ * more than one thread would. It fills at that share of real time, up to
+ * that share of GPUSLOT_BOOST_WINDOW_NS (the cap), and drains by the CPU
+ * time the member's threads use while boosted (ops->cputime; without it,
+ * by the time each is boosted). A boost begins only with budget left and
+ * ends when it is spent (the clock of every boosted hold of the member is
+ * brought forward when another thread of it begins a boost: ops->rearm).
+ * Between ledger calls the ledger does not know when the CPU time was
+ * used; it settles as if it came last, every boosted thread at once, so
+ * that refill the account could not take while full is never counted
+ * (the most it could owe). So over any interval of length T the threads
+ * of one member run on CPUs boosted, in total, at most
+ *
+ *	share x (T + GPUSLOT_BOOST_WINDOW_NS) + E
+ *
+ * where E is the CPU time its boosted threads run between the budget's
+ * end and the expiry that ends each boost (the wake-up of the expiry, and
+ * the staleness of ops->cputime: a tick). What is overrun is owed and paid
+ * back before the next boost. A holder that sleeps boosted (waiting for its
+ * GPU work) costs nothing. 100: no budget. The lock itself is not
+ * affected: a hold whose member's budget is spent keeps its slot, it only
+ * runs unboosted. The smallest share of the member's current holds rules;
+ * between holds the account pays back at the last one and is freed once
+ * full again.
  */
 #define GPUSLOT_BOOST_WINDOW_NS		1000000000ULL
 
@@ -67,26 +88,42 @@ struct gpuslot_boost_ops {
 	u64 (*now)(void);
 	/* The CPU time @p has used, in ns. NULL: charge real time. */
 	u64 (*cputime)(struct task_struct *p);
+	/* The member @p's boost is charged to: its real uid now. */
+	u32 (*member_id)(struct task_struct *p);
+	/* A zeroed member account; NULL if out of memory. */
+	struct gpuslot_boost_member *(*new_member)(void);
+	void (*free_member)(struct gpuslot_boost_member *m);
+	/*
+	 * Boosted hold @h's budget now ends earlier, at @budget_end_ns
+	 * (another thread of its member began a boost): its clock must
+	 * fire by then. NULL: the caller reads h->budget_end_ns itself.
+	 */
+	void (*rearm)(struct gpuslot_boost_hold *h, u64 budget_end_ns);
 };
 
-/*
- * One boosted thread, or one whose boost budget is not full again yet (no
- * holds, on the ledger's idle list for up to GPUSLOT_BOOST_WINDOW_NS).
- */
+/* The boost budget of one member; see above. */
+struct gpuslot_boost_member {
+	struct list_head node;		/* in gpuslot_boost_ledger.members[] */
+	u32 id;
+	struct list_head threads;	/* gpuslot_boost_thread.member_node */
+	unsigned int share;		/* the smallest of its holds', or last */
+	u64 spent_ns;			/* boost not yet paid back */
+	u64 at_ns;			/* when @spent_ns was last brought up to date */
+	struct list_head idle_node;	/* in ledger->idle, without threads */
+	u64 full_at_ns;			/* when its budget is full again, idle */
+};
+
+/* One boosted thread: what it ran at before, and its holds. */
 struct gpuslot_boost_thread {
 	struct list_head node;		/* in gpuslot_boost_ledger.buckets[] */
 	struct task_struct *task;
 	struct list_head holds;		/* gpuslot_boost_hold.node */
 	unsigned int applied;		/* SCHED_FIFO priority set last */
 	struct gpuslot_sched_attr saved;	/* what it ran at before */
-	/* The budget: */
+	struct gpuslot_boost_member *member;	/* charged for its boost */
+	struct list_head member_node;
 	bool boosting;			/* runs at our boost now */
-	unsigned int share;		/* the smallest of its holds' */
-	u64 spent_ns;			/* boost not yet paid back */
-	u64 at_ns;			/* when @spent_ns was last brought up to date */
-	u64 cpu_at_ns;			/* its CPU time then */
-	struct list_head idle_node;	/* in ledger->idle, while it has no holds */
-	u64 idle_since_ns;
+	u64 cpu_at_ns;			/* its CPU time at member->at_ns */
 };
 
 /* The boost of one open file's hold; zero-initialised. */
@@ -96,6 +133,8 @@ struct gpuslot_boost_hold {
 	unsigned int prio;
 	unsigned int share;		/* max_boost_share of its domain */
 	u64 seq;			/* the newest hold seen; holds start at 1 */
+	/* When its member's budget ends, as last told (U64_MAX: never). */
+	u64 budget_end_ns;
 };
 
 #define GPUSLOT_BOOST_BUCKETS 64
@@ -103,22 +142,27 @@ struct gpuslot_boost_hold {
 struct gpuslot_boost_ledger {
 	const struct gpuslot_boost_ops *ops;
 	struct list_head buckets[GPUSLOT_BOOST_BUCKETS];
-	unsigned int nr_threads;	/* records, idle ones included */
-	struct list_head idle;		/* records without holds, oldest first */
+	struct list_head members[GPUSLOT_BOOST_BUCKETS];
+	unsigned int nr_threads;	/* thread records: each has holds */
+	unsigned int nr_members;	/* accounts, idle ones included */
+	struct list_head idle;		/* accounts without threads, by full_at_ns */
 };
 
 void gpuslot_boost_ledger_init(struct gpuslot_boost_ledger *l,
 			       const struct gpuslot_boost_ops *ops);
 
 /*
- * Boost @p at @prio for hold @seq of @h, under a budget of @share percent.
+ * Boost @p at @prio for hold @seq of @h, under a budget of @share percent
+ * charged to @p's member.
  * @live: the caller saw @seq as the file's current hold. Nothing happens
  * for a hold older than one already seen. A boost still recorded for an
  * older hold of @h (whose release is on its way) ends first. A thread
  * already at @prio or above that gpuslot did not boost, a SCHED_DEADLINE
- * thread, or one whose budget is spent, gets no boost. Returns true if @h
- * is boosted now; then *@budget_end_ns (if not NULL) is when its thread's
- * budget runs out if it stays boosted (U64_MAX: never), on ops->now().
+ * thread, or one whose member's budget is spent, gets no boost. Returns
+ * true if @h is boosted now; then *@budget_end_ns (if not NULL) is when its
+ * member's budget runs out if every boosted thread of it stays on a CPU
+ * (U64_MAX: never), on ops->now(), and the other boosted holds of the
+ * member whose end that brings forward are told (ops->rearm).
  */
 bool gpuslot_boost_begin(struct gpuslot_boost_ledger *l,
 			 struct gpuslot_boost_hold *h, u64 seq, bool live,
@@ -126,7 +170,7 @@ bool gpuslot_boost_begin(struct gpuslot_boost_ledger *l,
 			 unsigned int share, u64 *budget_end_ns);
 
 /*
- * Hold @seq of @h reached the end of its thread's budget, or may have:
+ * Hold @seq of @h reached the end of its member's budget, or may have:
  * if the budget is spent, its boost ends as in gpuslot_boost_finish() and
  * this returns true. Otherwise *@budget_end_ns says when to look again.
  */
@@ -135,13 +179,13 @@ bool gpuslot_boost_expire(struct gpuslot_boost_ledger *l,
 			  u64 *budget_end_ns);
 
 /*
- * Forget the budget of @p if its record has no holds (its thread is gone,
- * say). Returns false if @p has a record with holds.
+ * Whether @p has no record (a record lives only while its thread has
+ * holds; the budget is its member's). Returns false if @p has one.
  */
 bool gpuslot_boost_forget(struct gpuslot_boost_ledger *l,
 			  struct task_struct *p);
 
-/* Free every record that has no holds (the end of the ledger). */
+/* Free every member account without threads (the end of the ledger). */
 void gpuslot_boost_drain(struct gpuslot_boost_ledger *l);
 
 /*

@@ -6,6 +6,8 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <utility>
+#include <vector>
 
 #include <linux/sched.h> // SCHED_DEADLINE
 #include <sched.h>       // SCHED_OTHER
@@ -21,6 +23,7 @@ struct task_struct {
 	unsigned long sets = 0; // set_attr calls
 	unsigned int owner = 0; // bumped by an exec or a change of credentials
 	uint64_t cpu_ns = 0;	// CPU time used: moved by the tests
+	uint32_t uid = 1000;	// the member it is charged as
 };
 
 namespace fake_sched {
@@ -98,6 +101,34 @@ inline uint64_t cputime(task_struct *p)
 	return p->cpu_ns;
 }
 
+inline uint32_t member_id(task_struct *p)
+{
+	return p->uid;
+}
+
+// Member accounts alive, to check that none leaks.
+inline int members = 0;
+
+inline gpuslot_boost_member *new_member()
+{
+	members++;
+	return new gpuslot_boost_member{};
+}
+
+inline void free_member(gpuslot_boost_member *m)
+{
+	members--;
+	delete m;
+}
+
+// Holds whose budget end the ledger brought forward, and to when.
+inline std::vector<std::pair<gpuslot_boost_hold *, uint64_t>> rearmed;
+
+inline void rearm(gpuslot_boost_hold *h, uint64_t budget_end_ns)
+{
+	rearmed.emplace_back(h, budget_end_ns);
+}
+
 inline const gpuslot_boost_ops ops = {
 	.get_attr = get_attr,
 	.set_attr = set_attr,
@@ -107,6 +138,10 @@ inline const gpuslot_boost_ops ops = {
 	.same_owner = same_owner,
 	.now = now,
 	.cputime = cputime,
+	.member_id = member_id,
+	.new_member = new_member,
+	.free_member = free_member,
+	.rearm = rearm,
 };
 
 } // namespace fake_sched

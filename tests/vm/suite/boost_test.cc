@@ -5,6 +5,7 @@
 
 #include <dirent.h>
 #include <sched.h>
+#include <time.h>
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -14,7 +15,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <functional>
+#include <memory>
 #include <thread>
 
 #include "device.h"
@@ -818,6 +822,149 @@ TEST_F(Boost, AHolderInAnRtGroupWithoutRuntimeIsNotMadeRt)
 	EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 	// Its close gave the slot back.
 	EXPECT_TRUE(wait_until([] { return read_attr(0, "nr_holders") == "0\n"; }));
+// Issue 38: the budget is the member's, not the thread's. Threads of one
+// member take the slot in turn (@new_thread_per_hold: a new thread for
+// each hold, the one before gone), each hold 90 ms of spinning, for 3 s,
+// at max_boost_share 25 and max_hold_ms 100. Each thread counts its own
+// CPU time (CLOCK_THREAD_CPUTIME_ID) while sched_getattr() says
+// SCHED_FIFO; the member's total must stay within 25 % of (T + 1 s). The
+// threads run as nobody (RLIMIT_RTPRIO 0: only gpuslot can make them
+// SCHED_FIFO), the member: on the module the thread's uid at the boost, on
+// the socket the connection's. On 06afef7
+// each thread had a budget of its own: two threads taking turns ran
+// boosted about twice the bound, a new thread per hold nearly all the time.
+struct MemberRun {
+	std::atomic<long> boosted_us{0}; // the member's CPU time at SCHED_FIFO
+	std::atomic<long> total_ms{0};   // T
+	std::atomic<long> cuts{0};       // boosts the budget ended within a hold
+};
+
+uint64_t thread_cpu_ns()
+{
+	timespec ts{};
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return uint64_t(ts.tv_sec) * 1000000000 + uint64_t(ts.tv_nsec);
+}
+
+int spin_holds_as_member(bool new_thread_per_hold, MemberRun *out)
+{
+	using clock = std::chrono::steady_clock;
+	CHILD_REQUIRE(set_sched(SCHED_OTHER, 0, 0) == 0);
+	const Sched before = get_sched();
+	// /dev/gpuslot is root's in the VM: opened first, as the other suites
+	// do. On the socket nobody connects as itself: gpuslotd boosts only
+	// threads of a process whose uid is the connection's.
+	std::unique_ptr<Dev> fa, fb;
+	if (!on_socket()) {
+		fa = std::make_unique<Dev>();
+		fb = std::make_unique<Dev>();
+	}
+	CHILD_REQUIRE(setresgid(65534, 65534, 65534) == 0);
+	CHILD_REQUIRE(setresuid(65534, 65534, 65534) == 0);
+	CHILD_REQUIRE(set_sched(SCHED_FIFO, 1, 0) == EPERM);
+	if (on_socket()) {
+		fa = std::make_unique<Dev>();
+		fb = std::make_unique<Dev>();
+	}
+	const Dev &a = *fa, &b = *fb;
+	std::atomic<long> boosted_ns{0}, cuts{0};
+	std::atomic<int> failed{0};
+	// One hold of @d, spun for 90 ms on this thread.
+	auto one_hold = [&](const Dev &d) {
+		if (d.acquire().err) {
+			failed = __LINE__;
+			return;
+		}
+		const auto end = clock::now() + std::chrono::milliseconds(90);
+		uint64_t last = thread_cpu_ns();
+		bool was_fifo = false;
+		while (clock::now() < end) {
+			// The CPU time since the last sample counts at the policy
+			// it had then (a sample is a system call: microseconds).
+			const bool fifo = get_sched().policy == SCHED_FIFO;
+			const uint64_t now = thread_cpu_ns();
+			if (was_fifo)
+				boosted_ns += long(now - last);
+			cuts += was_fifo && !fifo;
+			was_fifo = fifo;
+			last = now;
+		}
+		if (was_fifo)
+			boosted_ns += long(thread_cpu_ns() - last);
+		if (d.release())
+			failed = __LINE__;
+		else if (!same_sched(get_sched(), before))
+			failed = __LINE__;
+	};
+	const auto start = clock::now();
+	const auto run_for = std::chrono::seconds(3);
+	if (new_thread_per_hold) {
+		while (!failed && clock::now() - start < run_for)
+			std::thread([&] { one_hold(a); }).join();
+	} else {
+		std::atomic<int> turn{0};
+		std::atomic<bool> stop{false};
+		auto taker = [&](int me, const Dev &d) {
+			while (!stop) {
+				if (turn != me) {
+					usleep(100);
+					continue;
+				}
+				if (failed || clock::now() - start >= run_for) {
+					stop = true;
+					break;
+				}
+				one_hold(d);
+				turn = 1 - me;
+			}
+		};
+		std::thread ta(taker, 0, std::cref(a)), tb(taker, 1, std::cref(b));
+		ta.join();
+		tb.join();
+	}
+	out->total_ms = long(std::chrono::duration_cast<std::chrono::milliseconds>(
+				     clock::now() - start).count());
+	out->boosted_us = boosted_ns / 1000;
+	out->cuts = cuts.load();
+	if (failed) { // the line of the first failure, in a thread
+		*child_failed_line() = failed;
+		return 1;
+	}
+	return 0;
+}
+
+void expect_member_within_share(const MemberRun *run)
+{
+	const long boosted_ms = run->boosted_us / 1000, cuts = run->cuts;
+	// 25 % of (T + 1 s): about 1 s for T about 3 s. Plus, as
+	// ABoostHasABudgetAcrossHolds allows, 5 ms for each boost the budget
+	// ended (the expiry's wake-up in this TCG VM, and a tick of CPU time
+	// not yet counted) and 50 ms for the end of a boost seen a few system
+	// calls late. Per thread the member got about 2 s and 3 s.
+	const long bound = (run->total_ms + 1000) / 4;
+	std::printf("member budget: %ld ms boosted of %ld ms, bound %ld ms, %ld boosts ended by it\n",
+		    boosted_ms, run->total_ms.load(), bound, cuts);
+	EXPECT_LE(boosted_ms, bound + 50 + 5 * cuts);
+	// The budget is used, not withheld: at least half the share of T.
+	EXPECT_GE(boosted_ms, run->total_ms / 8);
+}
+
+TEST_F(Boost, ABudgetIsTheMembersForThreadsTakingTurns)
+{
+	ASSERT_EQ(write_attr(0, "max_hold_ms", "100"), 0);
+	ASSERT_EQ(write_attr(0, "max_boost_share", "25"), 0);
+	auto *run = shared_new<MemberRun>();
+	expect_child_ok(spawn([run] { return spin_holds_as_member(false, run); }));
+	expect_member_within_share(run);
+}
+
+TEST_F(Boost, ABudgetIsTheMembersForANewThreadPerHold)
+{
+	ASSERT_EQ(write_attr(0, "max_hold_ms", "100"), 0);
+	ASSERT_EQ(write_attr(0, "max_boost_share", "25"), 0);
+	auto *run = shared_new<MemberRun>();
+	expect_child_ok(spawn([run] { return spin_holds_as_member(true, run); }));
+	expect_member_within_share(run);
 }
 
 } // namespace

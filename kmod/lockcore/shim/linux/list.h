@@ -63,6 +63,11 @@ static inline int list_empty(const struct list_head *head)
 	return head->next == head;
 }
 
+static inline int list_is_singular(const struct list_head *head)
+{
+	return !list_empty(head) && head->next == head->prev;
+}
+
 #define list_entry(ptr, type, member) container_of(ptr, type, member)
 
 #define list_for_each_entry(pos, head, member)				\
