@@ -305,28 +305,52 @@ static bool gpuslot_boost_wanted(unsigned int prio, struct task_struct *p)
 		 READ_ONCE(p->rt_priority) >= prio);
 }
 
+/*
+ * The priority of a hold: its boost, or what its waiters lend it if that
+ * is higher (lock.c says who lends); none while the boost is off.
+ */
+static unsigned int gpuslot_hold_prio(unsigned int boost, unsigned int lent)
+{
+	return boost ? max(boost, lent) : 0;
+}
+
 void gpuslot_file_boost(struct gpuslot_file *f, struct gpuslot_domain *d,
 			u64 seq, struct task_struct *p)
 {
-	unsigned int prio = READ_ONCE(d->boost_priority);
+	unsigned int boost = READ_ONCE(d->boost_priority);
 	unsigned int share = READ_ONCE(d->max_boost_share);
+	unsigned int prio;
 	u64 budget_end;
 	bool live, boosted;
 
-	if (!gpuslot_boost_wanted(prio, p))
+	/* A hint: what the hold inherits is read again under d->lock. */
+	if (!gpuslot_boost_wanted(gpuslot_hold_prio(boost,
+						    READ_ONCE(f->inherit_prio)), p))
 		return;
 
 	rt_mutex_lock(&gpuslot_boost_lock);
 	/*
 	 * Under the ledger lock, a release of hold @seq cannot slip between
-	 * this check and the boost: its unboost waits for the lock.
+	 * this check and the boost: its unboost waits for the lock. Nor can
+	 * gpuslot_domain_inherit() apply another inherited priority to it.
 	 */
 	spin_lock(&d->lock);
 	live = f->state == GPUSLOT_FILE_HOLDING && f->hold_seq == seq &&
 	       f->hold_boost != GPUSLOT_HOLD_OVERRUN;
+	prio = gpuslot_hold_prio(boost, f->inherit_prio);
+	if (live)
+		f->inherit_applied = f->inherit_prio;
 	spin_unlock(&d->lock);
-	boosted = gpuslot_boost_begin(&gpuslot_ledger, &f->boost, seq, live,
-				      p, prio, share, &budget_end);
+	/*
+	 * gpuslot_domain_inherit() may have begun the hold already, with
+	 * what was lent then: set its priority to what is lent now.
+	 */
+	if (live)
+		boosted = gpuslot_boost_set_prio(&gpuslot_ledger, &f->boost, seq,
+						 p, prio, share, &budget_end);
+	else
+		boosted = gpuslot_boost_begin(&gpuslot_ledger, &f->boost, seq,
+					      false, p, prio, share, NULL);
 	if (boosted) {
 		spin_lock(&d->lock);
 		if (f->state == GPUSLOT_FILE_HOLDING && f->hold_seq == seq &&
@@ -374,6 +398,68 @@ bool gpuslot_waiter_boost(struct gpuslot_domain *d, struct gpuslot_waiter *w)
 		f->hold_seq = seq;
 	}
 	return true;
+}
+
+/*
+ * Apply the priorities the holders of @d inherit (lock.c) where they
+ * changed: one holder at a time, d->lock dropped around each ledger call.
+ * The file stays valid meanwhile: its hold's release ends in
+ * gpuslot_file_unboost(), which waits for the ledger's lock we hold, and a
+ * file is freed only after that. The thread of the hold is the one that
+ * acquired it, found again through its pid: one that exited is skipped.
+ */
+void gpuslot_domain_inherit(struct gpuslot_domain *d)
+{
+	unsigned int share = READ_ONCE(d->max_boost_share);
+
+	rt_mutex_lock(&gpuslot_boost_lock);
+	for (;;) {
+		struct gpuslot_file *f = NULL;
+		struct task_struct *p = NULL;
+		unsigned int s, prio;
+		u64 seq, budget_end = U64_MAX;
+		bool boosted;
+
+		spin_lock(&d->lock);
+		for (s = 0; s < GPUSLOT_MAX_SLOTS && !f; s++) {
+			f = d->holder[s];
+			if (f && (f->state != GPUSLOT_FILE_HOLDING ||
+				  f->inherit_applied == f->inherit_prio))
+				f = NULL;
+		}
+		if (!f) {
+			d->inherit_dirty = false;
+			spin_unlock(&d->lock);
+			break;
+		}
+		f->inherit_applied = f->inherit_prio;
+		seq = f->hold_seq;
+		prio = gpuslot_hold_prio(READ_ONCE(d->boost_priority),
+					 f->inherit_prio);
+		/* A hold whose boost ran out stays out, inherited or not. */
+		if (f->hold_boost != GPUSLOT_HOLD_OVERRUN)
+			p = get_pid_task(f->holder_tid, PIDTYPE_PID);
+		spin_unlock(&d->lock);
+		if (!p)
+			continue;
+		boosted = gpuslot_boost_set_prio(&gpuslot_ledger, &f->boost,
+						 seq, p, prio, share,
+						 &budget_end);
+		put_task_struct(p);
+		spin_lock(&d->lock);
+		if (f->state == GPUSLOT_FILE_HOLDING && f->hold_seq == seq) {
+			if (boosted && f->hold_boost == GPUSLOT_HOLD_UNBOOSTED) {
+				gpuslot_hold_boosted_locked(d, f, budget_end);
+			} else if (!boosted &&
+				   f->hold_boost == GPUSLOT_HOLD_BOOSTED) {
+				/* Lent nothing above the thread's own now. */
+				f->hold_boost = GPUSLOT_HOLD_UNBOOSTED;
+				gpuslot_overrun_cancel_locked(f);
+			}
+		}
+		spin_unlock(&d->lock);
+	}
+	rt_mutex_unlock(&gpuslot_boost_lock);
 }
 
 void gpuslot_file_unboost(struct gpuslot_file *f, u64 seq)

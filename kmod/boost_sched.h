@@ -38,6 +38,12 @@ bool gpuslot_waiter_boost(struct gpuslot_domain *d, struct gpuslot_waiter *w)
  */
 void gpuslot_hold_boosted_locked(struct gpuslot_domain *d,
 				 struct gpuslot_file *f, u64 budget_end_ns);
+/*
+ * Apply to the holders of @d the priorities their waiters lend them
+ * (priority inheritance, lock.c) where they changed since. May sleep: call
+ * without d->lock.
+ */
+void gpuslot_domain_inherit(struct gpuslot_domain *d);
 /* End the boost of hold @seq of @f (or an older one). May sleep. */
 void gpuslot_file_unboost(struct gpuslot_file *f, u64 seq);
 int gpuslot_domain_set_max_hold_ms(struct gpuslot_domain *d,
