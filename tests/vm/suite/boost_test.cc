@@ -675,12 +675,17 @@ TEST_F(Boost, AWaiterLendsItsPriorityToTheHolderItWaitsFor)
 			Dev d;
 			if (d.acquire().err)
 				return;
-			const uint64_t cpu0 = thread_cpu_ns();
 			holding = true;
+			// The work starts once the waiter is on its way (asleep
+			// meanwhile, so that the spinner can move to this CPU):
+			// the spinner has preempted it by then.
+			const auto t0 = std::chrono::steady_clock::now();
+			while (!waiter_started && ms_since(t0) < 10000)
+				usleep(1000);
+			// A fixed amount of CPU work.
+			const uint64_t cpu0 = thread_cpu_ns();
 			uint32_t top = 0;
-			// A fixed amount of CPU work, which ends once the waiter
-			// is on its way: the wait cannot end before it queued.
-			while (thread_cpu_ns() - cpu0 < kWorkNs || !waiter_started)
+			while (thread_cpu_ns() - cpu0 < kWorkNs)
 				top = std::max(top, get_sched().priority);
 			holder_cpu_ns = thread_cpu_ns() - cpu0;
 			holder_max_prio = top;
