@@ -440,6 +440,9 @@ static bool gpuslot_boost_due(unsigned int prio, struct task_struct *p)
 
 	return prio && policy != SCHED_DEADLINE &&
 	       !(gpuslot_policy_rt(policy) && READ_ONCE(p->rt_priority) >= prio);
+}
+
+/*
  * Under the ledger lock, with no domain lock held: another thread of the
  * member of @h's holder began a boost, and the member's budget now ends
  * at @budget_end_ns if they all run. The clock of @h's hold comes forward
@@ -530,15 +533,27 @@ static void gpuslot_boost_refused(struct gpuslot_domain *d,
 			    gpuslot_boost_refusal_says[why]);
 }
 
+/*
+ * The priority of a hold: its boost, or what its waiters lend it if that
+ * is higher (lock.c says who lends); none while the boost is off.
+ */
+static unsigned int gpuslot_hold_prio(unsigned int boost, unsigned int lent)
+{
+	return boost ? max(boost, lent) : 0;
+}
+
 void gpuslot_file_boost(struct gpuslot_file *f, struct gpuslot_domain *d,
 			u64 seq, struct task_struct *p)
 {
-	unsigned int prio = READ_ONCE(d->boost_priority);
+	unsigned int boost = READ_ONCE(d->boost_priority);
 	unsigned int share = READ_ONCE(d->max_boost_share);
 	enum gpuslot_boost_refusal refusal = GPUSLOT_BOOST_ALLOWED;
+	unsigned int prio;
 	u64 budget_end;
 	bool live, boosted;
 
+	/* A hint: what the hold inherits is read again under d->lock. */
+	prio = gpuslot_hold_prio(boost, READ_ONCE(f->inherit_prio));
 	if (!gpuslot_boost_wanted(prio, p))
 		return;
 	if (gpuslot_boost_due(prio, p))
@@ -549,16 +564,32 @@ void gpuslot_file_boost(struct gpuslot_file *f, struct gpuslot_domain *d,
 	gpuslot_boost_lock_to_begin();
 	/*
 	 * Under the ledger lock, a release of hold @seq cannot slip between
-	 * this check and the boost: its unboost waits for the lock. A refused
-	 * hold still goes to the ledger, not live, to end an older hold's
-	 * boost and take its number.
+	 * this check and the boost: its unboost waits for the lock. Nor can
+	 * gpuslot_domain_inherit() apply another inherited priority to it. A
+	 * refused hold still goes to the ledger, not live, to end an older
+	 * hold's boost and take its number.
 	 */
 	spin_lock(&d->lock);
 	live = f->state == GPUSLOT_FILE_HOLDING && f->hold_seq == seq &&
 	       f->hold_boost != GPUSLOT_HOLD_OVERRUN && !refusal;
+	prio = gpuslot_hold_prio(boost, f->inherit_prio);
+	if (live)
+		f->inherit_applied = f->inherit_prio;
 	spin_unlock(&d->lock);
-	boosted = gpuslot_boost_begin(&gpuslot_ledger, &f->boost, seq, live,
-				      p, prio, share, &budget_end);
+	/*
+	 * gpuslot_domain_inherit() may have begun the hold already, with
+	 * what was lent then: set its priority to what is lent now. The
+	 * expiry thread goes above it first, as it must preempt every boost
+	 * it may have to end.
+	 */
+	if (live) {
+		gpuslot_boost_ceiling(prio);
+		boosted = gpuslot_boost_set_prio(&gpuslot_ledger, &f->boost, seq,
+						 p, prio, share, &budget_end);
+	} else {
+		boosted = gpuslot_boost_begin(&gpuslot_ledger, &f->boost, seq,
+					      false, p, prio, share, NULL);
+	}
 	if (boosted) {
 		spin_lock(&d->lock);
 		if (f->state == GPUSLOT_FILE_HOLDING && f->hold_seq == seq &&
@@ -613,6 +644,80 @@ bool gpuslot_waiter_boost(struct gpuslot_domain *d, struct gpuslot_waiter *w)
 		f->hold_seq = seq;
 	}
 	return true;
+}
+
+/*
+ * Apply the priorities the holders of @d inherit (lock.c) where they
+ * changed: one holder at a time, d->lock dropped around each ledger call.
+ * The file stays valid meanwhile: its hold's release ends in
+ * gpuslot_file_unboost(), which waits for the ledger's lock we hold, and a
+ * file is freed only after that. The ledger's lock is taken afresh for
+ * each holder, with the records a boost may need made before it (no
+ * allocation under it). A thread the boost is refused to (the policy
+ * checks of gpuslot_boost_refusal()) inherits nothing either. The thread of the hold is the one that
+ * acquired it, found again through its pid: one that exited is skipped.
+ */
+void gpuslot_domain_inherit(struct gpuslot_domain *d)
+{
+	unsigned int share = READ_ONCE(d->max_boost_share);
+
+	for (;;) {
+		struct gpuslot_file *f = NULL;
+		struct task_struct *p = NULL;
+		unsigned int s, prio;
+		u64 seq, budget_end = U64_MAX;
+		bool boosted;
+
+		gpuslot_boost_lock_to_begin();
+		spin_lock(&d->lock);
+		for (s = 0; s < GPUSLOT_MAX_SLOTS && !f; s++) {
+			f = d->holder[s];
+			if (f && (f->state != GPUSLOT_FILE_HOLDING ||
+				  f->inherit_applied == f->inherit_prio))
+				f = NULL;
+		}
+		if (!f) {
+			d->inherit_dirty = false;
+			spin_unlock(&d->lock);
+			rt_mutex_unlock(&gpuslot_boost_lock);
+			break;
+		}
+		f->inherit_applied = f->inherit_prio;
+		seq = f->hold_seq;
+		prio = gpuslot_hold_prio(READ_ONCE(d->boost_priority),
+					 f->inherit_prio);
+		/* A hold whose boost ran out stays out, inherited or not. */
+		if (f->hold_boost != GPUSLOT_HOLD_OVERRUN)
+			p = get_pid_task(f->holder_tid, PIDTYPE_PID);
+		spin_unlock(&d->lock);
+		if (p && gpuslot_boost_due(prio, p) &&
+		    gpuslot_boost_refusal(f, p)) {
+			put_task_struct(p);
+			p = NULL;
+		}
+		if (!p) {
+			rt_mutex_unlock(&gpuslot_boost_lock);
+			continue;
+		}
+		gpuslot_boost_ceiling(prio);
+		boosted = gpuslot_boost_set_prio(&gpuslot_ledger, &f->boost,
+						 seq, p, prio, share,
+						 &budget_end);
+		put_task_struct(p);
+		spin_lock(&d->lock);
+		if (f->state == GPUSLOT_FILE_HOLDING && f->hold_seq == seq) {
+			if (boosted && f->hold_boost == GPUSLOT_HOLD_UNBOOSTED) {
+				gpuslot_hold_boosted_locked(d, f, budget_end);
+			} else if (!boosted &&
+				   f->hold_boost == GPUSLOT_HOLD_BOOSTED) {
+				/* Lent nothing above the thread's own now. */
+				f->hold_boost = GPUSLOT_HOLD_UNBOOSTED;
+				gpuslot_overrun_cancel_locked(f);
+			}
+		}
+		spin_unlock(&d->lock);
+		rt_mutex_unlock(&gpuslot_boost_lock);
+	}
 }
 
 void gpuslot_file_unboost(struct gpuslot_file *f, u64 seq)

@@ -45,6 +45,12 @@ void gpuslot_hold_boosted_locked(struct gpuslot_domain *d,
 				 struct gpuslot_file *f, u64 budget_end_ns);
 /* How fdinfo names a refusal of the boost. */
 const char *gpuslot_boost_refusal_name(enum gpuslot_boost_refusal r);
+/*
+ * Apply to the holders of @d the priorities their waiters lend them
+ * (priority inheritance, lock.c) where they changed since. May sleep: call
+ * without d->lock.
+ */
+void gpuslot_domain_inherit(struct gpuslot_domain *d);
 /* End the boost of hold @seq of @f (or an older one). May sleep. */
 void gpuslot_file_unboost(struct gpuslot_file *f, u64 seq);
 int gpuslot_domain_set_max_hold_ms(struct gpuslot_domain *d,

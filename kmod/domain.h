@@ -69,6 +69,15 @@ struct gpuslot_domain {
 	unsigned int boost_priority;	/* 0: no boost */
 	unsigned int max_hold_ms;	/* 0: a boost lasts the whole hold; read at grant */
 	unsigned int max_boost_share;	/* a thread's boost budget, %; 100: none */
+	/*
+	 * Priority inheritance (lock.c): queued waiters that lend a
+	 * real-time priority; holders' inherit_prio differ from what the
+	 * ledger was told (set under d->lock by the change, cleared by
+	 * gpuslot_domain_inherit()); some holder may inherit.
+	 */
+	unsigned int nr_lending;
+	bool inherit_dirty;
+	bool inheriting;
 	struct gpuslot_counters counters;
 	struct gpuslot_partitions parts;	/* see layout.c */
 	/*
@@ -158,17 +167,14 @@ struct gpuslot_waiter {
 	u64 generation;
 	u64 seq;
 	/*
-	 * Set by the waker once the wait is over: a new holder after its
-	 * boost (its own, or the granter's), a failed waiter at once.
-	 */
-	bool ready;
-	/*
 	 * The thread boosted itself before it slept, for hold @boost_seq
 	 * (gpuslot_waiter_boost()); its granter then only marks the hold.
 	 */
 	bool boosted;
 	u64 boost_seq;
 	u64 budget_end_ns;	/* its thread's budget ends, ktime_get_ns() */
+	/* The real-time priority it lends the holders it waits for; 0: none. */
+	unsigned int lend_prio;
 };
 
 /* One per open file of /dev/gpuslot: the slot is owned by the file. */
@@ -193,6 +199,13 @@ struct gpuslot_file {
 	/* The hold @boost_refused_seq was refused its boost, for this reason. */
 	enum gpuslot_boost_refusal boost_refusal;
 	u64 boost_refused_seq;
+	/*
+	 * Priority inheritance, under d->lock: the highest lend_prio of the
+	 * queued waiters that accept this hold's slot, and the value the
+	 * ledger last applied (boost_sched.c, with the ledger's lock too).
+	 */
+	unsigned int inherit_prio;
+	unsigned int inherit_applied;
 	u64 hold_max_ns;	/* the domain's max_hold_ms at the grant; 0: none */
 	/*
 	 * End the boost of a hold that outlives hold_max_ns: a hard-irq

@@ -93,6 +93,8 @@ void gpuslot_grant(struct gpuslot_domain *d, struct gpuslot_waiter *w,
 	f->holder_tid = get_pid(w->tid);
 	memcpy(f->holder_comm, w->comm, sizeof(f->holder_comm));
 	f->hold_boost = GPUSLOT_HOLD_UNBOOSTED;
+	f->inherit_prio = 0;
+	f->inherit_applied = 0;
 	/* The bound of this hold: max_hold_ms is read when it is granted. */
 	f->hold_max_ns = (u64)d->max_hold_ms * NSEC_PER_MSEC;
 	d->holder[slot] = f;
@@ -127,12 +129,117 @@ static void gpuslot_grant_boosted_waiter(struct gpuslot_domain *d,
 }
 
 /*
- * Complete what the core did under d->lock: waiters it failed are woken at
- * once and leave @done; the granted ones stay on it for
- * gpuslot_finish_handoffs(), which boosts each one that did not boost
- * itself before it slept, without d->lock, and then wakes it: the new
- * holder is SCHED_FIFO before the scheduler sees it, and does not wake to
- * spin on d->lock while its granter still holds it.
+ * Priority inheritance over the k-exclusion lock.
+ *
+ * The rule: a queued waiter lends its real-time priority (lend_prio, at
+ * most GPUSLOT_MAX_BOOST_PRIORITY) to the holder of every slot it accepts,
+ * and a holder runs at least at the highest priority lent to it, within
+ * the hold's boost: its effective priority is max(boost_priority, what it
+ * inherits), and nothing at all when the boost is off (boost_priority 0).
+ *
+ * Why every holder the waiter accepts, not one: with one FIFO queue over k
+ * slots a waiter is blocked by every holder of a slot it accepts, and any
+ * one of them releasing moves it forward (the slot goes to the first waiter
+ * that accepts it, this one or one ahead of it, which then holds a slot
+ * this one accepts and inherits in turn). Lending to all of them bounds its
+ * wait by the shortest of their remaining holds at its priority. The
+ * k-FMLP (Brandenburg's dissertation; GPUSync, Elliott and Anderson) gives
+ * each of k replicas a FIFO queue of its own, whose holder inherits from
+ * that queue; here one FIFO queue serves every slot, and the "queue" a
+ * waiter is in is every slot it accepts, so it lends to every holder among
+ * them. Lending to one (the oldest holder, say) would leave the waiter
+ * behind that one's hold when another could have served it sooner, and
+ * picking the one that finishes first needs knowing the future.
+ *
+ * The cost: a walk of the queue under d->lock, O(waiters x slots) at most
+ * (1024 x 64 bit tests), only while some queued waiter lends a priority (or
+ * just stopped): a domain without real-time waiters pays a counter test.
+ * Nothing is allocated; the ledger calls that apply the result sleep and
+ * run without d->lock, in gpuslot_domain_inherit(), by the thread whose
+ * change made them necessary: a lending waiter as it queues, at the
+ * priority it lends, so the raise never waits for anyone below it; a
+ * waiter that leaves (timeout, signal) before it returns; a granter before
+ * it ends its own boost, still at least at the priority of every waiter
+ * that lends to the new holder (they accept the slot it just gave up, so
+ * they lent to it too), unless its boost ran out; and the new holder
+ * itself as it boosts itself.
+ */
+static void gpuslot_inherit_update_locked(struct gpuslot_domain *d)
+{
+	u8 want[GPUSLOT_MAX_SLOTS] = { 0 };
+	struct gpuslot_core_waiter *cw;
+	unsigned int s;
+
+	lockdep_assert_held(&d->lock);
+	if (!d->nr_lending && !d->inheriting)
+		return;
+	list_for_each_entry(cw, &d->core.waiters, node) {
+		struct gpuslot_waiter *w =
+			container_of(cw, struct gpuslot_waiter, core);
+		u64 m = cw->allowed & d->core.held;
+
+		if (!w->task || !w->lend_prio)
+			continue;
+		while (m) {
+			s = __ffs64(m);
+			m &= m - 1;
+			if (s < GPUSLOT_MAX_SLOTS && w->lend_prio > want[s])
+				want[s] = w->lend_prio;
+		}
+	}
+	for (s = 0; s < GPUSLOT_MAX_SLOTS; s++) {
+		struct gpuslot_file *f = d->holder[s];
+
+		if (!f || f->inherit_prio == want[s])
+			continue;
+		f->inherit_prio = want[s];
+		d->inherit_dirty = true;
+	}
+	d->inheriting = d->nr_lending != 0;
+}
+
+/* The real-time priority the current thread lends while it waits. */
+static unsigned int gpuslot_current_lend_prio(void)
+{
+	unsigned int policy = READ_ONCE(current->policy);
+
+	/*
+	 * SCHED_DEADLINE runs above every real-time priority: it lends the
+	 * highest the ceiling allows.
+	 */
+	if (policy == SCHED_DEADLINE)
+		return GPUSLOT_MAX_BOOST_PRIORITY;
+	if (policy != SCHED_FIFO && policy != SCHED_RR)
+		return 0;
+	return min_t(unsigned int, READ_ONCE(current->rt_priority),
+		     GPUSLOT_MAX_BOOST_PRIORITY);
+}
+
+/*
+ * Complete what the core did under d->lock: waiters it failed or granted
+ * are woken at once, under d->lock; the holders' inherited priorities are
+ * brought up to date for gpuslot_finish_handoffs().
+ *
+ * A new holder is woken here, before its granter drops d->lock, and boosts
+ * itself once it runs: the handoff has no window in which it sleeps on its
+ * granter. It used to sleep, uninterruptibly, until its granter had boosted
+ * it after dropping d->lock with preemption on: a granter at SCHED_OTHER
+ * preempted there left a higher-priority new holder asleep for as long as
+ * anything above the granter ran. This is the choice rtmutex.c makes for
+ * its wake_q (the waiter is woken with the lock's preemption still off,
+ * and adjusts its own priority): the new holder wakes at the priority it
+ * waited at, its own, which is what the scheduler owes it; the boost only
+ * raises it above that, and a waiter that wanted a boost took it before it
+ * slept (gpuslot_waiter_boost()), so in the common case it wakes boosted.
+ * Having the granter lend the new holder its priority for the step instead
+ * would need the granter to run sched_setattr() on itself around the
+ * handoff: two more sleeping calls on the path, for what the wake-up gives
+ * for free. Outside PREEMPT_RT d->lock keeps preemption off until the
+ * granter drops it, so the woken thread runs no later than that; on
+ * PREEMPT_RT d->lock is a priority-inheriting lock, and a woken holder that
+ * preempts its granter and blocks on it lends the granter its priority
+ * until the unlock. Either way the granter cannot be preempted between the
+ * grant and the wake-up.
  */
 void gpuslot_wake_done(struct gpuslot_domain *d, struct list_head *done,
 		       u64 now)
@@ -145,69 +252,34 @@ void gpuslot_wake_done(struct gpuslot_domain *d, struct list_head *done,
 		struct gpuslot_waiter *w =
 			container_of(cw, struct gpuslot_waiter, core);
 
+		list_del_init(&cw->node);
 		if (!w->task) {
-			list_del_init(&cw->node);
 			gpuslot_async_done_locked(d, w, now);
 			continue;
 		}
+		if (w->lend_prio)
+			d->nr_lending--;
 		if (cw->granted) {
 			gpuslot_grant(d, w, cw->slot, now);
 			gpuslot_grant_boosted_waiter(d, w);
-			/* Boosted and woken by gpuslot_finish_handoffs(). */
-			get_task_struct(w->task);
-			continue;
 		}
 		/*
-		 * The file stays ACQUIRING until its thread, which may have
-		 * to end its own boost first, makes it idle.
+		 * The waiter reads done under d->lock, which we hold: @w,
+		 * on its stack, and its task stay until we drop it. A failed
+		 * one's file stays ACQUIRING until its thread, which may
+		 * have to end its own boost first, makes it idle.
 		 */
-		list_del_init(&cw->node);
-		/* The waiter reads ready under d->lock or after its wakeup. */
-		w->ready = true;
 		wake_up_process(w->task);
 	}
-}
-
-/* Boost every new holder on @done that is not yet; they still sleep. */
-static void gpuslot_boost_handoffs(struct gpuslot_domain *d,
-				   struct list_head *done)
-{
-	struct gpuslot_core_waiter *cw;
-
-	list_for_each_entry(cw, done, node) {
-		struct gpuslot_waiter *w =
-			container_of(cw, struct gpuslot_waiter, core);
-
-		if (!w->boosted)
-			gpuslot_file_boost(w->file, d, w->seq, w->task);
-	}
-}
-
-/* Wake the boosted new holders on @done and drop their task references. */
-static void gpuslot_wake_handoffs(struct list_head *done)
-{
-	struct gpuslot_core_waiter *cw, *tmp;
-
-	list_for_each_entry_safe(cw, tmp, done, node) {
-		struct gpuslot_waiter *w =
-			container_of(cw, struct gpuslot_waiter, core);
-		struct task_struct *task = w->task;
-
-		list_del_init(&cw->node);
-		/*
-		 * @w lives on the waiter's stack: untouchable once it is
-		 * ready. Pairs with smp_load_acquire() in gpuslot_wait_ready().
-		 */
-		smp_store_release(&w->ready, true);
-		wake_up_process(task);
-		put_task_struct(task);
-	}
+	gpuslot_inherit_update_locked(d);
 }
 
 void gpuslot_finish_handoffs(struct gpuslot_domain *d, struct list_head *done)
 {
-	gpuslot_boost_handoffs(d, done);
-	gpuslot_wake_handoffs(done);
+	/* Every waiter on @done was woken under d->lock. */
+	WARN_ON_ONCE(!list_empty(done));
+	if (READ_ONCE(d->inherit_dirty))
+		gpuslot_domain_inherit(d);
 }
 
 void gpuslot_release_locked(struct gpuslot_domain *d, struct gpuslot_file *f,
@@ -238,8 +310,8 @@ void gpuslot_waiter_init(struct gpuslot_waiter *w, struct gpuslot_file *f)
 	w->tid = task_pid(current);
 	w->uid = current_uid();
 	w->start_ns = gpuslot_clock_ns();
-	w->ready = false;
 	w->boosted = false;
+	w->lend_prio = gpuslot_current_lend_prio();
 }
 
 /* Whether @uid has @max waiters in @d's lock queue. */
@@ -291,24 +363,6 @@ int gpuslot_file_may_acquire(struct gpuslot_domain *d, struct gpuslot_file *f,
 	if (f->state != GPUSLOT_FILE_IDLE || f->async_error)
 		return f->state == GPUSLOT_FILE_HOLDING ? -EDEADLK : -EBUSY;
 	return allowed & gpuslot_core_valid(&d->core) ? 0 : -EINVAL;
-}
-
-/*
- * The second half of a granted wait: the granter boosts this thread, unless
- * it boosted itself before it slept, then sets @ready and wakes it. Not
- * interruptible: the slot is ours already, and the granter is a few
- * instructions from done.
- */
-static void gpuslot_wait_ready(struct gpuslot_waiter *w)
-{
-	for (;;) {
-		set_current_state(TASK_UNINTERRUPTIBLE);
-		/* Pairs with smp_store_release() in gpuslot_wake_handoffs(). */
-		if (smp_load_acquire(&w->ready))
-			break;
-		schedule();
-	}
-	__set_current_state(TASK_RUNNING);
 }
 
 int gpuslot_file_acquire(struct gpuslot_file *f, struct gpuslot_acquire *a,
@@ -392,9 +446,27 @@ int gpuslot_file_acquire(struct gpuslot_file *f, struct gpuslot_acquire *a,
 	gpuslot_core_enqueue(&d->core, &w.core, allowed);
 	f->state = GPUSLOT_FILE_ACQUIRING;
 	d->counters.contended++;
+	if (w.lend_prio) {
+		/*
+		 * Lend our priority to the holders we wait for before we
+		 * sleep, at that priority: d->lock is dropped meanwhile, and
+		 * a grant then finds us awake, which the wait sees.
+		 */
+		d->nr_lending++;
+		gpuslot_inherit_update_locked(d);
+		if (d->inherit_dirty) {
+			spin_unlock(&d->lock);
+			gpuslot_domain_inherit(d);
+			spin_lock(&d->lock);
+		}
+	}
 	ret = gpuslot_domain_wait(d, &w.core.done, timed ? &expires : NULL);
 	if (ret) {
 		gpuslot_core_cancel(&d->core, &w.core);
+		if (w.lend_prio) {
+			d->nr_lending--;
+			gpuslot_inherit_update_locked(d);
+		}
 		/* Once per interrupted wait, restarted or not. */
 		if (ret == -ERESTARTSYS)
 			d->counters.interrupted++;
@@ -407,7 +479,15 @@ int gpuslot_file_acquire(struct gpuslot_file *f, struct gpuslot_acquire *a,
 		goto fail;
 	}
 	spin_unlock(&d->lock);
-	gpuslot_wait_ready(&w);
+	/*
+	 * Woken by the granter, which did not boost us: we run at the
+	 * priority we waited at, and boost ourselves (the hold's boost and
+	 * what its waiters lend it) unless we did before we slept.
+	 */
+	if (!w.boosted)
+		gpuslot_file_boost(f, d, w.seq, current);
+	if (READ_ONCE(d->inherit_dirty))
+		gpuslot_domain_inherit(d);
 granted:
 	/* This call's grant: the file may hold a later one by now. */
 	a->slot = w.slot;
@@ -425,6 +505,9 @@ fail:
 	if (w.boosted)
 		f->hold_seq = w.boost_seq;
 	spin_unlock(&d->lock);
+	/* The holders we lent to get their own priority back. */
+	if (READ_ONCE(d->inherit_dirty))
+		gpuslot_domain_inherit(d);
 	if (w.boosted)
 		gpuslot_file_unboost(f, w.boost_seq);
 	return ret;
@@ -450,12 +533,10 @@ static int gpuslot_release_hold(struct gpuslot_file *f, bool any, u64 seq,
 	gpuslot_release_locked(d, f, &done);
 	spin_unlock(&d->lock);
 	/*
-	 * The new holder is boosted while it sleeps and woken before this
-	 * thread restores its own attributes: the restore is not on the new
-	 * holder's path. Where the scheduler would put it on this CPU, still
-	 * at the same RT priority, it picks an idle or lower-priority CPU
-	 * instead; one pinned here runs as soon as the restore drops this
-	 * thread below it, as early as restoring first would have let it.
+	 * The new holder was woken under d->lock and boosts itself; we
+	 * apply what the waiters still queued lend it while we still run at
+	 * our own boost and inheritance (they lent to us too), then end
+	 * ours: the restore is not on the new holder's path.
 	 */
 	gpuslot_finish_handoffs(d, &done);
 	gpuslot_file_unboost(f, seq);

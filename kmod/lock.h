@@ -23,19 +23,23 @@ int gpuslot_file_may_acquire(struct gpuslot_domain *d, struct gpuslot_file *f,
 int gpuslot_file_release_hold(struct gpuslot_file *f, u64 seq);
 /*
  * Give back the slot @f holds (HOLDING or GRANTED), under d->lock; the
- * waiters it grants stay on @done for gpuslot_finish_handoffs(), which
- * must follow once d->lock is dropped.
+ * waiters it grants are woken, and gpuslot_finish_handoffs() must follow
+ * once d->lock is dropped.
  */
 void gpuslot_release_locked(struct gpuslot_domain *d, struct gpuslot_file *f,
 			    struct list_head *done);
 /*
  * Complete under d->lock what the core did to the waiters on @done: the
- * failed ones are woken and leave it, the granted ones become holders and
- * stay on it for gpuslot_finish_handoffs().
+ * granted ones become holders, and every one is woken and leaves it. What
+ * the holders inherit is brought up to date, for gpuslot_finish_handoffs().
  */
 void gpuslot_wake_done(struct gpuslot_domain *d, struct list_head *done,
 		       u64 now)
 	__must_hold(&d->lock);
+/*
+ * After gpuslot_wake_done(), without d->lock: apply the priorities the
+ * holders inherit now (gpuslot_domain_inherit()). @done is empty. May sleep.
+ */
 void gpuslot_finish_handoffs(struct gpuslot_domain *d, struct list_head *done);
 /* Everything but @w->comm, which the caller reads before taking d->lock. */
 void gpuslot_waiter_init(struct gpuslot_waiter *w, struct gpuslot_file *f);

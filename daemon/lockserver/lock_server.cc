@@ -962,6 +962,7 @@ void LockServer::grant(Domain &d, Conn &c, unsigned int slot)
 	c.holder_pid = c.acquire_pid;
 	c.holder_tid = c.acquire_tid;
 	c.hold_boost = Conn::unboosted;
+	c.inherit_prio = 0;
 	d.holder[slot] = &c;
 	d.stats.acquisitions++;
 	d.stats.total_wait_ns += wait;
@@ -973,7 +974,7 @@ void LockServer::grant(Domain &d, Conn &c, unsigned int slot)
 
 void LockServer::boost(Domain &d, Conn &c, pid_t pid, pid_t tid)
 {
-	if (!d.boost_priority || c.pidfd < 0 || tid <= 0)
+	if (!d.boost_priority || c.pidfd < 0 || tid <= 0 || c.hold_boost == Conn::overrun)
 		return;
 	auto it = tasks.find(tid);
 	if (it != tasks.end() && it->second->pid != pid) {
@@ -1010,35 +1011,98 @@ void LockServer::boost(Domain &d, Conn &c, pid_t pid, pid_t tid)
 	// The thread named must be the peer's: task_set_attr() checks it
 	// against the pidfd before it changes anything (a failed first boost
 	// leaves no record).
+	// The hold's boost, or what its waiters lend it if that is higher:
+	// a hold not begun yet begins (gpuslot_boost_begin()), a boosted one
+	// changes priority.
 	uint64_t budget_end = UINT64_MAX;
 	p->rt_refused = false;
-	const bool boosted = gpuslot_boost_begin(&ledger, &c.boost, c.hold_seq,
-						 c.hold_boost != Conn::overrun, p, d.boost_priority,
-						 d.max_boost_share, &budget_end);
+	const bool boosted = gpuslot_boost_set_prio(&ledger, &c.boost, c.hold_seq, p,
+						    std::max(d.boost_priority, c.inherit_prio),
+						    d.max_boost_share, &budget_end);
 	if (!boosted && p->rt_refused && c.state == Conn::holding)
 		boost_refused(d, c, tid);
 	prune_tasks();
 	if (c.state == Conn::holding)
 		record_hold(d, c.slot);
 	boost_ended(); // a boost of an older hold of @c's may have ended
-	if (!boosted)
-		return;
+	// An inherited priority may be above the server's: it must stay above
+	// every boost it has to end.
+	if (c.boost.thread && c.boost.thread->applied >= server_priority_)
+		run_above_boosts();
 	// Another thread of the member boosted now drains its budget too:
 	// the clocks of its other boosted holds come forward.
-	for (auto &od : domains_)
-		for (Conn *h : od->holder)
-			if (h && h != &c && h->hold_boost == Conn::boosted && h->boost.thread &&
-			    h->boost.budget_end_ns != UINT64_MAX &&
-			    (!h->hold_timed || h->hold_deadline->first > h->boost.budget_end_ns)) {
-				if (h->hold_timed)
-					od->hold_deadlines.erase(h->hold_deadline);
-				h->hold_timed = false;
-				arm_hold(*od, *h, h->boost.budget_end_ns);
-			}
-	if (c.hold_boost != Conn::unboosted)
-		return;
-	c.hold_boost = Conn::boosted;
-	arm_hold(d, c, budget_end);
+	if (boosted)
+		for (auto &od : domains_)
+			for (Conn *h : od->holder)
+				if (h && h != &c && h->hold_boost == Conn::boosted && h->boost.thread &&
+				    h->boost.budget_end_ns != UINT64_MAX &&
+				    (!h->hold_timed || h->hold_deadline->first > h->boost.budget_end_ns)) {
+					if (h->hold_timed)
+						od->hold_deadlines.erase(h->hold_deadline);
+					h->hold_timed = false;
+					arm_hold(*od, *h, h->boost.budget_end_ns);
+				}
+	if (boosted && c.hold_boost == Conn::unboosted) {
+		c.hold_boost = Conn::boosted;
+		arm_hold(d, c, budget_end);
+	} else if (!boosted && c.hold_boost == Conn::boosted) {
+		// Lent nothing above the thread's own any more.
+		c.hold_boost = Conn::unboosted;
+		if (c.hold_timed) {
+			d.hold_deadlines.erase(c.hold_deadline);
+			c.hold_timed = false;
+		}
+	}
+}
+
+// The caller of a queued ACQUIRE, as the kernel named it (its process by
+// SCM_CREDENTIALS and a pidfd taken then, the thread checked to be one of
+// that process's now): its SCHED_FIFO or SCHED_RR priority, at most
+// GPUSLOT_MAX_BOOST_PRIORITY; SCHED_DEADLINE lends that ceiling. A thread
+// id that is not the caller's own lends nothing: a member cannot lend
+// itself another process's priority.
+unsigned int LockServer::lend_prio(const Conn &c) const
+{
+	if (!boost_ || c.acquire_tid <= 0)
+		return 0;
+	const int pidfd = pidfd_for(c, c.acquire_pid);
+	if (!pidfd_alive(pidfd) || !thread_in_group(c.acquire_pid, c.acquire_tid))
+		return 0;
+	SchedAttr attr{};
+	if (!sched_attr_of(c.acquire_tid, &attr))
+		return 0;
+	if (attr.sched_policy == SCHED_DEADLINE)
+		return GPUSLOT_MAX_BOOST_PRIORITY;
+	if (attr.sched_policy != SCHED_FIFO && attr.sched_policy != SCHED_RR)
+		return 0;
+	return std::min<unsigned int>(attr.sched_priority, GPUSLOT_MAX_BOOST_PRIORITY);
+}
+
+// The module's rule and its reasons are in kmod/lock.c: a waiter lends to
+// the holder of every slot it accepts, as any of them releasing moves it
+// forward. The server does it at once, in its own thread, which runs
+// above every boost: no window in which a holder waits for it.
+void LockServer::inherit(Domain &d)
+{
+	unsigned int want[GPUSLOT_MAX_SLOTS] = {};
+	::list_head *head = &d.core.waiters;
+	for (::list_head *n = head->next; n != head; n = n->next) {
+		const Conn &w = waiting_conn(list_entry(n, gpuslot_core_waiter, node));
+		if (w.state != Conn::acquiring || !w.lend_prio)
+			continue;
+		const uint64_t m = w.waiter.core.allowed & d.core.held;
+		for (unsigned int s = 0; s < GPUSLOT_MAX_SLOTS; s++)
+			if (m >> s & 1)
+				want[s] = std::max(want[s], w.lend_prio);
+	}
+	for (unsigned int s = 0; s < GPUSLOT_MAX_SLOTS; s++) {
+		Conn *h = d.holder[s];
+		if (!h || h->inherit_prio == want[s])
+			continue;
+		h->inherit_prio = want[s];
+		if (h->state == Conn::holding)
+			boost(d, *h, h->holder_pid, h->holder_tid);
+	}
 }
 
 // The kernel refused the holder of @c RT, as it would refuse the thread
@@ -1121,6 +1185,8 @@ void LockServer::finish(Domain &d, ::list_head *done)
 		}
 		n = next;
 	}
+	// The holders and the queue changed: what each holder inherits too.
+	inherit(d);
 	arm_timer(d);
 }
 
@@ -1182,6 +1248,8 @@ void LockServer::on_timer(Domain &d)
 		c.state = Conn::idle;
 		d.stats.timeouts++;
 		reply(c, c.acquire_seq, _IOC_NR(GPUSLOT_IOC_ACQUIRE), ETIMEDOUT, nullptr, 0);
+		if (c.lend_prio)
+			inherit(d); // what it lent ends
 	}
 	while (!d.hqd_deadlines.empty() && d.hqd_deadlines.begin()->first <= now) {
 		Conn &c = *d.hqd_deadlines.begin()->second;
@@ -1242,6 +1310,8 @@ void LockServer::close_conn(Conn &c)
 		if (c.timed)
 			d.deadlines.erase(c.deadline);
 		gpuslot_core_cancel(&d.core, &c.waiter.core);
+		if (c.lend_prio)
+			inherit(d);
 	}
 	LIST_HEAD(done);
 	if (c.hqd_waiting) {
@@ -1302,6 +1372,9 @@ int LockServer::cmd_acquire(Conn &c, gpuslot_acquire &a, uint32_t usize, bool *l
 	c.acquire_size = usize;
 	c.acquire_seq = c.request_seq;
 	d.stats.contended++;
+	c.lend_prio = lend_prio(c);
+	if (c.lend_prio)
+		inherit(d);
 	if (timed) {
 		c.timed = true;
 		// An absolute CLOCK_MONOTONIC deadline, the clock of now_ns().

@@ -218,9 +218,18 @@ private:
 	void grant(Domain &d, Conn &c, unsigned int slot);
 	// SCHED_FIFO for thread @tid of process @pid for @c's current hold (the
 	// module's boost ledger, kmod/lockcore/boost.c), and the end of it.
+	// Also sets the hold's priority when what its waiters lend it
+	// changed (inherit()).
 	void boost(Domain &d, Conn &c, pid_t pid, pid_t tid);
 	void boost_refused(Domain &d, Conn &c, pid_t tid);
 	void unboost(Conn &c);
+	// Priority inheritance, as in the module (kmod/lock.c): each holder
+	// runs at least at the highest priority of the queued waiters that
+	// accept its slot, within the boost. After every change of the queue
+	// or of the holders.
+	void inherit(Domain &d);
+	// The real-time priority the caller of @c's queued ACQUIRE lends.
+	unsigned int lend_prio(const Conn &c) const;
 	void arm_hold(Domain &d, Conn &c, uint64_t budget_end);
 	// SCHED_FIFO one above the highest boost_priority and every boost
 	// still granted, on run()'s thread; boost_ended() after a boost ends.

@@ -197,6 +197,10 @@ struct LockServer::Conn {
 	// one's, and those of a queued ACQUIRE and a waiting RESERVE_QUEUES.
 	uint32_t request_seq = 0, acquire_seq = 0, reserve_seq = 0;
 	pid_t acquire_pid = 0, acquire_tid = 0; // the caller of a queued ACQUIRE
+	// Priority inheritance (LockServer::inherit()): the real-time
+	// priority a queued ACQUIRE's caller lends the holders of the slots it
+	// accepts, and the highest lent to this connection's hold.
+	unsigned int lend_prio = 0, inherit_prio = 0;
 	uint64_t hold_seq = 0;
 	gpuslot_boost_hold boost{};
 	// The current hold, as the holders table shows it: the thread that

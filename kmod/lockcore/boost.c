@@ -512,3 +512,47 @@ void gpuslot_boost_finish(struct gpuslot_boost_ledger *l,
 	if (h->thread && h->seq <= seq)
 		gpuslot_boost_end(l, h, now);
 }
+
+/*
+ * Priority inheritance (boost.h). A hold the ledger has not boosted yet
+ * (not begun, begun below its thread's own priority, or begun when the
+ * boost was off) begins as gpuslot_boost_begin() would, budget and all.
+ */
+bool gpuslot_boost_set_prio(struct gpuslot_boost_ledger *l,
+			    struct gpuslot_boost_hold *h, u64 seq,
+			    struct task_struct *p, unsigned int prio,
+			    unsigned int share, u64 *budget_end_ns)
+{
+	struct gpuslot_boost_thread *t = h->thread;
+	u64 now, end;
+
+	if (seq < h->seq)
+		return false;
+	if (seq > h->seq || !t) {
+		/* Seen and not boosted: begin it again, as a new hold. */
+		if (seq == h->seq)
+			h->seq = seq - 1;
+		return gpuslot_boost_begin(l, h, seq, true, p, prio, share,
+					   budget_end_ns);
+	}
+	now = gpuslot_boost_now(l);
+	gpuslot_boost_prune(l, now);
+	/* No priority at or below what the thread runs at on its own. */
+	if (gpuslot_policy_is_rt(t->saved.policy) &&
+	    t->saved.rt_priority >= prio)
+		prio = 0;
+	if (!prio) {
+		gpuslot_boost_end(l, h, now);
+		return false;
+	}
+	/* Bring the budget up to now before the boost may start or stop. */
+	gpuslot_budget_settle(l, t->member, now);
+	h->prio = prio;
+	gpuslot_boost_retarget(l, t);
+	end = gpuslot_budget_end(t->member);
+	h->budget_end_ns = end;
+	gpuslot_member_rearm(l, t->member, h, end);
+	if (budget_end_ns)
+		*budget_end_ns = end;
+	return true;
+}

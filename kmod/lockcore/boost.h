@@ -214,4 +214,23 @@ struct gpuslot_boost_thread *
 gpuslot_boost_find(const struct gpuslot_boost_ledger *l,
 		   const struct task_struct *p);
 
+/*
+ * Change the priority of hold @seq of @h, of thread @p, to @prio: the
+ * hold's boost and what its waiters lend it by priority inheritance,
+ * whichever is higher (the caller computes it). The thread runs at the
+ * highest of its holds, as with gpuslot_boost_begin(). A @prio at or below
+ * what the thread ran at before gpuslot (its saved real-time priority), or
+ * 0, ends the hold's boost (gpuslot_boost_finish()): the thread drops to
+ * its other holds' highest or gets its saved attributes back. A hold not
+ * boosted yet (not begun, or begun without a boost) begins as in
+ * gpuslot_boost_begin(), under the same budget, @share; an older hold
+ * than one already seen changes nothing. Returns true if @h is boosted
+ * after the call; then *@budget_end_ns (if not NULL) is as in
+ * gpuslot_boost_begin().
+ */
+bool gpuslot_boost_set_prio(struct gpuslot_boost_ledger *l,
+			    struct gpuslot_boost_hold *h, u64 seq,
+			    struct task_struct *p, unsigned int prio,
+			    unsigned int share, u64 *budget_end_ns);
+
 #endif /* GPUSLOT_BOOST_H */

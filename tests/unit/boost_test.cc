@@ -485,6 +485,110 @@ TEST_F(Ledger, PaybackWhileFullDoesNotPayForLaterSpinning)
 		fake_sched::clock_ns += 10000 * ms; // full again
 		gpuslot_boost_drain(&l_);
 	}
+// Issue 38: priority inheritance changes a hold's priority through
+// gpuslot_boost_set_prio(); the thread's attributes come back exactly.
+TEST_F(Ledger, InheritanceRaisesAndLowersABoostedHoldAndRestoresExactly)
+{
+	task_struct t;
+	t.attr = {SCHED_BATCH, 0, 3, false};
+	gpuslot_boost_hold h{};
+	ASSERT_TRUE(hold(h, 1, t, 50));
+	EXPECT_TRUE(gpuslot_boost_set_prio(&l_, &h, 1, &t, 80, 100, nullptr));
+	EXPECT_TRUE(attrs_are(t, SCHED_FIFO, 80, 3, true));
+	// The waiter left: back to the boost.
+	EXPECT_TRUE(gpuslot_boost_set_prio(&l_, &h, 1, &t, 50, 100, nullptr));
+	EXPECT_TRUE(attrs_are(t, SCHED_FIFO, 50, 3, true));
+	unhold(h, 1);
+	EXPECT_TRUE(attrs_are(t, SCHED_BATCH, 0, 3, false));
+	EXPECT_EQ(t.refs, 0);
+}
+
+// A FIFO-60 holder is above boost_priority 50: no boost, no record. A
+// FIFO-80 waiter raises it to 80; when the waiter goes, the holder gets its
+// own FIFO 60 back exactly (never the boost's 50, below its own).
+TEST_F(Ledger, AHolderAboveTheBoostIsRaisedOnlyByInheritance)
+{
+	task_struct t;
+	t.attr = {SCHED_FIFO, 60, 0, false};
+	gpuslot_boost_hold h{};
+	EXPECT_FALSE(hold(h, 1, t, 50));
+	EXPECT_EQ(l_.nr_threads, 0u);
+	EXPECT_TRUE(gpuslot_boost_set_prio(&l_, &h, 1, &t, 80, 100, nullptr));
+	EXPECT_TRUE(attrs_are(t, SCHED_FIFO, 80, 0, true));
+	EXPECT_FALSE(gpuslot_boost_set_prio(&l_, &h, 1, &t, 50, 100, nullptr));
+	EXPECT_TRUE(attrs_are(t, SCHED_FIFO, 60, 0, false));
+	EXPECT_EQ(l_.nr_threads, 0u);
+	// Another waiter at 70 comes, and the hold ends.
+	EXPECT_TRUE(gpuslot_boost_set_prio(&l_, &h, 1, &t, 70, 100, nullptr));
+	EXPECT_TRUE(attrs_are(t, SCHED_FIFO, 70, 0, true));
+	unhold(h, 1);
+	EXPECT_TRUE(attrs_are(t, SCHED_FIFO, 60, 0, false));
+	EXPECT_EQ(t.refs, 0);
+	// Nothing at or below the thread's own priority.
+	EXPECT_FALSE(gpuslot_boost_set_prio(&l_, &h, 2, &t, 60, 100, nullptr));
+	EXPECT_EQ(t.sets, 4u);
+}
+
+TEST_F(Ledger, InheritanceForAnOlderHoldChangesNothing)
+{
+	task_struct t;
+	gpuslot_boost_hold h{};
+	ASSERT_TRUE(hold(h, 2, t, 50));
+	EXPECT_FALSE(gpuslot_boost_set_prio(&l_, &h, 1, &t, 80, 100, nullptr));
+	EXPECT_TRUE(attrs_are(t, SCHED_FIFO, 50, 0, true));
+	unhold(h, 2);
+	EXPECT_TRUE(attrs_are(t, SCHED_OTHER, 0, 0, false));
+}
+
+// The inheritance may come before the new holder's own boost: it begins
+// the hold, and the late boost of the same hold changes nothing.
+TEST_F(Ledger, InheritanceBeforeTheBoostBeginsTheHold)
+{
+	task_struct t;
+	gpuslot_boost_hold h{};
+	uint64_t end = 0;
+	EXPECT_TRUE(gpuslot_boost_set_prio(&l_, &h, 1, &t, 80, 50, &end));
+	EXPECT_EQ(end, 1000 * ms);
+	EXPECT_TRUE(attrs_are(t, SCHED_FIFO, 80, 0, true));
+	EXPECT_FALSE(hold(h, 1, t, 50));
+	EXPECT_TRUE(attrs_are(t, SCHED_FIFO, 80, 0, true));
+	unhold(h, 1);
+	EXPECT_TRUE(attrs_are(t, SCHED_OTHER, 0, 0, false));
+	gpuslot_boost_drain(&l_);
+}
+
+// A thread runs at the highest of its holds: lowering one hold's
+// inheritance leaves it at another's.
+TEST_F(Ledger, InheritanceComposesWithTheThreadsOtherHolds)
+{
+	task_struct t;
+	gpuslot_boost_hold a{}, b{};
+	ASSERT_TRUE(hold(a, 1, t, 50));
+	ASSERT_TRUE(hold(b, 1, t, 60));
+	EXPECT_TRUE(gpuslot_boost_set_prio(&l_, &a, 1, &t, 90, 100, nullptr));
+	EXPECT_TRUE(attrs_are(t, SCHED_FIFO, 90, 0, true));
+	EXPECT_FALSE(gpuslot_boost_set_prio(&l_, &a, 1, &t, 0, 100, nullptr));
+	EXPECT_TRUE(attrs_are(t, SCHED_FIFO, 60, 0, true));
+	unhold(b, 1);
+	EXPECT_TRUE(attrs_are(t, SCHED_OTHER, 0, 0, false));
+	unhold(a, 1);
+	EXPECT_EQ(t.refs, 0);
+}
+
+// Inheritance is under the same budget as the boost: a thread whose budget
+// is spent is not raised.
+TEST_F(Ledger, InheritanceIsUnderTheBudget)
+{
+	task_struct t;
+	gpuslot_boost_hold h{};
+	uint64_t end = 0;
+	ASSERT_TRUE(hold(h, 1, t, 50, true, 50, &end));
+	fake_sched::clock_ns = t.cpu_ns = 1000 * ms;
+	ASSERT_TRUE(gpuslot_boost_expire(&l_, &h, 1, &end));
+	EXPECT_FALSE(gpuslot_boost_set_prio(&l_, &h, 1, &t, 80, 50, &end));
+	EXPECT_TRUE(attrs_are(t, SCHED_OTHER, 0, 0, false));
+	unhold(h, 1);
+	gpuslot_boost_drain(&l_);
 }
 
 } // namespace
