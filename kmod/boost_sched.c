@@ -268,16 +268,28 @@ static u64 gpuslot_sched_now(void)
 
 /*
  * The CPU time @p has used: its sum_exec_runtime, brought up to date at
- * every tick and context switch, so at most a tick behind for a thread
- * that runs now on a CPU with a tick; the expiry looks again if the budget
- * is not spent yet. On a nohz_full CPU a lone running task's runtime is
- * brought up to date only by the remote tick, about once a second, so
- * there the budget can be overrun by up to that much (docs/device.md);
+ * every tick and context switch, and, while @p is on a CPU, the time since
+ * it last was (se.exec_start), as task_sched_runtime() adds (not exported).
+ * A holder releases from its own system call, on its CPU, with up to a
+ * tick not yet in sum_exec_runtime; its record then goes, and what it
+ * missed would never be charged. local_clock() is on the base of the run
+ * queue's clock that exec_start is read on, and counts interrupt time too:
+ * the added part errs high, never low. On a nohz_full CPU a lone running
+ * task's runtime is brought up to date only by the remote tick, about once
+ * a second, and exec_start with it, so the sum stays right there too.
  * max_hold_ms, a clock of its own, is not affected.
  */
 static u64 gpuslot_sched_cputime(struct task_struct *p)
 {
-	return READ_ONCE(p->se.sum_exec_runtime);
+	u64 ns = READ_ONCE(p->se.sum_exec_runtime), start, now;
+
+	if (READ_ONCE(p->on_cpu)) {
+		start = READ_ONCE(p->se.exec_start);
+		now = local_clock();
+		if (now > start)
+			ns += now - start;
+	}
+	return ns;
 }
 
 /*

@@ -183,7 +183,13 @@ static u64 gpuslot_budget_end(const struct gpuslot_boost_member *m)
 		n += t->boosting;
 	if (!n)
 		n = 1;
-	return m->at_ns + (cap - m->spent_ns) * 100 / (100 * n - m->share);
+	/*
+	 * Rounded up: with several threads a remainder of a few ns would
+	 * round to "now", and a caller that looks again at the end it is
+	 * given would look again at once, forever.
+	 */
+	n = 100 * n - m->share;
+	return m->at_ns + ((cap - m->spent_ns) * 100 + n - 1) / n;
 }
 
 /* The smallest share of the holds of @m's threads: the budget it runs under. */

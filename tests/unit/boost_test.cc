@@ -439,7 +439,7 @@ TEST_F(Ledger, ThreadsBoostedAtOnceDrainOneBudget)
 	EXPECT_EQ(end_a, 1000 * ms);
 	ASSERT_TRUE(hold(hb, 1, b, 50, true, 50, &end_b));
 	// 500 ms at 2 - 0.5 ns per ns.
-	EXPECT_EQ(end_b, 333 * ms + 333333);
+	EXPECT_EQ(end_b, 333 * ms + 333334); // rounded up
 	ASSERT_EQ(fake_sched::rearmed.size(), 1u);
 	EXPECT_EQ(fake_sched::rearmed[0].first, &ha);
 	EXPECT_EQ(fake_sched::rearmed[0].second, end_b);
