@@ -54,11 +54,13 @@ static struct gpuslot_boost_ledger gpuslot_ledger;
  * hard interrupt context (HRTIMER_MODE_REL_HARD, also on PREEMPT_RT), whose
  * callback only queues a kthread_work (a raw spinlock and a wakeup, fine
  * there), and the work runs on our own kthread_worker, SCHED_FIFO one
- * above the highest boost_priority a domain has had since the module was
- * loaded (51 with the defaults), as a threaded interrupt handler runs
- * above the tasks it serves. One above is enough: no thread runs boosted
- * above boost_priority (the ledger boosts to it and no higher, and a
- * thread that raised itself above is not ours to end), so the worker
+ * above the highest priority the module has given a holder since it was
+ * loaded: a domain's boost_priority (51 with the defaults) or a priority
+ * inherited from waiters, raised to before it is applied (gpuslot_boost_ceiling()),
+ * as a threaded interrupt handler runs above the tasks it serves. One
+ * above is enough: no thread runs boosted above what the module gave (the
+ * ledger boosts to it and no higher, and a thread that raised itself
+ * above is not ours to end), so the worker
  * preempts every holder it may have to demote, and never more than that:
  * it takes the ledger's rt_mutex, and lends its owner its priority, so at
  * 99 it would run a ledger call above every real-time task of the host.
