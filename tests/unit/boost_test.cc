@@ -485,6 +485,8 @@ TEST_F(Ledger, PaybackWhileFullDoesNotPayForLaterSpinning)
 		fake_sched::clock_ns += 10000 * ms; // full again
 		gpuslot_boost_drain(&l_);
 	}
+}
+
 // Issue 38: priority inheritance changes a hold's priority through
 // gpuslot_boost_set_prio(); the thread's attributes come back exactly.
 TEST_F(Ledger, InheritanceRaisesAndLowersABoostedHoldAndRestoresExactly)
