@@ -33,6 +33,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <spawn.h>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -47,10 +48,57 @@ namespace {
 namespace fs = std::filesystem;
 using gpuslot::LockFile;
 
+// This process's threads, from /proc/self/status.
+int thread_count()
+{
+	std::ifstream status("/proc/self/status");
+	for (std::string line; std::getline(status, line);)
+		if (line.rfind("Threads:", 0) == 0)
+			return std::atoi(line.c_str() + 8);
+	return -1;
+}
+
+// fork() from a process of one thread. A child forked beside another
+// thread inherits the locks that thread held at that instant (ASan's
+// allocator's, a mutex of the server's) with nobody to release them, and
+// deadlocks on the first it takes: `make test` hung so (issue 38). A fork
+// beside another thread ends the test binary here instead, by name.
+pid_t fork_one_thread()
+{
+	if (const int n = thread_count(); n != 1) {
+		const auto *t = testing::UnitTest::GetInstance()->current_test_info();
+		std::fprintf(stderr, "%s.%s: fork() from a process of %d threads\n",
+			     t ? t->test_suite_name() : "?", t ? t->name() : "?", n);
+		std::abort();
+	}
+	return fork();
+}
+
 class Socket : public testing::Test {
+public:
+	// Fork a child with the server's thread stopped for that moment (the
+	// clients' messages wait in their sockets) so that this process forks
+	// as one thread; the child has no server, the parent's serves on.
+	// From the test's process only (a child's copy of thread_ is no
+	// thread): a child that forks again calls fork_one_thread().
+	static pid_t fork_child()
+	{
+		Socket *t = current_;
+		const bool serving = t && t->thread_.joinable();
+		if (serving) {
+			t->server_->stop();
+			t->thread_.join();
+		}
+		const pid_t pid = fork_one_thread();
+		if (pid != 0 && serving)
+			t->run_server();
+		return pid;
+	}
+
 protected:
 	void SetUp() override
 	{
+		current_ = this;
 		char tmpl[] = "/tmp/gpuslot-sock-XXXXXX";
 		ASSERT_NE(mkdtemp(tmpl), nullptr);
 		dir_ = tmpl;
@@ -60,6 +108,7 @@ protected:
 	{
 		stop_server();
 		fs::remove_all(dir_);
+		current_ = nullptr;
 	}
 
 	// A server of two domains on dir_, run by thread_, as gpuslotd runs it
@@ -84,7 +133,8 @@ protected:
 	void stop_server()
 	{
 		server_->stop();
-		thread_.join();
+		if (thread_.joinable())
+			thread_.join();
 		server_.reset();
 	}
 
@@ -99,7 +149,7 @@ protected:
 	// can), serving the fixture's sockets once this returns (or 5 s on).
 	pid_t fork_server()
 	{
-		pid_t server = fork();
+		pid_t server = fork_child();
 		if (server == 0) {
 			prctl(PR_SET_PDEATHSIG, SIGKILL);
 			gpuslot::LockServerOptions o;
@@ -201,7 +251,9 @@ protected:
 	fs::path dir_;
 	std::unique_ptr<gpuslot::LockServer> server_;
 	std::thread thread_;
+	static Socket *current_; // the test that runs, for fork_child()
 };
+Socket *Socket::current_;
 
 TEST_F(Socket, StrictFifoWithDirectHandoff)
 {
@@ -267,7 +319,7 @@ TEST_F(Socket, DeathIsRelease)
 	auto waiter = file(), watcher = file();
 	int ready[2];
 	ASSERT_EQ(pipe(ready), 0);
-	pid_t pid = fork();
+	pid_t pid = Socket::fork_child();
 	if (pid == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL); // never outlive a failed test
 		auto mine = file();
@@ -708,7 +760,7 @@ TEST_F(Socket, AThreadIdOfAnotherProcessIsNotBoosted)
 	// A child stands for another process; its main thread's id is its pid.
 	int ready[2];
 	ASSERT_EQ(pipe(ready), 0);
-	pid_t child = fork();
+	pid_t child = Socket::fork_child();
 	if (child == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		char c = 1;
@@ -808,7 +860,7 @@ bool recv_reply(int fd, Reply *r)
 // Run @f in a forked child; its return value is the child's exit status.
 template <class F> int in_child(F f)
 {
-	pid_t pid = fork();
+	pid_t pid = Socket::fork_child();
 	if (pid == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		_exit(f());
@@ -818,15 +870,18 @@ template <class F> int in_child(F f)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+// A program spawned, not forked: a test may have threads of its own here.
 int Socket::try_from_new_client() const
 {
-	return in_child([&] {
-		std::unique_ptr<LockFile> f;
-		std::string error;
-		if (gpuslot::open_lock_file(gpuslot::Transport::socket, dir_, 0, &f, &error))
-			return 100;
-		return acquire(*f, GPUSLOT_ACQUIRE_TRY).err;
-	});
+	const std::string domain = "0";
+	const char *argv[] = {GPUSLOT_SOCKET_CLIENT_HELPER, "try-acquire", dir_.c_str(),
+			      domain.c_str(), nullptr};
+	pid_t pid;
+	if (posix_spawn(&pid, argv[0], nullptr, nullptr, const_cast<char **>(argv), environ))
+		return 101;
+	int status = 0;
+	waitpid(pid, &status, 0);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 std::string read_attr(LockFile &f, const std::string &name)
@@ -914,7 +969,7 @@ TEST_F(Socket, ASetuidExecAfterSendingIsNoAdmin)
 	ASSERT_EQ(chmod(suid.c_str(), 04755), 0);
 	ASSERT_EQ(chmod(dir_.c_str(), 0755), 0);
 	const int raw = raw_connect();
-	pid_t child = fork();
+	pid_t child = Socket::fork_child();
 	if (child == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (!become(65534))
@@ -999,7 +1054,7 @@ TEST_F(Socket, OutOfFdsTheServerWaitsAndDoesNotSpin)
 	int go[2], done[2];
 	ASSERT_EQ(pipe(go), 0);
 	ASSERT_EQ(pipe(done), 0);
-	pid_t child = fork();
+	pid_t child = Socket::fork_child();
 	if (child == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		setrlimit(RLIMIT_NOFILE, &old);
@@ -1057,7 +1112,7 @@ TEST_F(Socket, AMembersRequestsAreRateLimited)
 	ASSERT_EQ(acquire(*holder).err, 0);
 	int fds[2];
 	ASSERT_EQ(pipe(fds), 0);
-	pid_t child = fork();
+	pid_t child = Socket::fork_child();
 	if (child == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (!become(65534))
@@ -1105,7 +1160,7 @@ TEST_F(Socket, AMembersConnectionsAreRateLimited)
 	open_to_members(dir_);
 	int fds[2];
 	ASSERT_EQ(pipe(fds), 0);
-	pid_t child = fork();
+	pid_t child = Socket::fork_child();
 	if (child == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (!become(65534))
@@ -1224,7 +1279,7 @@ TEST_F(Socket, IdleThreadRecordsAreBoundedPerUid)
 	ASSERT_EQ(pipe(go), 0);
 	const size_t before = open_fds();
 	constexpr int kThreads = 150;
-	pid_t child = fork();
+	pid_t child = Socket::fork_child();
 	if (child == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (!become(65534))
@@ -1387,7 +1442,7 @@ TEST_F(Socket, AKeptHoldEndsAtItsHoldersExitOrAtTheGracePeriod)
 	ASSERT_EQ(pipe(ready), 0);
 	std::vector<pid_t> holders;
 	for (unsigned int slot = 0; slot < 2; slot++) {
-		pid_t p = fork();
+		pid_t p = Socket::fork_child();
 		if (p == 0) {
 			prctl(PR_SET_PDEATHSIG, SIGKILL);
 			auto f = file();
@@ -1446,7 +1501,7 @@ TEST_F(Socket, KeptHoldsAreRecordedFromTheStart)
 {
 	int ready[2];
 	ASSERT_EQ(pipe(ready), 0);
-	pid_t holder = fork();
+	pid_t holder = Socket::fork_child();
 	if (holder == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		auto f = file();
@@ -1485,7 +1540,7 @@ pid_t fork_with_pid(pid_t pid, uid_t uid)
 		if (!(last << pid - 1))
 			return 0;
 		last.close();
-		pid_t p = fork();
+		pid_t p = Socket::fork_child();
 		if (p == 0) {
 			prctl(PR_SET_PDEATHSIG, SIGKILL);
 			if (become(uid))
@@ -1511,7 +1566,7 @@ TEST_F(Socket, AQueuedChildsReusedPidIsNotBoosted)
 	ASSERT_EQ(acquire(*holder).err, 0);
 	int go[2];
 	ASSERT_EQ(pipe(go), 0);
-	pid_t queued = fork();
+	pid_t queued = Socket::fork_child();
 	if (queued == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (!become(65534))
@@ -1558,7 +1613,7 @@ TEST_F(Socket, AConnectorsReusedPidIsNotBoosted)
 		int keeper_ready[2], keeper_end[2];
 		ASSERT_EQ(pipe(keeper_ready), 0);
 		ASSERT_EQ(pipe(keeper_end), 0);
-		pid_t connector = fork();
+		pid_t connector = Socket::fork_child();
 		if (connector == 0) {
 			if (!become(65534))
 				_exit(100);
@@ -1569,7 +1624,7 @@ TEST_F(Socket, AConnectorsReusedPidIsNotBoosted)
 			a.size = sizeof(a);
 			send_request(raw, _IOC_NR(GPUSLOT_IOC_ACQUIRE), &a, sizeof(a),
 				     int32_t(getpid()), 3);
-			if (fork() == 0) { // keeps the connection open
+			if (fork_one_thread() == 0) { // keeps the connection open
 				close(keeper_end[1]);
 				char c = 1;
 				(void)!write(keeper_ready[1], &c, 1);
@@ -1742,7 +1797,7 @@ TEST_F(Socket, ACrashRestoreGivesNoPrivilegeBackAfterACredentialChange)
 	int ready[2], go[2];
 	ASSERT_EQ(pipe(ready), 0);
 	ASSERT_EQ(pipe(go), 0);
-	pid_t holder = fork();
+	pid_t holder = Socket::fork_child();
 	if (holder == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		sched_param ten{10};

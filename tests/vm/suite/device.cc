@@ -529,9 +529,22 @@ bool wait_waiters(unsigned int n, unsigned int domain)
 	});
 }
 
+pid_t fork_one_thread()
+{
+	int threads = -1;
+	std::ifstream status("/proc/self/status");
+	for (std::string line; std::getline(status, line);)
+		if (line.rfind("Threads:", 0) == 0)
+			threads = std::atoi(line.c_str() + 8);
+	if (threads != 1)
+		throw std::runtime_error("fork() from a process of " + std::to_string(threads) +
+					 " threads");
+	return fork();
+}
+
 pid_t spawn(const std::function<int()> &fn)
 {
-	pid_t pid = fork();
+	pid_t pid = fork_one_thread();
 	if (pid < 0)
 		throw std::runtime_error("fork failed");
 	if (pid == 0) {
