@@ -65,7 +65,14 @@ int thread_count()
 // beside another thread ends the test binary here instead, by name.
 pid_t fork_one_thread()
 {
-	if (const int n = thread_count(); n != 1) {
+	// A thread just joined is counted until the kernel has finished its
+	// exit (the join returns at its tid's clearing, before that): up to 2 s.
+	int n = thread_count();
+	for (int i = 0; i < 2000 && n != 1; i++) {
+		usleep(1000);
+		n = thread_count();
+	}
+	if (n != 1) {
 		const auto *t = testing::UnitTest::GetInstance()->current_test_info();
 		std::fprintf(stderr, "%s.%s: fork() from a process of %d threads\n",
 			     t ? t->test_suite_name() : "?", t ? t->name() : "?", n);
