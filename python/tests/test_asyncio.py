@@ -90,14 +90,15 @@ def test_the_first_try_counts_against_the_timeout(lock, monkeypatch):
     a try that used all of it ends the call with ETIMEDOUT, never queued;
     one that used part of it leaves the wait the rest (the wait's deadline
     is the one taken before the try)."""
+    from gpuslot import aio
     deadlines = []
-    timeout_at = asyncio.timeout_at
+    timeout_at = aio._timeout_at
 
     def recorded(when):
         deadlines.append(when)
         return timeout_at(when)
 
-    monkeypatch.setattr(asyncio, "timeout_at", recorded)
+    monkeypatch.setattr(aio, "_timeout_at", recorded)
 
     async def main():
         async with gpuslot.AsyncClient(backend="none") as client:
