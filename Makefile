@@ -56,7 +56,7 @@ KIMAGE ?= /boot/vmlinuz-$(KVER)
 endif
 
 .PHONY: all deps modules debug-kernel userspace test test-unit test-vm test-socket \
-	test-python test-python-vm test-cdi-metrics fuzz \
+	test-python test-python-vm test-cdi-metrics test-no-metrics fuzz \
 	bench bench-host check-kernel-style demo clean release install uninstall \
 	deb test-system
 
@@ -77,8 +77,10 @@ userspace: deps
 	cmake -S tests -B $(BUILD)/tests -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build $(BUILD)/tests -j $(JOBS)
 
+# Each test has a time limit of its own (tests/CMakeLists.txt); --timeout
+# is the limit of any that might have none.
 test-unit: userspace
-	cd $(BUILD)/tests && ctest --output-on-failure
+	cd $(BUILD)/tests && ctest --output-on-failure --timeout 300
 
 # What the VM gets besides the module and the program it runs.
 VM_FILES = GPUSLOT_VM_FIXTURES=tests/fixtures GPUSLOT_VM_BINARIES="$(addprefix \
@@ -108,8 +110,13 @@ test-socket: userspace
 # pytest against a gpuslotd of that build serving the bundled Radeon VII on
 # its socket transport (python/tests/conftest.py starts it); and the
 # chapter-6 experiments' harness with its none backend (tests/gpu/ch6/). As root when
-# it can be (sudo when not) so that the boost is tested too.
-PYTEST = /usr/bin/python3 -m pytest -p no:cacheprovider --color=no -q python/tests tests/gpu/ch6/tests
+# it can be (sudo when not) so that the boost is tested too. A test that
+# runs past PYTEST_TIMEOUT seconds ends the run with its name and every
+# thread's stack (pytest-timeout's thread method: it stops a test blocked in
+# C code too, which a signal would not).
+PYTEST_TIMEOUT ?= 300
+PYTEST = /usr/bin/python3 -m pytest -p no:cacheprovider --color=no -q \
+	--timeout=$(PYTEST_TIMEOUT) --timeout-method=thread python/tests tests/gpu/ch6/tests
 PYTHON_TEST_ENV = GPUSLOT_LIBRARY=$(RELEASE)/libclient/libgpuslot.so.1 \
 	GPUSLOT_TEST_GPUSLOTD=$(RELEASE)/daemon/gpuslotd \
 	GPUSLOT_TEST_GPUSLOTCTL=$(RELEASE)/daemon/gpuslotctl PYTHONPATH=$(CURDIR)/python
@@ -130,16 +137,26 @@ test-python-vm: modules release
 # generate`'s spec against gpuslotd's socket transport; Debian's prometheus
 # scrapes gpuslotd while clients run. As root (sudo when not): podman is
 # rootful, and the clients drop to an unprivileged member of gpuslot.
+# Each script has CDI_METRICS_TIMEOUT seconds (each takes about 40 s).
 CDI_FIXTURE = tests/fixtures/kfd/radeon-vii-gfx906
+CDI_METRICS_TIMEOUT ?= 600
 test-cdi-metrics: release
 	@out=$$(mktemp); \
 	for t in cdi-test prometheus-test; do \
-		bash tests/containers/$$t.sh $(RELEASE) $(CDI_FIXTURE) 2>&1 | tee -a $$out; \
+		{ timeout -k 30 $(CDI_METRICS_TIMEOUT) bash tests/containers/$$t.sh \
+			$(RELEASE) $(CDI_FIXTURE) 2>&1; [ $$? -ne 124 ] || \
+			echo "$$t: did not finish in $(CDI_METRICS_TIMEOUT) s"; } | tee -a $$out; \
 	done; \
 	sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$$/\1 \2/p' $$out | \
 		awk '{p += $$1; f += $$2; n++} END {if (n != 2) f++; \
 		print p " passed, " f " failed"; exit f > 0}'; \
 	rc=$$?; rm -f $$out; exit $$rc
+
+# gpuslotd built where prometheus-cpp is absent (Ubuntu 22.04): configured
+# with it hidden, it builds, runs, and says it has no metrics
+# (tests/no-metrics-test.sh; about 2 minutes on 2 cores).
+test-no-metrics: deps
+	bash tests/no-metrics-test.sh $(BUILD)/no-metrics
 
 # BENCH_ARGS passes Google Benchmark flags, e.g. --benchmark_filter=handoff.
 # The repetitions of all benchmarks run in a random order, interleaved, so
@@ -180,7 +197,7 @@ check-kernel-style: deps
 # for the SCHED_FIFO boost the demo checks).
 ifeq ($(TRANSPORT),socket)
 demo: userspace
-	$$([ "$$(id -u)" -eq 0 ] || echo sudo) env GPUSLOT_DEMO_TRANSPORT=socket \
+	$$([ "$$(id -u)" -eq 0 ] || echo sudo) timeout -k 10 300 env GPUSLOT_DEMO_TRANSPORT=socket \
 		GPUSLOT_DEMO_BIN=$(BUILD)/tests/daemon GPUSLOT_DEMO_FIXTURES=$(CURDIR)/tests/fixtures \
 		$(BUILD)/tests/gpuslot_demo
 else

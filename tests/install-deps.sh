@@ -15,7 +15,7 @@ packages=(
 	clang libclang-rt-14-dev
 	qemu-system-x86 busybox-static cpio kmod sparse
 	libelf-dev libssl-dev bc flex bison xz-utils
-	python3 python3-pytest python3-setuptools python3-pip python3-numpy python3-matplotlib
+	python3 python3-pytest python3-pytest-timeout python3-setuptools python3-pip python3-numpy python3-matplotlib
 	dh-python lintian man-db
 	# gpuslotd's Prometheus metrics, and the containers-and-metrics step
 	# (tests/containers/): a real Prometheus server scraping gpuslotd, and

@@ -11,6 +11,8 @@
 #              gpuslotd's socket transport
 #   cdi-metrics  containers from the CDI spec (podman, runc) and a
 #              Prometheus server scraping gpuslotd, on this host (~1 min)
+#   no-metrics gpuslotd built with prometheus-cpp hidden: builds, runs,
+#              says it has no metrics (CI's .ci/run)
 #   python-vm  the same against the module, in the VM (Debian's 6.1)
 #   vm-stock   the VM suite on Debian's linux-image-amd64
 #   vm-rt      the VM suite on Debian's linux-image-rt-amd64 (PREEMPT_RT)
@@ -33,6 +35,7 @@ for step in $steps; do
 	socket) make --no-print-directory test-socket 2>&1 | tee "$log" ;;
 	python) make --no-print-directory test-python 2>&1 | tee "$log" ;;
 	cdi-metrics) make --no-print-directory test-cdi-metrics 2>&1 | tee "$log" ;;
+	no-metrics) make --no-print-directory test-no-metrics 2>&1 | tee "$log" ;;
 	python-vm) make --no-print-directory test-python-vm 2>&1 | tee "$log" ;;
 	vm-*) make --no-print-directory test-vm KERNEL="${step#vm-}" 2>&1 | tee "$log" ;;
 	fuzz) make --no-print-directory fuzz 2>&1 | tee "$log" ;;
@@ -48,7 +51,7 @@ for step in $steps; do
 			's/.*tests passed, \([0-9]*\) tests failed out of \([0-9]*\).*/\1 \2/p' \
 			"$log" | tail -n 1)
 		failed=${failed:-0} passed=$((${total:-0} - failed)) ;;
-	vm-* | system | socket | python* | cdi-metrics)	read -r passed failed < <(sed -n \
+	vm-* | system | socket | python* | cdi-metrics | no-metrics)	read -r passed failed < <(sed -n \
 			's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$log" | tail -n 1)
 		passed=${passed:-0} failed=${failed:-0} ;;
 	fuzz)	[ "$rc" -eq 0 ] && passed=1 ;;

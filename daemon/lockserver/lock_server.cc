@@ -673,12 +673,21 @@ void LockServer::stop()
 
 int LockServer::run(std::string *error)
 {
+	// run() again after stop() (the unit tests stop the server's thread
+	// to fork as one thread) goes on where it stopped: the orphans are
+	// adopted and the ticks scheduled once; the new thread is set to the
+	// server's priority.
+	const bool first = !running_;
 	running_ = true;
+	server_priority_ = 0;
 	run_above_boosts();
-	adopt_orphans();
+	if (first)
+		adopt_orphans();
 	// The periodic calls (the watchdog) run from the loop, and so only
 	// while it turns.
 	for (auto &[interval, f] : every_) {
+		if (!first)
+			break;
 		auto tick = std::make_shared<std::function<void()>>();
 		*tick = [this, interval = interval, f = f, weak = std::weak_ptr(tick)] {
 			f();
@@ -700,8 +709,11 @@ int LockServer::run(std::string *error)
 		for (int i = 0; i < n; i++) {
 			auto *s = static_cast<Source *>(events[i].data.ptr);
 			switch (s->kind) {
-			case Source::stopper:
+			case Source::stopper: {
+				uint64_t n;
+				(void)!read(stop_fd_, &n, sizeof(n)); // a later run() serves
 				return 0;
+			}
 			case Source::listener:
 				accept_on(*s->domain);
 				break;

@@ -129,7 +129,8 @@ public:
 
 	// Create the sockets and the event loop: 0 or -errno with *error.
 	int start(std::string *error);
-	// Serve until stop(); 0, or -errno with *error.
+	// Serve until stop(); 0, or -errno with *error. May be called again
+	// after it returned, on another thread too, and serves on.
 	int run(std::string *error);
 	// Make run() return; safe from any thread and from signal handlers.
 	void stop();

@@ -107,7 +107,7 @@ class AsyncClient:
         loop.add_reader(fd, wait.wake)
         try:
             try:
-                async with asyncio.timeout_at(deadline):
+                async with _timeout_at(deadline):
                     slot = await self._granted(raw, wait)
             except TimeoutError:
                 raise c._timed_out(ns) from None
@@ -144,6 +144,54 @@ class AsyncClient:
                     return c._hand_out(AsyncSlot(c, raw))
             finally:
                 c._end_call()
+
+
+def _timeout_at(when):
+    """asyncio.timeout_at(when) (Python 3.11), or on 3.10 _TimeoutAt,
+    which ends the block the same way: TimeoutError at loop time ``when``
+    (None: never), the task's own cancellation passed on as it is."""
+    timeout_at = getattr(asyncio, "timeout_at", None)
+    return timeout_at(when) if timeout_at is not None else _TimeoutAt(when)
+
+
+class _TimeoutAt:
+    """asyncio.timeout_at for Python 3.10: at ``when`` the block's task is
+    cancelled, and the CancelledError that ends the block becomes
+    TimeoutError. 3.10 has no Task.uncancel(), so a cancel from elsewhere
+    that comes with the deadline's in one step of the loop is taken for
+    the deadline's (3.11 tells them apart): the task still ends, with
+    TimeoutError."""
+
+    def __init__(self, when):
+        self._when = when
+        self._handle = None
+        self._expired = False
+        self._task = None
+
+    async def __aenter__(self):
+        self._task = asyncio.current_task()
+        if self._task is None:
+            raise RuntimeError("gpuslot: a timeout outside a task")
+        if self._when is not None:
+            loop = asyncio.get_running_loop()
+            if self._when <= loop.time():
+                self._handle = loop.call_soon(self._expire)
+            else:
+                self._handle = loop.call_at(self._when, self._expire)
+        return self
+
+    async def __aexit__(self, exc_type, exc, tb):
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+        if self._expired and exc_type is asyncio.CancelledError:
+            raise TimeoutError from exc
+        return False
+
+    def _expire(self):
+        self._expired = True
+        self._task.cancel()
+        self._handle = None
 
 
 def _closed_while_waiting(c):

@@ -90,14 +90,15 @@ def test_the_first_try_counts_against_the_timeout(lock, monkeypatch):
     a try that used all of it ends the call with ETIMEDOUT, never queued;
     one that used part of it leaves the wait the rest (the wait's deadline
     is the one taken before the try)."""
+    from gpuslot import aio
     deadlines = []
-    timeout_at = asyncio.timeout_at
+    timeout_at = aio._timeout_at
 
     def recorded(when):
         deadlines.append(when)
         return timeout_at(when)
 
-    monkeypatch.setattr(asyncio, "timeout_at", recorded)
+    monkeypatch.setattr(aio, "_timeout_at", recorded)
 
     async def main():
         async with gpuslot.AsyncClient(backend="none") as client:
@@ -130,5 +131,95 @@ def test_the_first_try_counts_against_the_timeout(lock, monkeypatch):
                 sync._lib = slow._lib
             await held.release()
             assert client.status().waiters == ()
+
+    run(main())
+
+
+def test_without_asyncio_timeout_at_the_fallback_behaves_alike(lock, monkeypatch):
+    """Issue 37: Python 3.10 has no asyncio.timeout_at; AsyncClient.acquire()
+    then times its wait with gpuslot.aio._TimeoutAt. Forced here (the
+    attribute removed, as on 3.10): a timeout is SlotTimeout (ETIMEDOUT) and
+    leaves the queue, a cancel is the task's CancelledError and leaves the
+    queue, a grant before the deadline is a slot, and no cancel is left
+    over after the block."""
+    from gpuslot import aio
+    monkeypatch.delattr(asyncio, "timeout_at", raising=False)
+    made = []
+
+    class Recorded(aio._TimeoutAt):
+        def __init__(self, when):
+            made.append(when)
+            super().__init__(when)
+
+    monkeypatch.setattr(aio, "_TimeoutAt", Recorded)
+
+    async def main():
+        async with gpuslot.AsyncClient(backend="none") as client:
+            held = await client.acquire()
+            loop = asyncio.get_running_loop()
+            start = loop.time()
+            with pytest.raises(gpuslot.SlotTimeout) as e:
+                await client.acquire(timeout=0.1)
+            assert e.value.errno == errno.ETIMEDOUT
+            assert loop.time() - start >= 0.09
+            assert len(made) == 1 and made[0] - start <= 0.1 + 0.05
+            assert client.status().waiters == ()
+            task = asyncio.create_task(client.acquire(timeout=30))
+            await asyncio.sleep(0.05)
+            assert len(client.status().waiters) == 1
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            assert client.status().waiters == ()
+            # Granted within its time: a slot, and the task goes on
+            # awaiting without a stray cancel.
+            task = asyncio.create_task(client.acquire(timeout=30))
+            await asyncio.sleep(0.05)
+            await held.release()
+            slot = await task
+            assert slot.held
+            await asyncio.sleep(0.01)
+            await slot.release()
+            # No deadline: waits.
+            held = await client.acquire()
+            task = asyncio.create_task(client.acquire())
+            await asyncio.sleep(0.05)
+            assert not task.done()
+            await held.release()
+            await (await task).release()
+            assert made[-1] is None
+
+    run(main())
+
+
+def test_the_fallback_timeout_alone():
+    """gpuslot.aio._TimeoutAt as asyncio.timeout_at: TimeoutError at the
+    deadline (also one already past), the task's own cancel passed on as
+    CancelledError, nothing left over once the block ended in time."""
+    from gpuslot import aio
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        with pytest.raises(TimeoutError):
+            async with aio._TimeoutAt(start + 0.05):
+                await asyncio.sleep(10)
+        assert 0.05 <= loop.time() - start < 5
+        with pytest.raises(TimeoutError):
+            async with aio._TimeoutAt(loop.time() - 1):
+                await asyncio.sleep(10)
+        async with aio._TimeoutAt(loop.time() + 0.05):
+            await asyncio.sleep(0)
+        await asyncio.sleep(0.1)  # no cancel left for later
+
+        async def cancelled():
+            async with aio._TimeoutAt(loop.time() + 10):
+                await asyncio.sleep(10)
+
+        task = asyncio.create_task(cancelled())
+        await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
 
     run(main())

@@ -3,7 +3,19 @@
 // gpuslotctl computes as histogram_quantile() does, and the CDI spec.
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -140,6 +152,95 @@ TEST(Metrics, QuantilesInterpolateWithinABucketAsPrometheusDoes)
 	std::vector<uint64_t> slow(32, 0);
 	slow[31] = 1;
 	EXPECT_DOUBLE_EQ(gpuslot::wait_quantile_seconds(slow, 0.5), std::ldexp(1.0, 31) / 1e9);
+}
+
+// A free TCP port on 127.0.0.1 (the kernel's pick, given back).
+unsigned int free_port()
+{
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	sockaddr_in a{};
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	socklen_t len = sizeof(a);
+	EXPECT_EQ(bind(s, reinterpret_cast<sockaddr *>(&a), sizeof(a)), 0);
+	EXPECT_EQ(getsockname(s, reinterpret_cast<sockaddr *>(&a), &len), 0);
+	close(s);
+	return ntohs(a.sin_port);
+}
+
+// A connection to 127.0.0.1:@port whose reads and writes give up after
+// @timeout_s (no test waits for ever).
+int http_connect(unsigned int port, int timeout_s)
+{
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	timeval tv{timeout_s, 0};
+	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	sockaddr_in a{};
+	a.sin_family = AF_INET;
+	a.sin_port = htons(uint16_t(port));
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	EXPECT_EQ(connect(s, reinterpret_cast<sockaddr *>(&a), sizeof(a)), 0);
+	return s;
+}
+
+// Issue 38: clients of any local user that connect and send nothing, or
+// trickle a request a byte at a time, each hold one of civetweb's threads
+// until the request timeout: more of them than there are threads still
+// leave a scrape its answer within a few request timeouts (old: 2
+// threads, 30 s each, and the scrape waited behind every one).
+TEST(MetricsHttp, SlowClientsDoNotKeepAScrapeOut)
+{
+	const std::filesystem::path sysfs =
+		std::filesystem::temp_directory_path() / ("gpuslot-metrics-" + std::to_string(getpid()));
+	std::filesystem::create_directories(sysfs); // no domains: an empty answer
+	gpuslot::MetricsSettings settings;
+	const unsigned int port = free_port();
+	settings.listen = "127.0.0.1:" + std::to_string(port);
+	gpuslot::MetricsExporter exporter(settings, gpuslot::DomainAttrs::module(sysfs),
+					  [](int, const std::string &) {});
+	std::string error;
+	ASSERT_TRUE(exporter.start(&error)) << error;
+
+	std::vector<int> idle;
+	for (unsigned int i = 0; i < gpuslot::kMetricsHttpThreads + 2; i++)
+		idle.push_back(http_connect(port, 5));
+	std::atomic<bool> stop{false};
+	std::thread trickle([&] {
+		const int s = http_connect(port, 5);
+		const std::string request = "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+		for (size_t i = 0; !stop; i++) {
+			char c = i < request.size() ? request[i] : 'a';
+			if (send(s, &c, 1, MSG_NOSIGNAL) != 1)
+				break;
+			usleep(100000);
+		}
+		close(s);
+	});
+	usleep(200000); // the slow ones are in first
+
+	const auto start = std::chrono::steady_clock::now();
+	const int limit_s = 3 * gpuslot::kMetricsRequestTimeoutMs / 1000;
+	const int s = http_connect(port, limit_s);
+	const std::string get = "GET /metrics HTTP/1.0\r\n\r\n";
+	ASSERT_EQ(send(s, get.data(), get.size(), MSG_NOSIGNAL), ssize_t(get.size()));
+	std::string answer;
+	char buf[4096];
+	for (ssize_t n; (n = recv(s, buf, sizeof(buf), 0)) > 0;)
+		answer.append(buf, size_t(n));
+	close(s);
+	const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+		std::chrono::steady_clock::now() - start);
+	stop = true;
+	trickle.join();
+	for (int i : idle)
+		close(i);
+	std::filesystem::remove_all(sysfs);
+	EXPECT_EQ(answer.rfind("HTTP/1.1 200", 0), 0u)
+		<< "no scrape answer within " << limit_s << " s, behind "
+		<< gpuslot::kMetricsHttpThreads + 3 << " slow clients (" << took.count()
+		<< " ms): " << answer.substr(0, 80);
+	EXPECT_NE(answer.find("gpuslot_scrape_errors_total"), std::string::npos);
 }
 
 TEST(Cdi, TheSpecIsCdi050WithADevicePerDomainAndAll)

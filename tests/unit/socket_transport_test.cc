@@ -34,6 +34,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <spawn.h>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -48,10 +49,64 @@ namespace {
 namespace fs = std::filesystem;
 using gpuslot::LockFile;
 
+// This process's threads, from /proc/self/status.
+int thread_count()
+{
+	std::ifstream status("/proc/self/status");
+	for (std::string line; std::getline(status, line);)
+		if (line.rfind("Threads:", 0) == 0)
+			return std::atoi(line.c_str() + 8);
+	return -1;
+}
+
+// fork() from a process of one thread. A child forked beside another
+// thread inherits the locks that thread held at that instant (ASan's
+// allocator's, a mutex of the server's) with nobody to release them, and
+// deadlocks on the first it takes: `make test` hung so (issue 38). A fork
+// beside another thread ends the test binary here instead, by name.
+pid_t fork_one_thread()
+{
+	// A thread just joined is counted until the kernel has finished its
+	// exit (the join returns at its tid's clearing, before that): up to 2 s.
+	int n = thread_count();
+	for (int i = 0; i < 2000 && n != 1; i++) {
+		usleep(1000);
+		n = thread_count();
+	}
+	if (n != 1) {
+		const auto *t = testing::UnitTest::GetInstance()->current_test_info();
+		std::fprintf(stderr, "%s.%s: fork() from a process of %d threads\n",
+			     t ? t->test_suite_name() : "?", t ? t->name() : "?", n);
+		std::abort();
+	}
+	return fork();
+}
+
 class Socket : public testing::Test {
+public:
+	// Fork a child with the server's thread stopped for that moment (the
+	// clients' messages wait in their sockets) so that this process forks
+	// as one thread; the child has no server, the parent's serves on.
+	// From the test's process only (a child's copy of thread_ is no
+	// thread): a child that forks again calls fork_one_thread().
+	static pid_t fork_child()
+	{
+		Socket *t = current_;
+		const bool serving = t && t->thread_.joinable();
+		if (serving) {
+			t->server_->stop();
+			t->thread_.join();
+		}
+		const pid_t pid = fork_one_thread();
+		if (pid != 0 && serving)
+			t->run_server();
+		return pid;
+	}
+
 protected:
 	void SetUp() override
 	{
+		current_ = this;
 		char tmpl[] = "/tmp/gpuslot-sock-XXXXXX";
 		ASSERT_NE(mkdtemp(tmpl), nullptr);
 		dir_ = tmpl;
@@ -61,6 +116,7 @@ protected:
 	{
 		stop_server();
 		fs::remove_all(dir_);
+		current_ = nullptr;
 	}
 
 	// A server of two domains on dir_, run by thread_, as gpuslotd runs it
@@ -85,7 +141,8 @@ protected:
 	void stop_server()
 	{
 		server_->stop();
-		thread_.join();
+		if (thread_.joinable())
+			thread_.join();
 		server_.reset();
 	}
 
@@ -100,7 +157,7 @@ protected:
 	// can), serving the fixture's sockets once this returns (or 5 s on).
 	pid_t fork_server()
 	{
-		pid_t server = fork();
+		pid_t server = fork_child();
 		if (server == 0) {
 			prctl(PR_SET_PDEATHSIG, SIGKILL);
 			gpuslot::LockServerOptions o;
@@ -202,7 +259,9 @@ protected:
 	fs::path dir_;
 	std::unique_ptr<gpuslot::LockServer> server_;
 	std::thread thread_;
+	static Socket *current_; // the test that runs, for fork_child()
 };
+Socket *Socket::current_;
 
 TEST_F(Socket, StrictFifoWithDirectHandoff)
 {
@@ -268,7 +327,7 @@ TEST_F(Socket, DeathIsRelease)
 	auto waiter = file(), watcher = file();
 	int ready[2];
 	ASSERT_EQ(pipe(ready), 0);
-	pid_t pid = fork();
+	pid_t pid = Socket::fork_child();
 	if (pid == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL); // never outlive a failed test
 		auto mine = file();
@@ -709,7 +768,7 @@ TEST_F(Socket, AThreadIdOfAnotherProcessIsNotBoosted)
 	// A child stands for another process; its main thread's id is its pid.
 	int ready[2];
 	ASSERT_EQ(pipe(ready), 0);
-	pid_t child = fork();
+	pid_t child = Socket::fork_child();
 	if (child == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		char c = 1;
@@ -809,7 +868,7 @@ bool recv_reply(int fd, Reply *r)
 // Run @f in a forked child; its return value is the child's exit status.
 template <class F> int in_child(F f)
 {
-	pid_t pid = fork();
+	pid_t pid = Socket::fork_child();
 	if (pid == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		_exit(f());
@@ -819,15 +878,18 @@ template <class F> int in_child(F f)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+// A program spawned, not forked: a test may have threads of its own here.
 int Socket::try_from_new_client() const
 {
-	return in_child([&] {
-		std::unique_ptr<LockFile> f;
-		std::string error;
-		if (gpuslot::open_lock_file(gpuslot::Transport::socket, dir_, 0, &f, &error))
-			return 100;
-		return acquire(*f, GPUSLOT_ACQUIRE_TRY).err;
-	});
+	const std::string domain = "0";
+	const char *argv[] = {GPUSLOT_SOCKET_CLIENT_HELPER, "try-acquire", dir_.c_str(),
+			      domain.c_str(), nullptr};
+	pid_t pid;
+	if (posix_spawn(&pid, argv[0], nullptr, nullptr, const_cast<char **>(argv), environ))
+		return 101;
+	int status = 0;
+	waitpid(pid, &status, 0);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 std::string read_attr(LockFile &f, const std::string &name)
@@ -915,7 +977,7 @@ TEST_F(Socket, ASetuidExecAfterSendingIsNoAdmin)
 	ASSERT_EQ(chmod(suid.c_str(), 04755), 0);
 	ASSERT_EQ(chmod(dir_.c_str(), 0755), 0);
 	const int raw = raw_connect();
-	pid_t child = fork();
+	pid_t child = Socket::fork_child();
 	if (child == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (!become(65534))
@@ -1000,7 +1062,7 @@ TEST_F(Socket, OutOfFdsTheServerWaitsAndDoesNotSpin)
 	int go[2], done[2];
 	ASSERT_EQ(pipe(go), 0);
 	ASSERT_EQ(pipe(done), 0);
-	pid_t child = fork();
+	pid_t child = Socket::fork_child();
 	if (child == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		setrlimit(RLIMIT_NOFILE, &old);
@@ -1058,7 +1120,7 @@ TEST_F(Socket, AMembersRequestsAreRateLimited)
 	ASSERT_EQ(acquire(*holder).err, 0);
 	int fds[2];
 	ASSERT_EQ(pipe(fds), 0);
-	pid_t child = fork();
+	pid_t child = Socket::fork_child();
 	if (child == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (!become(65534))
@@ -1106,7 +1168,7 @@ TEST_F(Socket, AMembersConnectionsAreRateLimited)
 	open_to_members(dir_);
 	int fds[2];
 	ASSERT_EQ(pipe(fds), 0);
-	pid_t child = fork();
+	pid_t child = Socket::fork_child();
 	if (child == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (!become(65534))
@@ -1225,7 +1287,7 @@ TEST_F(Socket, IdleThreadRecordsAreBoundedPerUid)
 	ASSERT_EQ(pipe(go), 0);
 	const size_t before = open_fds();
 	constexpr int kThreads = 150;
-	pid_t child = fork();
+	pid_t child = Socket::fork_child();
 	if (child == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (!become(65534))
@@ -1388,7 +1450,7 @@ TEST_F(Socket, AKeptHoldEndsAtItsHoldersExitOrAtTheGracePeriod)
 	ASSERT_EQ(pipe(ready), 0);
 	std::vector<pid_t> holders;
 	for (unsigned int slot = 0; slot < 2; slot++) {
-		pid_t p = fork();
+		pid_t p = Socket::fork_child();
 		if (p == 0) {
 			prctl(PR_SET_PDEATHSIG, SIGKILL);
 			auto f = file();
@@ -1447,7 +1509,7 @@ TEST_F(Socket, KeptHoldsAreRecordedFromTheStart)
 {
 	int ready[2];
 	ASSERT_EQ(pipe(ready), 0);
-	pid_t holder = fork();
+	pid_t holder = Socket::fork_child();
 	if (holder == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		auto f = file();
@@ -1486,7 +1548,7 @@ pid_t fork_with_pid(pid_t pid, uid_t uid)
 		if (!(last << pid - 1))
 			return 0;
 		last.close();
-		pid_t p = fork();
+		pid_t p = Socket::fork_child();
 		if (p == 0) {
 			prctl(PR_SET_PDEATHSIG, SIGKILL);
 			if (become(uid))
@@ -1512,7 +1574,7 @@ TEST_F(Socket, AQueuedChildsReusedPidIsNotBoosted)
 	ASSERT_EQ(acquire(*holder).err, 0);
 	int go[2];
 	ASSERT_EQ(pipe(go), 0);
-	pid_t queued = fork();
+	pid_t queued = Socket::fork_child();
 	if (queued == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (!become(65534))
@@ -1559,7 +1621,7 @@ TEST_F(Socket, AConnectorsReusedPidIsNotBoosted)
 		int keeper_ready[2], keeper_end[2];
 		ASSERT_EQ(pipe(keeper_ready), 0);
 		ASSERT_EQ(pipe(keeper_end), 0);
-		pid_t connector = fork();
+		pid_t connector = Socket::fork_child();
 		if (connector == 0) {
 			if (!become(65534))
 				_exit(100);
@@ -1570,7 +1632,7 @@ TEST_F(Socket, AConnectorsReusedPidIsNotBoosted)
 			a.size = sizeof(a);
 			send_request(raw, _IOC_NR(GPUSLOT_IOC_ACQUIRE), &a, sizeof(a),
 				     int32_t(getpid()), 3);
-			if (fork() == 0) { // keeps the connection open
+			if (fork_one_thread() == 0) { // keeps the connection open
 				close(keeper_end[1]);
 				char c = 1;
 				(void)!write(keeper_ready[1], &c, 1);
@@ -1743,7 +1805,7 @@ TEST_F(Socket, ACrashRestoreGivesNoPrivilegeBackAfterACredentialChange)
 	int ready[2], go[2];
 	ASSERT_EQ(pipe(ready), 0);
 	ASSERT_EQ(pipe(go), 0);
-	pid_t holder = fork();
+	pid_t holder = Socket::fork_child();
 	if (holder == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		sched_param ten{10};

@@ -10,7 +10,9 @@
 #include <string>
 
 #include "gpuslotd/daemon.hpp"
+#if GPUSLOT_HAVE_METRICS
 #include "gpuslotd/metrics.hpp"
+#endif
 #include "amd/plan_report.hpp"
 #include "plan/slot_layout.hpp"
 #include "serve.hpp"
@@ -65,6 +67,15 @@ const char kUsage[] =
 	"                    one's, uname -r, or amdgpu-dkms's where it is loaded;\n"
 	"                    mask_algorithm in the configuration overrides both)\n"
 	"  --help\n"
+	"\n"
+	"Prometheus metrics (gpuslotd.conf's metrics_listen, metrics_textfile): "
+#if GPUSLOT_HAVE_METRICS
+	"built in.\n"
+#else
+	"not built in\n"
+	"(built without prometheus-cpp); gpuslotd says so at start where they are\n"
+	"configured, and runs without them.\n"
+#endif
 	"\n"
 	"Exit status: 0 stopped by SIGTERM/SIGINT (or --check-config passed),\n"
 	"1 could not start (the message says why), 2 bad usage, 69 nothing to\n"
@@ -219,10 +230,17 @@ int main(int argc, char **argv)
 	// the attributes of either transport. Declared before the transport
 	// so that it ends after it (a scrape waiting on the socket transport
 	// gets its answer, or the closed connection).
+#if GPUSLOT_HAVE_METRICS
 	std::unique_ptr<gpuslot::MetricsExporter> metrics;
+#endif
 	gpuslot::Config config;
 	std::string config_error; // the transport reports it
 	if (gpuslot::load_config(o.config, &config, &config_error) && config.metrics.enabled()) {
+#if !GPUSLOT_HAVE_METRICS
+		log_line(LOG_WARNING, "metrics: this gpuslotd was built without prometheus-cpp: no "
+				      "metrics (" + o.config.string() + " sets metrics_listen or "
+				      "metrics_textfile)");
+#else
 		metrics = std::make_unique<gpuslot::MetricsExporter>(
 			config.metrics,
 			socket ? gpuslot::DomainAttrs::socket(so.socket_dir)
@@ -233,6 +251,7 @@ int main(int argc, char **argv)
 			log_line(LOG_ERR, error);
 			return 1;
 		}
+#endif
 	}
 	if (socket)
 		return gpuslot::serve_socket_transport(o, so, log_line);

@@ -307,9 +307,18 @@ bool MetricsExporter::start_threads(std::string *error)
 	collector_ = std::make_shared<Collector>(this);
 	if (!settings_.listen.empty()) {
 		try {
-			// civetweb's options: one port, a few threads, no files.
+			// civetweb's options: one port, no files; threads enough
+			// that a few clients which connect and send nothing (or
+			// trickle) leave scrapes a thread, and a request that
+			// has not come whole within the timeout is dropped, so
+			// that no client keeps a thread for long (issue 38: two
+			// idle clients of any local user held civetweb's two
+			// threads for 30 s each, and again at every reconnect).
 			exposer_ = std::make_unique<prometheus::Exposer>(std::vector<std::string>{
-				"listening_ports", settings_.listen, "num_threads", "2"});
+				"listening_ports", settings_.listen, "num_threads",
+				std::to_string(kMetricsHttpThreads), "request_timeout_ms",
+				std::to_string(kMetricsRequestTimeoutMs), "linger_timeout_ms",
+				std::to_string(kMetricsLingerTimeoutMs)});
 		} catch (const std::exception &e) {
 			*error = "metrics_listen " + settings_.listen + ": cannot listen (" +
 				 e.what() + ")";

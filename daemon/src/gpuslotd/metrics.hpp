@@ -28,6 +28,12 @@ class Exposer;
 
 namespace gpuslot {
 
+// The HTTP listener: its threads, how long a request may take to arrive
+// whole, and how long a closing connection may wait for its client.
+constexpr unsigned int kMetricsHttpThreads = 8;
+constexpr unsigned int kMetricsRequestTimeoutMs = 5000;
+constexpr unsigned int kMetricsLingerTimeoutMs = 1000;
+
 // The metric families of @domains, as gpuslotd serves them. @transport is
 // "device" or "socket" (a label of gpuslot_info).
 std::vector<prometheus::MetricFamily> metric_families(const std::vector<DomainState> &domains,

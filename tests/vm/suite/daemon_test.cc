@@ -133,7 +133,7 @@ protected:
 	// Start gpuslotd as systemd would: NOTIFY_SOCKET set, in the foreground.
 	void start(const char *topology = kTopology)
 	{
-		pid_ = fork();
+		pid_ = fork_one_thread();
 		if (pid_ == 0) {
 			int fd = open(kLog, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 			dup2(fd, 1);
@@ -513,7 +513,7 @@ TEST_F(Daemon, AMemberSeesCountsAndWhyNotWho)
 	Dev holder;
 	ASSERT_EQ(holder.acquire(0, 0, 1u << 1).err, 0);
 	const std::string out = "/tmp/member-status.txt";
-	pid_t child = fork();
+	pid_t child = fork_one_thread();
 	if (child == 0) {
 		int fd = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0666);
 		if (fd < 0 || fchown(fd, 65534, 65534) || setresgid(65534, 65534, 65534) ||

@@ -529,9 +529,35 @@ bool wait_waiters(unsigned int n, unsigned int domain)
 	});
 }
 
+namespace {
+int thread_count()
+{
+	std::ifstream status("/proc/self/status");
+	for (std::string line; std::getline(status, line);)
+		if (line.rfind("Threads:", 0) == 0)
+			return std::atoi(line.c_str() + 8);
+	return -1;
+}
+} // namespace
+
+pid_t fork_one_thread()
+{
+	// A thread just joined is counted until the kernel has finished its
+	// exit (the join returns at its tid's clearing, before that): up to 2 s.
+	int threads = thread_count();
+	for (int i = 0; i < 2000 && threads != 1; i++) {
+		usleep(1000);
+		threads = thread_count();
+	}
+	if (threads != 1)
+		throw std::runtime_error("fork() from a process of " + std::to_string(threads) +
+					 " threads");
+	return fork();
+}
+
 pid_t spawn(const std::function<int()> &fn)
 {
-	pid_t pid = fork();
+	pid_t pid = fork_one_thread();
 	if (pid < 0)
 		throw std::runtime_error("fork failed");
 	if (pid == 0) {

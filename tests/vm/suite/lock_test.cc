@@ -612,7 +612,7 @@ TEST_F(Lock, ForkAndDupShareTheSlotUntilTheLastClose)
 	pid_t parent = spawn([&report, &go] {
 		Dev d;
 		CHILD_REQUIRE(d.acquire().err == 0);
-		pid_t kid = fork();
+		pid_t kid = fork_one_thread();
 		if (kid == 0) {
 			go.get(30000);
 			_exit(0);
@@ -800,7 +800,7 @@ TEST_F(Lock, BoostEndsOnCloseAndIsNotInherited)
 		CHILD_REQUIRE(d->acquire().err == 0);
 		CHILD_REQUIRE(get_sched().policy == SCHED_FIFO);
 		// A child forked while boosted starts at SCHED_OTHER.
-		pid_t kid = fork();
+		pid_t kid = fork_one_thread();
 		if (kid == 0)
 			_exit(get_sched().policy == SCHED_OTHER ? 0 : 1);
 		CHILD_REQUIRE(wait_child(kid) == 0);

@@ -90,7 +90,7 @@ bool start_socket_server()
 	if (!mkdtemp(dir) || chmod(dir, 0755) || pipe(ready))
 		return false;
 	socket_dir = dir;
-	server_pid = fork();
+	server_pid = gpuslot::test::fork_one_thread();
 	if (server_pid == 0) {
 		close(ready[0]);
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
