@@ -836,6 +836,8 @@ TEST_F(Boost, AHolderInAnRtGroupWithoutRuntimeIsNotMadeRt)
 	EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 	// Its close gave the slot back.
 	EXPECT_TRUE(wait_until([] { return read_attr(0, "nr_holders") == "0\n"; }));
+}
+
 // Issue 38: the budget is the member's, not the thread's. Threads of one
 // member take the slot in turn (@new_thread_per_hold: a new thread for
 // each hold, the one before gone), each hold 90 ms of spinning, for 3 s,
@@ -979,7 +981,6 @@ TEST_F(Boost, ABudgetIsTheMembersForANewThreadPerHold)
 	auto *run = shared_new<MemberRun>();
 	expect_child_ok(spawn([run] { return spin_holds_as_member(true, run); }));
 	expect_member_within_share(run);
-	return uint64_t(ts.tv_sec) * 1000000000ULL + uint64_t(ts.tv_nsec);
 }
 
 int64_t ms_since(std::chrono::steady_clock::time_point t)
