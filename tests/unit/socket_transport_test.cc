@@ -2080,7 +2080,7 @@ TEST_F(Socket, FdinfoSaysWhatTheConnectionHoldsWaitsForAndReserved)
 	EXPECT_EQ(read_attr(*a, "fdinfo"), "gpuslot-domain:\t0\ngpuslot-state:\tidle\n"
 					   "gpuslot-slot:\t-\ngpuslot-generation:\t-\n"
 					   "gpuslot-allowed-mask:\t-\ngpuslot-hqd-reserved:\t0\n"
-					   "gpuslot-hqd-waiting:\t0\n");
+					   "gpuslot-hqd-waiting:\t0\ngpuslot-boost-refused:\t-\n");
 	ASSERT_EQ(acquire(*a).err, 0);
 	gpuslot_reserve_queues r{};
 	r.size = sizeof(r);
@@ -2089,7 +2089,7 @@ TEST_F(Socket, FdinfoSaysWhatTheConnectionHoldsWaitsForAndReserved)
 	EXPECT_EQ(read_attr(*a, "fdinfo"), "gpuslot-domain:\t0\ngpuslot-state:\theld\n"
 					   "gpuslot-slot:\t0\ngpuslot-generation:\t" + gen +
 					   "gpuslot-allowed-mask:\t-\ngpuslot-hqd-reserved:\t3\n"
-					   "gpuslot-hqd-waiting:\t0\n");
+					   "gpuslot-hqd-waiting:\t0\ngpuslot-boost-refused:\t-\n");
 	gpuslot_acquire q{};
 	q.size = sizeof(q);
 	q.allowed_mask = 1;
@@ -2097,7 +2097,7 @@ TEST_F(Socket, FdinfoSaysWhatTheConnectionHoldsWaitsForAndReserved)
 	EXPECT_EQ(read_attr(*b, "fdinfo"), "gpuslot-domain:\t0\ngpuslot-state:\tasync-waiting\n"
 					   "gpuslot-slot:\t-\ngpuslot-generation:\t-\n"
 					   "gpuslot-allowed-mask:\t0x1\ngpuslot-hqd-reserved:\t0\n"
-					   "gpuslot-hqd-waiting:\t0\n");
+					   "gpuslot-hqd-waiting:\t0\ngpuslot-boost-refused:\t-\n");
 	ASSERT_EQ(release(*a), 0);
 	EXPECT_NE(read_attr(*b, "fdinfo").find("gpuslot-state:\tpending\ngpuslot-slot:\t0\n"),
 		  std::string::npos);
