@@ -76,7 +76,12 @@ static struct gpuslot_boost_ledger gpuslot_ledger;
  */
 static_assert(GPUSLOT_MAX_BOOST_PRIORITY + 1 < MAX_RT_PRIO);
 static struct kthread_worker *gpuslot_expiry_worker;
-static DEFINE_MUTEX(gpuslot_expiry_prio_lock);
+/*
+ * An rt_mutex, as the ledger's: it is taken under the ledger's lock, whose
+ * waiter (the expiry worker) must be able to lend its priority through it
+ * to a SCHED_OTHER writer of boost_priority.
+ */
+static DEFINE_RT_MUTEX(gpuslot_expiry_prio_lock);
 static unsigned int gpuslot_expiry_prio;	/* under gpuslot_expiry_prio_lock */
 
 static int gpuslot_expiry_set_prio(unsigned int prio)
@@ -94,14 +99,25 @@ int gpuslot_boost_ceiling(unsigned int boost_priority)
 {
 	int ret = 0;
 
-	mutex_lock(&gpuslot_expiry_prio_lock);
+	rt_mutex_lock(&gpuslot_expiry_prio_lock);
 	if (boost_priority + 1 > gpuslot_expiry_prio) {
 		ret = gpuslot_expiry_set_prio(boost_priority + 1);
 		if (!ret)
 			gpuslot_expiry_prio = boost_priority + 1;
 	}
-	mutex_unlock(&gpuslot_expiry_prio_lock);
+	rt_mutex_unlock(&gpuslot_expiry_prio_lock);
 	return ret;
+}
+
+/*
+ * @prio, once the expiry thread runs above it; if it cannot be raised
+ * there, the highest priority below it, so that no boost outruns it.
+ */
+static unsigned int gpuslot_boost_below_expiry(unsigned int prio)
+{
+	if (!gpuslot_boost_ceiling(prio))
+		return prio;
+	return min(prio, READ_ONCE(gpuslot_expiry_prio) - 1);
 }
 
 /* A thread record, and who the thread was when it was boosted. */
@@ -497,7 +513,7 @@ static bool gpuslot_boost_wanted(unsigned int prio, struct task_struct *p)
  * (The LSM setsched hook cannot be asked from a module: docs/device.md.)
  */
 static enum gpuslot_boost_refusal
-gpuslot_boost_refusal(struct gpuslot_file *f, struct task_struct *p)
+gpuslot_boost_refusal(struct gpuslot_file *f, struct task_struct *p, bool due)
 {
 	bool opener;
 
@@ -506,7 +522,12 @@ gpuslot_boost_refusal(struct gpuslot_file *f, struct task_struct *p)
 	rcu_read_unlock();
 	if (!opener && !has_capability_noaudit(p, CAP_SYS_NICE))
 		return GPUSLOT_BOOST_REFUSED_OTHER_USER;
-	if (gpuslot_rt_group_refuses(p))
+	/*
+	 * A thread RT at the priority or above needs no boost, unless it is
+	 * ours already (then it is in no group without runtime: the kernel
+	 * takes no runtime from a group with RT tasks).
+	 */
+	if (due && gpuslot_rt_group_refuses(p))
 		return GPUSLOT_BOOST_REFUSED_RT_GROUP;
 	return GPUSLOT_BOOST_ALLOWED;
 }
@@ -570,8 +591,12 @@ void gpuslot_file_boost(struct gpuslot_file *f, struct gpuslot_domain *d,
 	prio = gpuslot_hold_prio(boost, READ_ONCE(f->inherit_prio));
 	if (!gpuslot_boost_wanted(prio, p))
 		return;
-	if (gpuslot_boost_due(prio, p))
-		refusal = gpuslot_boost_refusal(f, p);
+	/*
+	 * Checked also when @p is RT at @prio already: that may be a boost of
+	 * ours for another hold, which this one must not join.
+	 */
+	if (prio)
+		refusal = gpuslot_boost_refusal(f, p, gpuslot_boost_due(prio, p));
 	if (refusal)
 		gpuslot_boost_refused(d, f, seq, p, refusal);
 
@@ -597,20 +622,27 @@ void gpuslot_file_boost(struct gpuslot_file *f, struct gpuslot_domain *d,
 	 * it may have to end.
 	 */
 	if (live) {
-		gpuslot_boost_ceiling(prio);
+		prio = gpuslot_boost_below_expiry(prio);
 		boosted = gpuslot_boost_set_prio(&gpuslot_ledger, &f->boost, seq,
 						 p, prio, share, &budget_end);
 	} else {
 		boosted = gpuslot_boost_begin(&gpuslot_ledger, &f->boost, seq,
 					      false, p, prio, share, NULL);
+		/* One gpuslot_domain_inherit() began before the refusal. */
+		if (refusal)
+			gpuslot_boost_finish(&gpuslot_ledger, &f->boost, seq);
 	}
-	if (boosted) {
-		spin_lock(&d->lock);
-		if (f->state == GPUSLOT_FILE_HOLDING && f->hold_seq == seq &&
-		    f->hold_boost == GPUSLOT_HOLD_UNBOOSTED)
+	spin_lock(&d->lock);
+	if (f->state == GPUSLOT_FILE_HOLDING && f->hold_seq == seq) {
+		if (boosted && f->hold_boost == GPUSLOT_HOLD_UNBOOSTED) {
 			gpuslot_hold_boosted_locked(d, f, budget_end);
-		spin_unlock(&d->lock);
+		} else if (!boosted && f->hold_boost == GPUSLOT_HOLD_BOOSTED) {
+			/* Ended: lent nothing above the thread's own now. */
+			f->hold_boost = GPUSLOT_HOLD_UNBOOSTED;
+			gpuslot_overrun_cancel_locked(f);
+		}
 	}
+	spin_unlock(&d->lock);
 	rt_mutex_unlock(&gpuslot_boost_lock);
 }
 
@@ -639,8 +671,8 @@ bool gpuslot_waiter_boost(struct gpuslot_domain *d, struct gpuslot_waiter *w)
 	 * A refusal is said once, for the hold, by the granter's
 	 * gpuslot_file_boost(): here the thread only goes unboosted.
 	 */
-	live = !gpuslot_boost_due(prio, current) ||
-	       !gpuslot_boost_refusal(f, current);
+	live = !prio || !gpuslot_boost_refusal(f, current,
+					       gpuslot_boost_due(prio, current));
 	gpuslot_boost_lock_to_begin();
 	w->boosted = gpuslot_boost_begin(&gpuslot_ledger, &f->boost, seq,
 					 live, current, prio, share,
@@ -668,8 +700,9 @@ bool gpuslot_waiter_boost(struct gpuslot_domain *d, struct gpuslot_waiter *w)
  * file is freed only after that. The ledger's lock is taken afresh for
  * each holder, with the records a boost may need made before it (no
  * allocation under it). A thread the boost is refused to (the policy
- * checks of gpuslot_boost_refusal()) inherits nothing either. The thread of the hold is the one that
- * acquired it, found again through its pid: one that exited is skipped.
+ * checks of gpuslot_boost_refusal()) inherits nothing either. The thread
+ * of the hold is the one that acquired it, found again through its pid:
+ * one that exited is skipped.
  */
 void gpuslot_domain_inherit(struct gpuslot_domain *d)
 {
@@ -704,8 +737,8 @@ void gpuslot_domain_inherit(struct gpuslot_domain *d)
 		if (f->hold_boost != GPUSLOT_HOLD_OVERRUN)
 			p = get_pid_task(f->holder_tid, PIDTYPE_PID);
 		spin_unlock(&d->lock);
-		if (p && gpuslot_boost_due(prio, p) &&
-		    gpuslot_boost_refusal(f, p)) {
+		if (p && gpuslot_boost_refusal(f, p,
+					       gpuslot_boost_due(prio, p))) {
 			put_task_struct(p);
 			p = NULL;
 		}
@@ -713,7 +746,7 @@ void gpuslot_domain_inherit(struct gpuslot_domain *d)
 			rt_mutex_unlock(&gpuslot_boost_lock);
 			continue;
 		}
-		gpuslot_boost_ceiling(prio);
+		prio = gpuslot_boost_below_expiry(prio);
 		boosted = gpuslot_boost_set_prio(&gpuslot_ledger, &f->boost,
 						 seq, p, prio, share,
 						 &budget_end);

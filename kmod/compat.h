@@ -60,6 +60,8 @@ static inline ktime_t gpuslot_timens_monotonic_to_host(ktime_t t)
 	offset = timespec64_to_ktime(nsproxy->time_ns->offsets.monotonic);
 	if (!offset)
 		return t;
+	if (offset < 0)	/* no overflow past the far future (KTIME_MAX) */
+		return t > KTIME_MAX + offset ? KTIME_MAX : ktime_sub(t, offset);
 	return t < offset ? 0 : ktime_sub(t, offset);
 #else
 	return t;

@@ -928,11 +928,11 @@ void LockServer::arm_timer(Domain &d)
 // too: a hold keeps the priority it was boosted at when an admin lowers
 // boost_priority, so the server comes down only as those boosts end
 // (boost_ended()).
-void LockServer::run_above_boosts()
+void LockServer::run_above_boosts(unsigned int about_to_apply)
 {
 	if (!boost_ || !running_)
 		return;
-	unsigned int top = 0;
+	unsigned int top = about_to_apply;
 	for (const auto &d : domains_)
 		top = std::max(top, d->boost_priority);
 	top = std::max(top, unsigned(GPUSLOT_DEFAULT_BOOST_PRIORITY));
@@ -1028,8 +1028,13 @@ void LockServer::boost(Domain &d, Conn &c, pid_t pid, pid_t tid)
 	// changes priority.
 	uint64_t budget_end = UINT64_MAX;
 	p->rt_refused = false;
-	const bool boosted = gpuslot_boost_set_prio(&ledger, &c.boost, c.hold_seq, p,
-						    std::max(d.boost_priority, c.inherit_prio),
+	// The server goes above an inherited priority before it is applied:
+	// a holder above it on its CPU would keep it from ever ending that
+	// boost (the module raises its expiry thread first, too).
+	const unsigned int prio = std::max(d.boost_priority, c.inherit_prio);
+	if (prio >= server_priority_)
+		run_above_boosts(prio);
+	const bool boosted = gpuslot_boost_set_prio(&ledger, &c.boost, c.hold_seq, p, prio,
 						    d.max_boost_share, &budget_end);
 	if (!boosted && p->rt_refused && c.state == Conn::holding)
 		boost_refused(d, c, tid);
@@ -1123,6 +1128,9 @@ void LockServer::inherit(Domain &d)
 // once a second.
 void LockServer::boost_refused(Domain &d, Conn &c, pid_t tid)
 {
+	// Once per hold: inheritance boosts a hold again as lending changes.
+	if (c.boost_refused_seq == c.hold_seq)
+		return;
 	d.boosts_refused++;
 	c.boost_refused_seq = c.hold_seq;
 	const uint64_t now = now_ns();
@@ -1481,6 +1489,9 @@ int LockServer::cmd_cancel(Conn &c, gpuslot_release &r)
 		gpuslot_core_cancel(&d.core, &c.waiter.core);
 		c.state = Conn::idle;
 		d.stats.interrupted++;
+		// Its lent priority leaves the holders with it.
+		if (c.lend_prio)
+			inherit(d);
 		reply(c, c.acquire_seq, _IOC_NR(GPUSLOT_IOC_ACQUIRE), EINTR, nullptr, 0);
 		arm_timer(d);
 		return 0;

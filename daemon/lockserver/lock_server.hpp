@@ -234,7 +234,7 @@ private:
 	void arm_hold(Domain &d, Conn &c, uint64_t budget_end);
 	// SCHED_FIFO one above the highest boost_priority and every boost
 	// still granted, on run()'s thread; boost_ended() after a boost ends.
-	void run_above_boosts();
+	void run_above_boosts(unsigned int about_to_apply = 0);
 	void boost_ended();
 	void release_slot(Domain &d, Conn &c);
 
