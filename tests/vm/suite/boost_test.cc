@@ -46,18 +46,9 @@ protected:
 		if (!boost_available())
 			GTEST_SKIP() << "gpuslotd has no CAP_SYS_NICE here: no boost to test";
 		DomainTest::SetUp();
-		// The boost budget is the member's: root's, for every test. One
-		// boosted hold at share 100 (no budget) settles root's account
-		// to full, so that what an earlier test spent (Lock.Stress*)
-		// does not leave this one unboosted.
-		ASSERT_EQ(write_attr(0, "max_boost_share", "100"), 0);
-		{
-			Dev d;
-			ASSERT_EQ(d.acquire().err, 0);
-			ASSERT_EQ(d.release(), 0);
-		}
-		ASSERT_EQ(write_attr(0, "max_boost_share",
-				     std::to_string(GPUSLOT_DEFAULT_MAX_BOOST_SHARE).c_str()), 0);
+		// What an earlier test spent (Lock.Stress*) must not leave this
+		// one unboosted.
+		refill_root_boost_budget();
 	}
 };
 
@@ -867,21 +858,14 @@ int spin_holds_as_member(bool new_thread_per_hold, MemberRun *out)
 	using clock = std::chrono::steady_clock;
 	CHILD_REQUIRE(set_sched(SCHED_OTHER, 0, 0) == 0);
 	const Sched before = get_sched();
-	// /dev/gpuslot is root's in the VM: opened first, as the other suites
-	// do. On the socket nobody connects as itself: gpuslotd boosts only
-	// threads of a process whose uid is the connection's.
-	std::unique_ptr<Dev> fa, fb;
-	if (!on_socket()) {
-		fa = std::make_unique<Dev>();
-		fb = std::make_unique<Dev>();
-	}
+	// The member opens its files itself: the module boosts only threads
+	// of the opener's uid (a file passed to another user gives slots, no
+	// boost), and gpuslotd only threads of the connection's (the test
+	// body opens /dev/gpuslot to nobody for the run).
 	CHILD_REQUIRE(setresgid(65534, 65534, 65534) == 0);
 	CHILD_REQUIRE(setresuid(65534, 65534, 65534) == 0);
 	CHILD_REQUIRE(set_sched(SCHED_FIFO, 1, 0) == EPERM);
-	if (on_socket()) {
-		fa = std::make_unique<Dev>();
-		fb = std::make_unique<Dev>();
-	}
+	auto fa = std::make_unique<Dev>(), fb = std::make_unique<Dev>();
 	const Dev &a = *fa, &b = *fb;
 	std::atomic<long> boosted_ns{0}, cuts{0};
 	std::atomic<int> failed{0};
@@ -949,6 +933,31 @@ int spin_holds_as_member(bool new_thread_per_hold, MemberRun *out)
 	return 0;
 }
 
+// /dev/gpuslot is root's (0600) in the VM: open to every user while it
+// lives, as the udev rule opens it to the gpuslot group on a host.
+class DeviceOpenToAll {
+public:
+	DeviceOpenToAll()
+	{
+		struct stat st {};
+		if (on_socket() || stat("/dev/gpuslot", &st))
+			return;
+		mode_ = st.st_mode & 07777;
+		EXPECT_EQ(chmod("/dev/gpuslot", 0666), 0);
+	}
+	~DeviceOpenToAll()
+	{
+		if (mode_ >= 0) {
+			EXPECT_EQ(chmod("/dev/gpuslot", mode_t(mode_)), 0);
+		}
+	}
+	DeviceOpenToAll(const DeviceOpenToAll &) = delete;
+	DeviceOpenToAll &operator=(const DeviceOpenToAll &) = delete;
+
+private:
+	int mode_ = -1;
+};
+
 void expect_member_within_share(const MemberRun *run)
 {
 	const long boosted_ms = run->boosted_us / 1000, cuts = run->cuts;
@@ -970,6 +979,7 @@ TEST_F(Boost, ABudgetIsTheMembersForThreadsTakingTurns)
 	ASSERT_EQ(write_attr(0, "max_hold_ms", "100"), 0);
 	ASSERT_EQ(write_attr(0, "max_boost_share", "25"), 0);
 	auto *run = shared_new<MemberRun>();
+	DeviceOpenToAll open;
 	expect_child_ok(spawn([run] { return spin_holds_as_member(false, run); }));
 	expect_member_within_share(run);
 }
@@ -979,6 +989,7 @@ TEST_F(Boost, ABudgetIsTheMembersForANewThreadPerHold)
 	ASSERT_EQ(write_attr(0, "max_hold_ms", "100"), 0);
 	ASSERT_EQ(write_attr(0, "max_boost_share", "25"), 0);
 	auto *run = shared_new<MemberRun>();
+	DeviceOpenToAll open;
 	expect_child_ok(spawn([run] { return spin_holds_as_member(true, run); }));
 	expect_member_within_share(run);
 }

@@ -668,6 +668,18 @@ bool boost_available()
 	return !on_socket() || (boost && !strcmp(boost, "1"));
 }
 
+void refill_root_boost_budget()
+{
+	ASSERT_EQ(write_attr(0, "max_boost_share", "100"), 0);
+	{
+		Dev d;
+		ASSERT_EQ(d.acquire().err, 0);
+		ASSERT_EQ(d.release(), 0);
+	}
+	ASSERT_EQ(write_attr(0, "max_boost_share",
+			     std::to_string(GPUSLOT_DEFAULT_MAX_BOOST_SHARE)), 0);
+}
+
 void reset_domain(unsigned int domain)
 {
 	Dev d;
