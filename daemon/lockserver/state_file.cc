@@ -142,6 +142,34 @@ int lock_state_file(const std::filesystem::path &path, bool create,
 	return -EAGAIN;
 }
 
+// The table of an older state file, whose records are @OldHold: read
+// after its header, each record made a StateHold by @convert (what the old
+// layout did not record is unknown); empty, and @cut_short told, if the
+// file ends before its table does.
+template <class OldHold, class CutShort, class Convert>
+std::vector<StateDomain> read_old_state(int fd, uint32_t nr_domains, const CutShort &cut_short,
+					const Convert &convert)
+{
+	struct OldDomain {
+		uint64_t generation;
+		OldHold slot[GPUSLOT_MAX_SLOTS];
+	};
+	std::vector<OldDomain> old(nr_domains);
+	std::vector<StateDomain> out;
+	const ssize_t want = ssize_t(old.size() * sizeof(OldDomain));
+	if (pread(fd, old.data(), size_t(want), sizeof(StateHeader)) != want) {
+		cut_short(size_t(want));
+		return out;
+	}
+	out.resize(old.size());
+	for (size_t i = 0; i < old.size(); i++) {
+		out[i].generation = old[i].generation;
+		for (unsigned int s = 0; s < GPUSLOT_MAX_SLOTS; s++)
+			out[i].slot[s] = convert(old[i].slot[s]);
+	}
+	return out;
+}
+
 // The table a previous server left in @fd: its domains, or empty (a new
 // file, or one of a layout we do not know: then *@problem says what is
 // wrong with it). A version-1 file (an older gpuslotd's) is read as one
@@ -176,57 +204,26 @@ std::vector<StateDomain> read_state(int fd, std::string *problem)
 		}
 		return out;
 	}
-	if (h.magic == kStateMagicV2 && h.size == sizeof(StateHoldV2)) {
-		struct V2 {
-			uint64_t generation;
-			StateHoldV2 slot[GPUSLOT_MAX_SLOTS];
-		};
-		std::vector<V2> old(h.nr_domains);
-		const ssize_t want = ssize_t(old.size() * sizeof(V2));
-		if (pread(fd, old.data(), size_t(want), sizeof(h)) != want) {
-			cut_short(size_t(want));
-			return out;
-		}
-		out.resize(old.size());
-		for (size_t i = 0; i < old.size(); i++) {
-			out[i].generation = old[i].generation;
-			for (unsigned int s = 0; s < GPUSLOT_MAX_SLOTS; s++) {
-				const StateHoldV2 &o = old[i].slot[s];
-				out[i].slot[s] = StateHold{o.state,	 o.pid,		o.tid,
-							   o.prio,	 o.start_time,	o.policy,
-							   o.rt_priority, o.nice, o.reset_on_fork,
-							   o.owner,	 0};
-			}
-		}
-		return out;
-	}
-	if (h.magic != kStateMagicV1 || h.size != sizeof(StateHoldV1)) {
-		char magic[24];
-		std::snprintf(magic, sizeof(magic), "%#llx", (unsigned long long)h.magic);
-		*problem = std::string("not a state file this gpuslotd knows (magic ") + magic +
-			   ", record size " + std::to_string(h.size) + ")";
-		return out;
-	}
-	struct V1 {
-		uint64_t generation;
-		StateHoldV1 slot[GPUSLOT_MAX_SLOTS];
-	};
-	std::vector<V1> old(h.nr_domains);
-	const ssize_t want = ssize_t(old.size() * sizeof(V1));
-	if (pread(fd, old.data(), size_t(want), sizeof(h)) != want) {
-		cut_short(size_t(want));
-		return out;
-	}
-	out.resize(old.size());
-	for (size_t i = 0; i < old.size(); i++) {
-		out[i].generation = old[i].generation;
-		for (unsigned int s = 0; s < GPUSLOT_MAX_SLOTS; s++) {
-			const StateHoldV1 &o = old[i].slot[s];
-			out[i].slot[s] = StateHold{o.state,	  o.pid,	 o.tid,  o.prio,
-						   o.start_time, o.policy,	 o.rt_priority,
-						   o.nice,	  o.reset_on_fork, 0, 0};
-		}
-	}
+	if (h.magic == kStateMagicV2 && h.size == sizeof(StateHoldV2))
+		return read_old_state<StateHoldV2>(fd, h.nr_domains, cut_short,
+						   [](const StateHoldV2 &o) {
+							   return StateHold{o.state, o.pid, o.tid, o.prio,
+									    o.start_time, o.policy,
+									    o.rt_priority, o.nice,
+									    o.reset_on_fork, o.owner, 0};
+						   });
+	if (h.magic == kStateMagicV1 && h.size == sizeof(StateHoldV1))
+		return read_old_state<StateHoldV1>(fd, h.nr_domains, cut_short,
+						   [](const StateHoldV1 &o) {
+							   return StateHold{o.state, o.pid, o.tid, o.prio,
+									    o.start_time, o.policy,
+									    o.rt_priority, o.nice,
+									    o.reset_on_fork, 0, 0};
+						   });
+	char magic[24];
+	std::snprintf(magic, sizeof(magic), "%#llx", (unsigned long long)h.magic);
+	*problem = std::string("not a state file this gpuslotd knows (magic ") + magic +
+		   ", record size " + std::to_string(h.size) + ")";
 	return out;
 }
 
