@@ -1,0 +1,471 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// The CUDA driver entry points libgpuslot-run.so stands in for, and the
+// three ways a program reaches them (docs/gpuslot-run.md): linked with
+// -lcuda (LD_PRELOAD binds them here first), dlsym() on libcuda's handle
+// (the dlsym hook below), and cuGetProcAddress, through which cudart, and
+// so PyTorch, TensorRT, cuDNN and cuBLAS, take every driver entry point.
+// Each wrapper calls exactly the driver function it stands for: the one
+// cuGetProcAddress or dlsym answered, of the same ABI and default-stream
+// semantics (legacy or per-thread).
+#include <cuda.h>
+#undef cuGetProcAddress // cuda.h maps the name to _v2; both are exported
+#include <dlfcn.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "interposer.hpp"
+
+#define GPUSLOT_RUN_EXPORT extern "C" __attribute__((visibility("default")))
+
+using DlsymFn = void *(*)(void *, const char *);
+// glibc's dlsym, which the hook (dlsym_hook.cc) jumps to.
+extern "C" __attribute__((visibility("hidden"))) DlsymFn gpuslot_run_real_dlsym;
+DlsymFn gpuslot_run_real_dlsym;
+
+// The 4-argument cuGetProcAddress of CUDA 11.3, which 12 and 13 export too.
+using GetProcV1 = CUresult (*)(const char *, void **, int, cuuint64_t);
+using GetProcV2 = CUresult (*)(const char *, void **, int, cuuint64_t,
+			       CUdriverProcAddressQueryResult *);
+
+namespace gpuslot::run {
+namespace {
+
+enum Variant { kLegacy = 0, kPerThread = 1 };
+
+enum Index {
+	kStreamCreate,
+	kStreamCreateWithPriority,
+	kStreamDestroy,
+	kLaunchKernel,
+	kLaunchKernelEx,
+	kLaunchCooperativeKernel,
+	kGraphLaunch,
+	kMemcpyAsync,
+	kMemcpyHtoDAsync,
+	kMemcpyDtoHAsync,
+	kMemcpyDtoDAsync,
+	kStreamSynchronize,
+	kCtxSynchronize,
+	kEventSynchronize,
+	kMemcpyHtoD,
+	kMemcpyDtoH,
+	kGetProcAddress,
+	kGetProcAddressV2,
+	kCount
+};
+
+struct Entry {
+	const char *base; // the name cuGetProcAddress is asked for
+	int since;	  // the CUDA version from which @base has the wrapper's ABI
+	const char *symbol[2]; // exported: legacy, per-thread (nullptr: none)
+	void *wrapper[2];
+};
+const Entry &entry(Index i);
+
+// The driver's function behind each wrapper, per variant.
+std::atomic<void *> real_fn[kCount][2];
+
+// Called from dlsym before a sanitizer's runtime may have set itself up
+// (ASan looks its interceptors up with dlsym(RTLD_NEXT) from its init):
+// no instrumentation here.
+__attribute__((no_sanitize("address", "undefined"))) DlsymFn real_dlsym()
+{
+	DlsymFn f = __atomic_load_n(&gpuslot_run_real_dlsym, __ATOMIC_ACQUIRE);
+	if (f)
+		return f;
+	// dlsym's version differs by glibc and architecture; none is assumed.
+	// (A plain array: an initializer_list's inline members would be
+	// instrumented.)
+	static const char *const versions[] = {"GLIBC_2.34", "GLIBC_2.17", "GLIBC_2.2.5"};
+	for (unsigned int i = 0; !f && i < sizeof(versions) / sizeof(versions[0]); i++)
+		f = reinterpret_cast<DlsymFn>(dlvsym(RTLD_NEXT, "dlsym", versions[i]));
+	if (!f) {
+		std::fprintf(stderr, "gpuslot-run: glibc's dlsym not found (dlvsym)\n");
+		std::abort();
+	}
+	__atomic_store_n(&gpuslot_run_real_dlsym, f, __ATOMIC_RELEASE);
+	return f;
+}
+
+// An entry point of libcuda.so.1 itself, never the interposer's.
+void *driver_symbol(const char *name)
+{
+	static std::atomic<void *> handle;
+	void *h = handle.load(std::memory_order_acquire);
+	if (!h) {
+		h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+		if (!h)
+			h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+		if (!h)
+			return nullptr;
+		handle.store(h, std::memory_order_release);
+	}
+	return real_dlsym()(h, name);
+}
+
+void remember(Index i, Variant v, void *driver)
+{
+	void *expected = nullptr;
+	real_fn[i][v].compare_exchange_strong(expected, driver);
+}
+
+template <class Fn>
+Fn real(Index i, Variant v)
+{
+	void *p = real_fn[i][v].load(std::memory_order_acquire);
+	if (!p) {
+		const Entry &e = entry(i);
+		p = driver_symbol(e.symbol[v] ? e.symbol[v] : e.symbol[kLegacy]);
+		if (p == e.wrapper[v])
+			p = nullptr;
+		if (p) {
+			remember(i, v, p);
+			p = real_fn[i][v].load(std::memory_order_acquire);
+		}
+	}
+	return reinterpret_cast<Fn>(p);
+}
+
+pid_t this_thread()
+{
+	static thread_local pid_t tid = pid_t(syscall(SYS_gettid));
+	return tid;
+}
+
+// How the queue keys @s: on a per-thread entry point, 0 is the calling
+// thread's default stream, as CU_STREAM_PER_THREAD is on every entry point.
+template <Variant V>
+StreamKey key(CUstream s)
+{
+	void *p = s;
+	if (V == kPerThread && !p)
+		p = CU_STREAM_PER_THREAD;
+	return {p, p == static_cast<void *>(CU_STREAM_PER_THREAD) ? this_thread() : 0};
+}
+
+// A command: sent when the queue admits it.
+template <Variant V, class Fn, class... A>
+CUresult gated(Index i, CUstream s, A... a)
+{
+	Fn fn = real<Fn>(i, V);
+	if (!fn)
+		return CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND;
+	LaunchQueue *q = launch_queue();
+	if (!q)
+		return fn(a...);
+	return q->submit(key<V>(s), [&] { return fn(a...); }, CUDA_ERROR_NOT_PERMITTED);
+}
+
+// A synchronization: the queue hears of its return.
+template <Variant V, class Fn, class... A>
+CUresult synchronizing(Index i, SyncKind kind, A... a)
+{
+	Fn fn = real<Fn>(i, V);
+	if (!fn)
+		return CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND;
+	const CUresult r = fn(a...);
+	if (LaunchQueue *q = launch_queue())
+		q->synchronized(kind);
+	return r;
+}
+
+// A blocking copy: a command, and a synchronization when it returns.
+template <Variant V, class Fn, class... A>
+CUresult blocking_copy(Index i, A... a)
+{
+	const CUresult r = gated<V, Fn>(i, nullptr, a...);
+	if (LaunchQueue *q = launch_queue())
+		q->synchronized(SyncKind::stream);
+	return r;
+}
+
+// The CUDA priority for the program's new streams: the slot's, clamped
+// into the range of the program's current context. False: leave it.
+bool slot_cuda_priority(int *priority)
+{
+	unsigned int levels;
+	if (!stream_priority_levels(&levels))
+		return false;
+	using Range = CUresult (*)(int *, int *);
+	static auto range = reinterpret_cast<Range>(driver_symbol("cuCtxGetStreamPriorityRange"));
+	int least = 0, greatest = 0;
+	if (!range || range(&least, &greatest) != CUDA_SUCCESS)
+		return false;
+	const long p = long(least) - long(levels);
+	*priority = int(p < greatest ? greatest : p);
+	return true;
+}
+
+CUresult create_stream(CUstream *stream, unsigned int flags, int asked, bool asked_priority)
+{
+	int priority = asked;
+	if (slot_cuda_priority(&priority) || asked_priority) {
+		auto fn = real<decltype(&cuStreamCreateWithPriority)>(kStreamCreateWithPriority,
+								      kLegacy);
+		return fn ? fn(stream, flags, priority) : CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND;
+	}
+	auto fn = real<decltype(&cuStreamCreate)>(kStreamCreate, kLegacy);
+	return fn ? fn(stream, flags) : CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND;
+}
+
+// What the driver answered for @symbol becomes the wrapper where the
+// interposer stands in for it at the ABI the caller asked for.
+template <class Ask>
+void substitute(const char *symbol, void **pfn, int version, cuuint64_t flags, Ask ask)
+{
+	if (!symbol || !pfn || !*pfn)
+		return;
+	int i = 0;
+	if (!std::strcmp(symbol, "cuGetProcAddress"))
+		i = version >= 12000 ? kGetProcAddressV2 : kGetProcAddress;
+	else
+		while (i < kCount && std::strcmp(entry(Index(i)).base, symbol))
+			i++;
+	if (i == kCount || version < entry(Index(i)).since)
+		return;
+	// A runtime newer than the headers this was built with: the wrapper
+	// is right only if the driver gives that runtime the function it
+	// gives ours (the same ABI).
+	if (version > CUDA_VERSION) {
+		void *known = nullptr;
+		if (ask(symbol, &known, CUDA_VERSION, flags) != CUDA_SUCCESS || known != *pfn)
+			return;
+	}
+	const Entry &e = entry(Index(i));
+	const Variant v =
+		(flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) && e.symbol[kPerThread]
+			? kPerThread
+			: kLegacy;
+	if (*pfn == e.wrapper[v])
+		return;
+	remember(Index(i), v, *pfn);
+	*pfn = e.wrapper[v];
+}
+
+} // namespace
+
+bool stream_finished(void *stream)
+{
+	using Query = CUresult (*)(CUstream);
+	static auto query = reinterpret_cast<Query>(driver_symbol("cuStreamQuery"));
+	// An error (a stream of a failed context) leaves nothing running.
+	return !query || query(static_cast<CUstream>(stream)) != CUDA_ERROR_NOT_READY;
+}
+
+} // namespace gpuslot::run
+
+using namespace gpuslot::run;
+
+// Stream creation: the slot's priority.
+GPUSLOT_RUN_EXPORT CUresult cuStreamCreate(CUstream *stream, unsigned int flags)
+{
+	return create_stream(stream, flags, 0, false);
+}
+GPUSLOT_RUN_EXPORT CUresult cuStreamCreateWithPriority(CUstream *stream, unsigned int flags,
+							int priority)
+{
+	return create_stream(stream, flags, priority, true);
+}
+GPUSLOT_RUN_EXPORT CUresult cuStreamDestroy_v2(CUstream stream)
+{
+	auto fn = real<decltype(&cuStreamDestroy_v2)>(kStreamDestroy, kLegacy);
+	if (!fn)
+		return CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND;
+	if (LaunchQueue *q = launch_queue())
+		q->stream_destroyed(key<kLegacy>(stream));
+	return fn(stream);
+}
+
+// Commands, legacy and per-thread.
+#define GPUSLOT_RUN_COMMAND(name, index, stream, params, ...)                                    \
+	GPUSLOT_RUN_EXPORT CUresult name params                                                  \
+	{                                                                                        \
+		return gated<kLegacy, decltype(&name)>(index, stream, __VA_ARGS__);              \
+	}                                                                                        \
+	GPUSLOT_RUN_EXPORT CUresult name##_ptsz params                                           \
+	{                                                                                        \
+		return gated<kPerThread, decltype(&name)>(index, stream, __VA_ARGS__);           \
+	}
+
+GPUSLOT_RUN_COMMAND(cuLaunchKernel, kLaunchKernel, s,
+		    (CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+		     unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared,
+		     CUstream s, void **params, void **extra),
+		    f, gx, gy, gz, bx, by, bz, shared, s, params, extra)
+GPUSLOT_RUN_COMMAND(cuLaunchKernelEx, kLaunchKernelEx, config ? config->hStream : nullptr,
+		    (const CUlaunchConfig *config, CUfunction f, void **params, void **extra),
+		    config, f, params, extra)
+GPUSLOT_RUN_COMMAND(cuLaunchCooperativeKernel, kLaunchCooperativeKernel, s,
+		    (CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+		     unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared,
+		     CUstream s, void **params),
+		    f, gx, gy, gz, bx, by, bz, shared, s, params)
+GPUSLOT_RUN_COMMAND(cuGraphLaunch, kGraphLaunch, s, (CUgraphExec g, CUstream s), g, s)
+GPUSLOT_RUN_COMMAND(cuMemcpyAsync, kMemcpyAsync, s,
+		    (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s), dst, src, n, s)
+GPUSLOT_RUN_COMMAND(cuMemcpyHtoDAsync_v2, kMemcpyHtoDAsync, s,
+		    (CUdeviceptr dst, const void *src, size_t n, CUstream s), dst, src, n, s)
+GPUSLOT_RUN_COMMAND(cuMemcpyDtoHAsync_v2, kMemcpyDtoHAsync, s,
+		    (void *dst, CUdeviceptr src, size_t n, CUstream s), dst, src, n, s)
+GPUSLOT_RUN_COMMAND(cuMemcpyDtoDAsync_v2, kMemcpyDtoDAsync, s,
+		    (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s), dst, src, n, s)
+
+// Synchronizations.
+GPUSLOT_RUN_EXPORT CUresult cuStreamSynchronize(CUstream s)
+{
+	return synchronizing<kLegacy, decltype(&cuStreamSynchronize)>(kStreamSynchronize,
+								       SyncKind::stream, s);
+}
+GPUSLOT_RUN_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream s)
+{
+	return synchronizing<kPerThread, decltype(&cuStreamSynchronize)>(kStreamSynchronize,
+									  SyncKind::stream, s);
+}
+GPUSLOT_RUN_EXPORT CUresult cuCtxSynchronize(void)
+{
+	return synchronizing<kLegacy, decltype(&cuCtxSynchronize)>(kCtxSynchronize,
+								    SyncKind::context);
+}
+GPUSLOT_RUN_EXPORT CUresult cuEventSynchronize(CUevent e)
+{
+	return synchronizing<kLegacy, decltype(&cuEventSynchronize)>(kEventSynchronize,
+								      SyncKind::stream, e);
+}
+GPUSLOT_RUN_EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n)
+{
+	return blocking_copy<kLegacy, decltype(&cuMemcpyHtoD_v2)>(kMemcpyHtoD, dst, src, n);
+}
+GPUSLOT_RUN_EXPORT CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dst, const void *src, size_t n)
+{
+	return blocking_copy<kPerThread, decltype(&cuMemcpyHtoD_v2)>(kMemcpyHtoD, dst, src, n);
+}
+GPUSLOT_RUN_EXPORT CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n)
+{
+	return blocking_copy<kLegacy, decltype(&cuMemcpyDtoH_v2)>(kMemcpyDtoH, dst, src, n);
+}
+GPUSLOT_RUN_EXPORT CUresult cuMemcpyDtoH_v2_ptds(void *dst, CUdeviceptr src, size_t n)
+{
+	return blocking_copy<kPerThread, decltype(&cuMemcpyDtoH_v2)>(kMemcpyDtoH, dst, src, n);
+}
+
+// cuGetProcAddress, in its two exported forms.
+GPUSLOT_RUN_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int version,
+					      cuuint64_t flags)
+{
+	auto fn = real<GetProcV1>(kGetProcAddress, kLegacy);
+	if (!fn)
+		return CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND;
+	const CUresult r = fn(symbol, pfn, version, flags);
+	if (r == CUDA_SUCCESS)
+		substitute(symbol, pfn, version, flags,
+			   [fn](const char *s, void **p, int v, cuuint64_t f) {
+				   return fn(s, p, v, f);
+			   });
+	return r;
+}
+GPUSLOT_RUN_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version,
+						 cuuint64_t flags,
+						 CUdriverProcAddressQueryResult *status)
+{
+	auto fn = real<GetProcV2>(kGetProcAddressV2, kLegacy);
+	if (!fn)
+		return CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND;
+	const CUresult r = fn(symbol, pfn, version, flags, status);
+	if (r == CUDA_SUCCESS && (!status || *status == CU_GET_PROC_ADDRESS_SUCCESS))
+		substitute(symbol, pfn, version, flags,
+			   [fn](const char *s, void **p, int v, cuuint64_t f) {
+				   CUdriverProcAddressQueryResult st;
+				   return fn(s, p, v, f, &st);
+			   });
+	return r;
+}
+
+namespace gpuslot::run {
+namespace {
+
+#define GPUSLOT_RUN_BOTH(name)                                                                 \
+	{#name, #name "_ptsz"},                                                                \
+	{                                                                                      \
+		reinterpret_cast<void *>(&name), reinterpret_cast<void *>(&name##_ptsz)        \
+	}
+
+// Built on first use: dlsym may be asked before this library's own
+// static initializers have run.
+const Entry &entry(Index i)
+{
+	static const Entry entries[kCount] = {
+	{"cuStreamCreate", 2000, {"cuStreamCreate", nullptr},
+	 {reinterpret_cast<void *>(&cuStreamCreate), nullptr}},
+	{"cuStreamCreateWithPriority", 5050, {"cuStreamCreateWithPriority", nullptr},
+	 {reinterpret_cast<void *>(&cuStreamCreateWithPriority), nullptr}},
+	{"cuStreamDestroy", 4000, {"cuStreamDestroy_v2", nullptr},
+	 {reinterpret_cast<void *>(&cuStreamDestroy_v2), nullptr}},
+	{"cuLaunchKernel", 4000, GPUSLOT_RUN_BOTH(cuLaunchKernel)},
+	{"cuLaunchKernelEx", 11060, GPUSLOT_RUN_BOTH(cuLaunchKernelEx)},
+	{"cuLaunchCooperativeKernel", 9000, GPUSLOT_RUN_BOTH(cuLaunchCooperativeKernel)},
+	{"cuGraphLaunch", 10000, GPUSLOT_RUN_BOTH(cuGraphLaunch)},
+	{"cuMemcpyAsync", 4000, GPUSLOT_RUN_BOTH(cuMemcpyAsync)},
+	{"cuMemcpyHtoDAsync", 3020, GPUSLOT_RUN_BOTH(cuMemcpyHtoDAsync_v2)},
+	{"cuMemcpyDtoHAsync", 3020, GPUSLOT_RUN_BOTH(cuMemcpyDtoHAsync_v2)},
+	{"cuMemcpyDtoDAsync", 3020, GPUSLOT_RUN_BOTH(cuMemcpyDtoDAsync_v2)},
+	{"cuStreamSynchronize", 2000, GPUSLOT_RUN_BOTH(cuStreamSynchronize)},
+	{"cuCtxSynchronize", 2000, {"cuCtxSynchronize", nullptr},
+	 {reinterpret_cast<void *>(&cuCtxSynchronize), nullptr}},
+	{"cuEventSynchronize", 2000, {"cuEventSynchronize", nullptr},
+	 {reinterpret_cast<void *>(&cuEventSynchronize), nullptr}},
+	{"cuMemcpyHtoD", 3020, {"cuMemcpyHtoD_v2", "cuMemcpyHtoD_v2_ptds"},
+	 {reinterpret_cast<void *>(&cuMemcpyHtoD_v2), reinterpret_cast<void *>(&cuMemcpyHtoD_v2_ptds)}},
+	{"cuMemcpyDtoH", 3020, {"cuMemcpyDtoH_v2", "cuMemcpyDtoH_v2_ptds"},
+	 {reinterpret_cast<void *>(&cuMemcpyDtoH_v2), reinterpret_cast<void *>(&cuMemcpyDtoH_v2_ptds)}},
+	// Asked for as "cuGetProcAddress": the form depends on the version.
+	{"", 11030, {"cuGetProcAddress", nullptr},
+	 {reinterpret_cast<void *>(&cuGetProcAddress), nullptr}},
+	{"", 12000, {"cuGetProcAddress_v2", nullptr},
+	 {reinterpret_cast<void *>(&cuGetProcAddress_v2), nullptr}},
+	};
+	return entries[i];
+}
+#undef GPUSLOT_RUN_BOTH
+
+} // namespace
+} // namespace gpuslot::run
+
+namespace gpuslot::run {
+namespace {
+
+void *answer_cuda(void *handle, const char *name, DlsymFn real_lookup)
+{
+	for (int i = 0; i < kCount; i++)
+		for (int v = kLegacy; v <= kPerThread; v++) {
+			const Entry &e = entry(Index(i));
+			if (!e.symbol[v] || std::strcmp(e.symbol[v], name))
+				continue;
+			void *found = real_lookup(handle, name);
+			if (!found || found == e.wrapper[v])
+				return nullptr;
+			remember(Index(i), Variant(v), found);
+			return e.wrapper[v];
+		}
+	return nullptr;
+}
+
+} // namespace
+} // namespace gpuslot::run
+
+// The dlsym hook's question (dlsym_hook.cc): on a handle lookup of an entry
+// point the interposer stands in for, its wrapper; nullptr sends the call to
+// glibc's dlsym unchanged. Every other lookup returns before anything a
+// sanitizer instruments.
+extern "C" __attribute__((visibility("hidden"), no_sanitize("address", "undefined"))) void *
+gpuslot_run_dlsym_answer(void *handle, const char *name)
+{
+	const DlsymFn real_lookup = gpuslot::run::real_dlsym();
+	if (handle == RTLD_NEXT || !name || name[0] != 'c' || name[1] != 'u')
+		return nullptr;
+	return gpuslot::run::answer_cuda(handle, name, real_lookup);
+}

@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// gpuslot-run: the GPU's taskset/chrt. Runs an unmodified program with its
+// GPU work under a slot of gpuslot's lock: checks the domain and slots
+// through libgpuslot (the lock the program will use, on the transport it
+// will use), tells the interposer what to do in GPUSLOT_RUN_*, adds it to
+// LD_PRELOAD and execs the program.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <optional>
+#include <vector>
+
+#include "gpuslot.h"
+#include "run_env.hpp"
+
+namespace {
+
+using namespace gpuslot::run;
+
+// As env(1), nice(1) and timeout(1): 125 gpuslot-run failed, 126 the
+// program could not be run, 127 it was not found.
+constexpr int kExitFailed = 125;
+constexpr int kExitCannotRun = 126;
+constexpr int kExitNotFound = 127;
+
+const char kUsage[] =
+	"usage: gpuslot-run [--domain N] --slot S|--slots LIST [--hold|--per-sync]\n"
+	"                   -- PROGRAM [ARGS...]\n"
+	"\n"
+	"Runs PROGRAM, unchanged, with its CUDA work under a slot of gpuslot's lock:\n"
+	"the streams it creates get the slot's priority (clamped into the GPU's\n"
+	"range), and its GPU commands run only while the process holds a slot.\n"
+	"\n"
+	"  --domain N     the GPU domain (default 0)\n"
+	"  --slot S       the slot to hold; --slots LIST: any of these (1,3 or 1-3);\n"
+	"                 the program's streams get the lowest priority among them\n"
+	"  --per-sync     (default) the work between two synchronizations is one job:\n"
+	"                 the first command after a synchronization acquires, the\n"
+	"                 synchronization that finishes the job's work releases\n"
+	"  --hold         take the slot before the program starts, keep it to exit\n"
+	"  -h, --help     this text\n"
+	"\n"
+	"The lock is libgpuslot's: /dev/gpuslot, or gpuslotd's socket where the module\n"
+	"is not loaded (GPUSLOT_TRANSPORT=device|socket, GPUSLOT_SOCKET_DIR).\n"
+	"It covers programs that reach libcuda.so.1 by linking it, by dlsym() or by\n"
+	"cuGetProcAddress (cudart: PyTorch, TensorRT, cuDNN, cuBLAS). It cannot\n"
+	"confine the default streams (they keep the default priority), does not yet\n"
+	"run the program's streams on the slot's SM partition, and the processes the\n"
+	"program starts do not inherit the slot. See gpuslot-run(1).\n"
+	"\n"
+	"Exit status: PROGRAM's, or 125 gpuslot-run failed, 126 PROGRAM could not be\n"
+	"run, 127 PROGRAM was not found.\n";
+
+int usage_error(const std::string &what)
+{
+	std::fprintf(stderr, "gpuslot-run: %s\n%s", what.c_str(), kUsage);
+	return kExitFailed;
+}
+
+int fail(const std::string &what)
+{
+	std::fprintf(stderr, "gpuslot-run: %s\n", what.c_str());
+	return kExitFailed;
+}
+
+// The interposer: GPUSLOT_RUN_LIBRARY where set (a build tree), else
+// where the package installs it.
+std::string interposer_path()
+{
+	const char *set = std::getenv("GPUSLOT_RUN_LIBRARY");
+	return set && *set ? set : GPUSLOT_RUN_LIBRARY_PATH;
+}
+
+// The slots exist in the domain's layout: a slot at or past k would wait
+// for ever.
+int check_slots(unsigned long domain, uint64_t mask)
+{
+	gpuslot_options o{};
+	o.size = sizeof(o);
+	o.domain = uint32_t(domain);
+	o.backend = GPUSLOT_BACKEND_NONE;
+	gpuslot_client *c = nullptr;
+	if (gpuslot_open(&o, &c) < 0)
+		return fail("domain " + std::to_string(domain) + ": " + gpuslot_last_error());
+	gpuslot_layout_info info{};
+	info.size = sizeof(info);
+	const int err = gpuslot_client_layout(c, &info);
+	gpuslot_close(c);
+	if (err < 0)
+		return fail(std::string("the domain's layout: ") + gpuslot_last_error());
+	const uint64_t all = info.k >= 64 ? ~0ULL : (1ULL << info.k) - 1;
+	if (mask & ~all)
+		return fail("slot " + slot_list(mask & ~all) + " is not in domain " +
+			    std::to_string(domain) + "'s layout: k is " + std::to_string(info.k) +
+			    ", slots 0 .. " + std::to_string(info.k - 1));
+	return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	unsigned long domain = 0;
+	std::optional<uint64_t> mask;
+	const char *policy = "per-sync";
+	int i = 1;
+	for (; i < argc; i++) {
+		const std::string a = argv[i];
+		auto value = [&]() -> const char * { return i + 1 < argc ? argv[++i] : nullptr; };
+		if (a == "--") {
+			i++;
+			break;
+		} else if (a == "-h" || a == "--help") {
+			std::fputs(kUsage, stdout);
+			return 0;
+		} else if (a == "--hold") {
+			policy = "hold";
+		} else if (a == "--per-sync") {
+			policy = "per-sync";
+		} else if (a == "--domain") {
+			const char *v = value();
+			auto n = v ? parse_number(v, 1u << 20) : std::nullopt;
+			if (!n)
+				return usage_error("--domain: expected a domain number");
+			domain = *n;
+		} else if (a == "--slot" || a == "--slots") {
+			if (mask)
+				return usage_error("give --slot or --slots once");
+			const char *v = value();
+			if (!v)
+				return usage_error(a + ": expected a slot");
+			std::string error;
+			if (a == "--slot") {
+				auto n = parse_number(v, 63);
+				if (!n)
+					return usage_error("--slot \"" + std::string(v) +
+							   "\": expected a slot number 0 .. 63");
+				mask = 1ULL << *n;
+			} else if (!(mask = parse_slot_list(v, &error))) {
+				return usage_error("--slots: " + error);
+			}
+		} else {
+			return usage_error("unknown option \"" + a + "\" (the program follows --)");
+		}
+	}
+	if (!mask)
+		return usage_error("--slot or --slots is required");
+	if (i >= argc)
+		return usage_error("no program to run (after --)");
+	if (int err = check_slots(domain, *mask))
+		return err;
+	const std::string library = interposer_path();
+	if (access(library.c_str(), R_OK))
+		return fail("the interposer " + library + ": " + std::strerror(errno) +
+			    " (GPUSLOT_RUN_LIBRARY names another)");
+	// After what is preloaded already (a sanitizer's runtime must stay
+	// first); the CUDA driver is never preloaded, so the interposer still
+	// comes before it.
+	const char *preload = std::getenv("LD_PRELOAD");
+	const std::string preloads =
+		preload && *preload ? std::string(preload) + ":" + library : library;
+	if (setenv("LD_PRELOAD", preloads.c_str(), 1) ||
+	    setenv(kEnvDomain, std::to_string(domain).c_str(), 1) ||
+	    setenv(kEnvSlots, slot_list(*mask).c_str(), 1) || setenv(kEnvPolicy, policy, 1))
+		return fail(std::string("setenv: ") + std::strerror(errno));
+	execvp(argv[i], argv + i);
+	const int err = errno;
+	std::fprintf(stderr, "gpuslot-run: %s: %s\n", argv[i], std::strerror(err));
+	return err == ENOENT ? kExitNotFound : kExitCannotRun;
+}

@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// libgpuslot-run.so at load: read what gpuslot-run set, take the lock
+// through libgpuslot (backend none: the lock only, no driver call from
+// here), and under --hold take the slot before the program runs a single
+// instruction of its own.
+#include "interposer.hpp"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "gpuslot.h"
+#include "run_env.hpp"
+
+namespace gpuslot::run {
+namespace {
+
+// The interposer's own errors end the program as gpuslot-run's do: a
+// program that asked for a slot never runs without it.
+constexpr int kExitGpuslotRun = 125;
+
+[[noreturn]] void fail(const std::string &what)
+{
+	std::fprintf(stderr, "gpuslot-run: %s\n", what.c_str());
+	_exit(kExitGpuslotRun);
+}
+
+class LibgpuslotLock final : public SlotLock {
+public:
+	LibgpuslotLock(gpuslot_client *client, uint64_t mask) : client_(client), mask_(mask) {}
+
+	int acquire() override
+	{
+		slot_ = gpuslot_slot{};
+		slot_.size = sizeof(slot_);
+		int err;
+		do
+			err = gpuslot_acquire_slot(client_, GPUSLOT_WAIT_FOREVER, mask_, &slot_);
+		while (err == -EINTR);
+		if (err)
+			std::fprintf(stderr, "gpuslot-run: %s\n", gpuslot_last_error());
+		return err;
+	}
+	void release() override
+	{
+		// The queue released only once the job's streams finished.
+		if (gpuslot_release_slot(client_, &slot_, GPUSLOT_RELEASE_NO_SYNC))
+			std::fprintf(stderr, "gpuslot-run: %s\n", gpuslot_last_error());
+	}
+
+private:
+	gpuslot_client *const client_;
+	const uint64_t mask_;
+	gpuslot_slot slot_{};
+};
+
+struct State {
+	gpuslot_client *client = nullptr;
+	LibgpuslotLock *lock = nullptr;
+	LaunchQueue *queue = nullptr;
+	Policy policy = Policy::per_sync;
+	unsigned int priority_levels = 0;
+};
+State state;
+
+// Children do not inherit the slot: the library leaves LD_PRELOAD, and
+// its variables go, so a process the program starts cannot wait for the
+// slot its parent holds.
+void leave_environment()
+{
+	Dl_info self{};
+	const char *preload = std::getenv("LD_PRELOAD");
+	char *me = nullptr;
+	if (dladdr(reinterpret_cast<void *>(&leave_environment), &self) && self.dli_fname)
+		me = realpath(self.dli_fname, nullptr);
+	if (preload && me) {
+		// ld.so splits LD_PRELOAD at spaces and colons.
+		std::string kept;
+		const std::string list = preload;
+		for (size_t at = 0; at <= list.size();) {
+			size_t end = list.find_first_of(": ", at);
+			if (end == std::string::npos)
+				end = list.size();
+			const std::string item = list.substr(at, end - at);
+			char *path = item.empty() ? nullptr : realpath(item.c_str(), nullptr);
+			if (!item.empty() && !(path && !std::strcmp(path, me)))
+				kept += (kept.empty() ? "" : ":") + item;
+			std::free(path);
+			at = end + 1;
+		}
+		if (kept.empty())
+			unsetenv("LD_PRELOAD");
+		else
+			setenv("LD_PRELOAD", kept.c_str(), 1);
+	}
+	std::free(me);
+	unsetenv(kEnvDomain);
+	unsetenv(kEnvSlots);
+	unsetenv(kEnvPolicy);
+}
+
+void forked_child()
+{
+	if (state.queue)
+		state.queue->disable();
+}
+
+// Exit frees a hold as death does; releasing first lets the next waiter in
+// before the process's files are closed. The client is not closed: other
+// threads may still be in a call.
+void release_at_exit()
+{
+	state.lock->release();
+}
+
+__attribute__((constructor)) void load()
+{
+	const char *domain_text = std::getenv(kEnvDomain);
+	const char *slots_text = std::getenv(kEnvSlots);
+	const char *policy_text = std::getenv(kEnvPolicy);
+	if (!slots_text)
+		return; // loaded by hand, without gpuslot-run: pass through
+	std::string error;
+	const auto mask = parse_slot_list(slots_text, &error);
+	const auto domain = parse_number(domain_text ? domain_text : "0", 1u << 20);
+	if (!mask)
+		fail(std::string(kEnvSlots) + ": " + error);
+	if (!domain)
+		fail(std::string(kEnvDomain) + " \"" + domain_text + "\" is not a domain number");
+	const std::string policy = policy_text ? policy_text : "per-sync";
+	if (policy == "hold")
+		state.policy = Policy::hold;
+	else if (policy != "per-sync")
+		fail(std::string(kEnvPolicy) + " \"" + policy + "\" is neither hold nor per-sync");
+	leave_environment();
+
+	gpuslot_options o{};
+	o.size = sizeof(o);
+	o.domain = uint32_t(*domain);
+	o.backend = GPUSLOT_BACKEND_NONE;
+	o.slot_mask = *mask;
+	if (gpuslot_open(&o, &state.client) < 0)
+		fail(std::string("domain ") + std::to_string(*domain) + ": " + gpuslot_last_error());
+	// A stream's priority is fixed when it is made, and the program's
+	// streams outlive any one hold: the lowest priority of the slots it
+	// may hold, so that no stream stands above the slot that runs it.
+	bool first = true;
+	for (unsigned int s = 0; s < 64; s++) {
+		if (!(*mask >> s & 1))
+			continue;
+		const int p = gpuslot_slot_priority(state.client, s);
+		if (p < 0)
+			fail("slot " + std::to_string(s) + ": " + gpuslot_last_error());
+		if (first || unsigned(p) < state.priority_levels)
+			state.priority_levels = unsigned(p);
+		first = false;
+	}
+	state.lock = new LibgpuslotLock(state.client, *mask);
+	state.queue = new LaunchQueue(state.policy, state.lock, stream_finished);
+	pthread_atfork(nullptr, nullptr, forked_child);
+	if (state.policy == Policy::hold) {
+		if (state.lock->acquire())
+			fail("the slot could not be taken");
+		// Registered after libgpuslot's own exit handlers, so it runs
+		// before them (a destructor of this library would run after).
+		std::atexit(release_at_exit);
+	}
+}
+
+} // namespace
+
+LaunchQueue *launch_queue()
+{
+	return state.queue;
+}
+
+bool stream_priority_levels(unsigned int *levels)
+{
+	if (!state.queue)
+		return false;
+	*levels = state.priority_levels;
+	return true;
+}
+
+} // namespace gpuslot::run

@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// The launch path of gpuslot-run's interposer: every command the program
+// sends to the GPU passes LaunchQueue::submit(), which decides when it may
+// go to the driver and may hold it back (today: until the slot is held,
+// under --per-sync; issue 40 adds a per-stream FIFO with an in-flight
+// threshold behind the same call). Synchronizations report their return.
+// Nothing here knows CUDA: streams are opaque, and whether one has finished
+// is asked of the caller's probe (cuStreamQuery).
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <functional>
+#include <mutex>
+#include <vector>
+
+namespace gpuslot::run {
+
+enum class Policy {
+	hold,	  // the slot is taken at load and kept to exit
+	per_sync, // the work between two synchronizations is one job
+};
+
+// The lock: libgpuslot in the interposer, a double in tests.
+class SlotLock {
+public:
+	virtual ~SlotLock() = default;
+	// Blocks until a slot is held: 0, or -errno with nothing held.
+	virtual int acquire() = 0;
+	virtual void release() = 0;
+};
+
+// A stream as the queue keys it. The per-thread default stream is one
+// handle for every thread but a different stream in each: it carries the
+// thread that used it (0 for every other stream).
+struct StreamKey {
+	void *stream;
+	pid_t thread;
+	bool operator==(const StreamKey &o) const = default;
+};
+
+enum class SyncKind {
+	context, // cuCtxSynchronize: every stream of the context finished
+	stream,	 // a stream, an event or a blocking copy: ask each stream
+};
+
+class LaunchQueue {
+public:
+	// @finished(stream) says whether the work queued on @stream has
+	// finished (called from the thread that used a per-thread stream).
+	LaunchQueue(Policy policy, SlotLock *lock, std::function<bool(void *)> finished);
+
+	// Run @command when the policy admits it. Returns @command's result,
+	// or @refused when the slot could not be taken (the command was not
+	// run; the lock's error is in the message printed once).
+	template <class Command>
+	auto submit(StreamKey stream, Command &&command, decltype(command()) refused)
+	{
+		if (!admit(stream))
+			return refused;
+		auto result = command();
+		submitted();
+		return result;
+	}
+
+	// A synchronization returned: under --per-sync, release the slot if
+	// the job's work has finished and no command is being submitted.
+	void synchronized(SyncKind kind);
+	// @stream is being destroyed: it leaves the job (if it still had
+	// work, the slot stays held until a context synchronization).
+	void stream_destroyed(StreamKey stream);
+	// In a forked child: the lock's client is the parent's; pass every
+	// command through.
+	void disable();
+
+	bool held() const;
+	unsigned long long acquires() const;
+
+private:
+	bool admit(StreamKey stream);
+	void submitted();
+
+	const Policy policy_;
+	SlotLock *const lock_;
+	const std::function<bool(void *)> finished_;
+	mutable std::mutex mutex_;
+	// Set in a forked child, where the mutex may be held by a thread
+	// that does not exist there: read without it.
+	std::atomic<bool> disabled_ = false;
+	bool held_ = false;
+	bool refused_told_ = false;
+	// The streams of the current job, a stream destroyed with work left.
+	std::vector<StreamKey> job_;
+	bool unknown_work_ = false;
+	unsigned int submitting_ = 0;
+	unsigned long long acquires_ = 0;
+};
+
+} // namespace gpuslot::run

@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// What gpuslot-run tells its interposer, through the environment of the
+// program it execs (both sides read and write it here).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace gpuslot::run {
+
+inline constexpr const char *kEnvDomain = "GPUSLOT_RUN_DOMAIN";
+inline constexpr const char *kEnvSlots = "GPUSLOT_RUN_SLOTS"; // a slot list, as --slots takes it
+inline constexpr const char *kEnvPolicy = "GPUSLOT_RUN_POLICY"; // hold | per-sync
+
+// "1", "0,2", "1-3,5": bit i for slot i (0 .. 63). std::nullopt and
+// @error for anything else (empty items, reversed ranges, slots past 63).
+std::optional<uint64_t> parse_slot_list(const std::string &text, std::string *error);
+// The mask as a slot list that parse_slot_list() reads back.
+std::string slot_list(uint64_t mask);
+// A decimal number 0 .. @max, all of @text.
+std::optional<unsigned long> parse_number(const std::string &text, unsigned long max);
+
+} // namespace gpuslot::run

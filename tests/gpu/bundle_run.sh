@@ -1,0 +1,36 @@
+#!/bin/bash
+# What run_gpuslot_run.sh needs on a GPU host with neither Debian's libraries
+# nor a way to download them, from the unit tests' build (tests/, with
+# ASan/UBSan): gpuslot-run, its interposer libgpuslot-run.so, libgpuslot,
+# run_lock_server (gpuslotd's lock server alone), run_plain (run_plain.cu,
+# nvcc alone, linked with nothing of gpuslot), and every library they need
+# (glibc and its loader too; not the host's libcuda). Programs run as
+#   BUNDLE/ld-linux-x86-64.so.2 --library-path BUNDLE BUNDLE/PROGRAM
+#
+# usage: bundle_run.sh TEST_BUILD_DIR OUT_DIR
+set -euo pipefail
+build=$(cd "$1" && pwd) out=$2
+here=$(cd "$(dirname "$0")" && pwd)
+root=$here/../..
+rm -rf "$out"
+mkdir -p "$out"
+nvcc -O2 -std=c++17 -arch=sm_90 "$here/run_plain.cu" -o "$out/run_plain"
+g++ -std=c++20 -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
+	-I"$root/daemon/lockserver" -I"$root/uapi" -I"$root/libclient/include" \
+	-I"$root/libclient/src" "$here/run_lock_server.cc" \
+	"$build/daemon/libgpuslot_lockserver.a" "$build/libclient/libgpuslot_internal.a" \
+	-lpthread -ldl -o "$out/run_lock_server"
+cp "$build/libclient/run/gpuslot-run" "$build/libclient/run/libgpuslot-run.so" \
+	"$here/run_gpuslot_run.sh" "$out/"
+cp -L "$build/libclient/libgpuslot.so.1" "$out/"
+cp -L /lib64/ld-linux-x86-64.so.2 "$out/"
+for bin in "$out"/*; do
+	LD_LIBRARY_PATH="$out" ldd "$bin" 2>/dev/null | awk '/=> \// {print $3}' |
+		while read -r lib; do
+			case "$(basename "$lib")" in
+			libcuda.so*|libnvidia*) ;;
+			*) cp -Ln "$lib" "$out/" 2>/dev/null || true ;;
+			esac
+		done
+done
+du -sh "$out"

@@ -1,0 +1,355 @@
+// SPDX-License-Identifier: GPL-2.0
+// A CUDA driver double for gpuslot-run's tests: libcuda.so.1 with the entry
+// points the interposer stands in for (legacy and per-thread forms), both
+// exported cuGetProcAddress forms, and a clock instead of a GPU: a kernel
+// keeps its stream busy for FAKE_CUDA_KERNEL_US microseconds, cuStreamQuery
+// says whether it has finished, synchronizations sleep until it has.
+//
+// Every call appends a line to FAKE_CUDA_LOG (one write(2) with O_APPEND,
+// so processes sharing the file do not interleave lines):
+//   <pid> <CLOCK_MONOTONIC ns> <entry point> [key=value ...]
+// With FAKE_CUDA_LOCK_DIR set, commands also record lock=busy|free: a TRY
+// of domain 0 on gpuslotd's socket there, what the lock itself says
+// (for tests where the domain has k = 1).
+#include <cuda.h>
+#undef cuGetProcAddress
+#include <fcntl.h>
+#include <linux/gpuslot.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "lock_file.hpp"
+
+#define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+// cuCtxGetStreamPriorityRange of an H100: 0 (least) .. -5 (greatest).
+constexpr int kLeast = 0, kGreatest = -5;
+
+uint64_t now_ns()
+{
+	timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return uint64_t(ts.tv_sec) * 1000000000 + uint64_t(ts.tv_nsec);
+}
+
+struct Stream {
+	int priority;
+	uint64_t busy_until = 0;
+};
+
+std::mutex mutex;
+// Stream 0 and the special handles share one clock: the device's.
+Stream default_stream{kLeast};
+std::vector<std::unique_ptr<Stream>> streams;
+
+Stream *stream_of(CUstream s)
+{
+	for (auto &p : streams)
+		if (reinterpret_cast<CUstream>(p.get()) == s)
+			return p.get();
+	return &default_stream;
+}
+
+uint64_t kernel_ns()
+{
+	const char *us = std::getenv("FAKE_CUDA_KERNEL_US");
+	return (us ? std::strtoull(us, nullptr, 10) : 1000) * 1000;
+}
+
+void log(const std::string &line)
+{
+	const char *path = std::getenv("FAKE_CUDA_LOG");
+	if (!path)
+		return;
+	const std::string out = std::to_string(getpid()) + " " + std::to_string(now_ns()) + " " +
+				line + "\n";
+	const int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	if (write(fd, out.data(), out.size()) != ssize_t(out.size()))
+		std::perror("fake libcuda: log");
+	close(fd);
+}
+
+// " lock=busy|free" where FAKE_CUDA_LOCK_DIR is set, else "".
+std::string lock_state()
+{
+	const char *dir = std::getenv("FAKE_CUDA_LOCK_DIR");
+	if (!dir)
+		return "";
+	std::unique_ptr<gpuslot::LockFile> f;
+	std::string error;
+	if (gpuslot::open_lock_file(gpuslot::Transport::socket, dir, 0, &f, &error))
+		return " lock=error";
+	gpuslot_acquire a{};
+	a.size = sizeof(a);
+	a.flags = GPUSLOT_ACQUIRE_TRY;
+	const int err = f->call(GPUSLOT_IOC_ACQUIRE, &a);
+	return err == 0 ? " lock=free" : err == EAGAIN ? " lock=busy" : " lock=error";
+}
+
+CUresult launch(const char *name, CUstream s)
+{
+	const std::string held = lock_state();
+	std::lock_guard guard(mutex);
+	Stream *st = stream_of(s);
+	st->busy_until = std::max(st->busy_until, now_ns()) + kernel_ns();
+	char h[32];
+	std::snprintf(h, sizeof(h), "%p", static_cast<void *>(s));
+	log(std::string(name) + " stream=" + h + held);
+	return CUDA_SUCCESS;
+}
+
+void sleep_until(uint64_t t)
+{
+	while (now_ns() < t)
+		usleep(100);
+}
+
+CUresult sync_stream(const char *name, CUstream s)
+{
+	uint64_t until;
+	{
+		std::lock_guard guard(mutex);
+		until = stream_of(s)->busy_until;
+	}
+	sleep_until(until);
+	log(name);
+	return CUDA_SUCCESS;
+}
+
+CUresult sync_all(const char *name)
+{
+	uint64_t until;
+	{
+		std::lock_guard guard(mutex);
+		until = default_stream.busy_until;
+		for (auto &p : streams)
+			until = std::max(until, p->busy_until);
+	}
+	sleep_until(until);
+	log(name);
+	return CUDA_SUCCESS;
+}
+
+CUresult create(CUstream *out, int priority)
+{
+	std::lock_guard guard(mutex);
+	priority = std::clamp(priority, kGreatest, kLeast);
+	streams.push_back(std::make_unique<Stream>(Stream{priority}));
+	*out = reinterpret_cast<CUstream>(streams.back().get());
+	log("cuStreamCreate priority=" + std::to_string(priority));
+	return CUDA_SUCCESS;
+}
+
+} // namespace
+
+FAKE_EXPORT CUresult cuInit(unsigned int)
+{
+	log("cuInit");
+	return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuDriverGetVersion(int *v)
+{
+	*v = CUDA_VERSION;
+	return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuCtxGetStreamPriorityRange(int *least, int *greatest)
+{
+	*least = kLeast;
+	*greatest = kGreatest;
+	return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuStreamCreate(CUstream *s, unsigned int)
+{
+	return create(s, kLeast);
+}
+FAKE_EXPORT CUresult cuStreamCreateWithPriority(CUstream *s, unsigned int, int priority)
+{
+	return create(s, priority);
+}
+FAKE_EXPORT CUresult cuStreamGetPriority(CUstream s, int *priority)
+{
+	std::lock_guard guard(mutex);
+	*priority = stream_of(s)->priority;
+	return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuStreamGetPriority_ptsz(CUstream s, int *priority)
+{
+	return cuStreamGetPriority(s, priority);
+}
+FAKE_EXPORT CUresult cuStreamDestroy_v2(CUstream s)
+{
+	std::lock_guard guard(mutex);
+	std::erase_if(streams, [s](auto &p) { return reinterpret_cast<CUstream>(p.get()) == s; });
+	log("cuStreamDestroy_v2");
+	return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuStreamQuery(CUstream s)
+{
+	std::lock_guard guard(mutex);
+	return now_ns() < stream_of(s)->busy_until ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuStreamQuery_ptsz(CUstream s)
+{
+	return cuStreamQuery(s);
+}
+FAKE_EXPORT CUresult cuStreamSynchronize(CUstream s)
+{
+	return sync_stream("cuStreamSynchronize", s);
+}
+FAKE_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream s)
+{
+	return sync_stream("cuStreamSynchronize_ptsz", s);
+}
+FAKE_EXPORT CUresult cuCtxSynchronize(void)
+{
+	return sync_all("cuCtxSynchronize");
+}
+FAKE_EXPORT CUresult cuEventSynchronize(CUevent)
+{
+	return sync_all("cuEventSynchronize");
+}
+FAKE_EXPORT CUresult cuLaunchKernel(CUfunction, unsigned int, unsigned int, unsigned int,
+				    unsigned int, unsigned int, unsigned int, unsigned int,
+				    CUstream s, void **, void **)
+{
+	return launch("cuLaunchKernel", s);
+}
+FAKE_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction, unsigned int, unsigned int, unsigned int,
+					 unsigned int, unsigned int, unsigned int, unsigned int,
+					 CUstream s, void **, void **)
+{
+	return launch("cuLaunchKernel_ptsz", s);
+}
+FAKE_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction, void **, void **)
+{
+	return launch("cuLaunchKernelEx", c->hStream);
+}
+FAKE_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *c, CUfunction, void **, void **)
+{
+	return launch("cuLaunchKernelEx_ptsz", c->hStream);
+}
+FAKE_EXPORT CUresult cuGraphLaunch(CUgraphExec, CUstream s)
+{
+	return launch("cuGraphLaunch", s);
+}
+FAKE_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec, CUstream s)
+{
+	return launch("cuGraphLaunch_ptsz", s);
+}
+FAKE_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr, const void *, size_t, CUstream s)
+{
+	return launch("cuMemcpyHtoDAsync_v2", s);
+}
+FAKE_EXPORT CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr, const void *, size_t, CUstream s)
+{
+	return launch("cuMemcpyHtoDAsync_v2_ptsz", s);
+}
+FAKE_EXPORT CUresult cuMemcpyDtoH_v2(void *, CUdeviceptr, size_t)
+{
+	launch("cuMemcpyDtoH_v2", nullptr);
+	return sync_all("cuMemcpyDtoH_v2:done");
+}
+FAKE_EXPORT CUresult cuMemcpyDtoH_v2_ptds(void *, CUdeviceptr, size_t)
+{
+	launch("cuMemcpyDtoH_v2_ptds", nullptr);
+	return sync_all("cuMemcpyDtoH_v2_ptds:done");
+}
+
+// For the probe program: what the lock says now (" lock=busy" ...).
+FAKE_EXPORT const char *fake_cuda_lock_state()
+{
+	static thread_local std::string s;
+	s = lock_state();
+	return s.c_str();
+}
+
+FAKE_EXPORT CUresult cuGetProcAddress_v2(const char *, void **, int, cuuint64_t,
+					 CUdriverProcAddressQueryResult *);
+FAKE_EXPORT CUresult cuGetProcAddress(const char *, void **, int, cuuint64_t);
+
+namespace {
+
+struct Proc {
+	const char *base;
+	int since;    // the version this ABI dates from
+	void *legacy; // the driver's function
+	void *ptsz;   // its per-thread form (nullptr: the same)
+};
+#define FN(f) reinterpret_cast<void *>(&f)
+const Proc procs[] = {
+	{"cuInit", 2000, FN(cuInit), nullptr},
+	{"cuDriverGetVersion", 2020, FN(cuDriverGetVersion), nullptr},
+	{"cuCtxGetStreamPriorityRange", 5050, FN(cuCtxGetStreamPriorityRange), nullptr},
+	{"cuStreamCreate", 2000, FN(cuStreamCreate), nullptr},
+	{"cuStreamCreateWithPriority", 5050, FN(cuStreamCreateWithPriority), nullptr},
+	{"cuStreamGetPriority", 5050, FN(cuStreamGetPriority), FN(cuStreamGetPriority_ptsz)},
+	{"cuStreamDestroy", 4000, FN(cuStreamDestroy_v2), nullptr},
+	{"cuStreamQuery", 2000, FN(cuStreamQuery), FN(cuStreamQuery_ptsz)},
+	{"cuStreamSynchronize", 2000, FN(cuStreamSynchronize), FN(cuStreamSynchronize_ptsz)},
+	{"cuCtxSynchronize", 2000, FN(cuCtxSynchronize), nullptr},
+	{"cuEventSynchronize", 2000, FN(cuEventSynchronize), nullptr},
+	{"cuLaunchKernel", 4000, FN(cuLaunchKernel), FN(cuLaunchKernel_ptsz)},
+	{"cuLaunchKernelEx", 11060, FN(cuLaunchKernelEx), FN(cuLaunchKernelEx_ptsz)},
+	{"cuGraphLaunch", 10000, FN(cuGraphLaunch), FN(cuGraphLaunch_ptsz)},
+	{"cuMemcpyHtoDAsync", 3020, FN(cuMemcpyHtoDAsync_v2), FN(cuMemcpyHtoDAsync_v2_ptsz)},
+	{"cuMemcpyDtoH", 3020, FN(cuMemcpyDtoH_v2), FN(cuMemcpyDtoH_v2_ptds)},
+};
+#undef FN
+
+// As the driver answers: the newest form of @symbol at @version, the
+// per-thread one with CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM.
+CUresult get_proc(const char *symbol, void **pfn, int version, cuuint64_t flags,
+		  CUdriverProcAddressQueryResult *status, const char *form)
+{
+	log(std::string(form) + " symbol=" + symbol + " version=" + std::to_string(version) +
+	    " flags=" + std::to_string(flags));
+	*pfn = nullptr;
+	bool known = false;
+	for (const Proc &p : procs) {
+		if (std::strcmp(p.base, symbol))
+			continue;
+		known = true;
+		if (version < p.since)
+			continue;
+		const bool ptds = flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
+		*pfn = ptds && p.ptsz ? p.ptsz : p.legacy;
+		break;
+	}
+	// cuGetProcAddress itself: the 4-argument form before CUDA 12.
+	if (!std::strcmp(symbol, "cuGetProcAddress") && version >= 11030) {
+		known = true;
+		*pfn = version >= 12000 ? reinterpret_cast<void *>(&cuGetProcAddress_v2)
+					: reinterpret_cast<void *>(&cuGetProcAddress);
+	}
+	if (status)
+		*status = *pfn ? CU_GET_PROC_ADDRESS_SUCCESS
+			       : known ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
+				       : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+	return *pfn ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+}
+
+} // namespace
+
+FAKE_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version,
+					 cuuint64_t flags, CUdriverProcAddressQueryResult *status)
+{
+	return get_proc(symbol, pfn, version, flags, status, "cuGetProcAddress_v2");
+}
+FAKE_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int version,
+				      cuuint64_t flags)
+{
+	return get_proc(symbol, pfn, version, flags, nullptr, "cuGetProcAddress");
+}

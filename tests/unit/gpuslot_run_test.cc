@@ -1,0 +1,425 @@
+// SPDX-License-Identifier: GPL-2.0
+// gpuslot-run and its interposer against the CUDA driver double
+// (fake_libcuda.cc) and gpuslotd's lock server on the socket transport:
+// programs that know nothing of gpuslot (run_probe.cc), spawned, never
+// forked (this process runs the server's thread).
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <linux/gpuslot.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "lock_file.hpp"
+#include "lock_server.hpp"
+
+extern char **environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Child {
+	pid_t pid = -1;
+	int in = -1;  // its stdin
+	int out = -1; // its stdout
+};
+
+struct Exit {
+	int status = -1; // exit code, or -1 if it timed out (then killed)
+	std::string out;
+};
+
+class GpuslotRun : public testing::Test {
+protected:
+	void SetUp() override
+	{
+		char tmpl[] = "/tmp/gpuslot-run-XXXXXX";
+		ASSERT_NE(mkdtemp(tmpl), nullptr);
+		dir_ = tmpl;
+		log_ = dir_ / "cuda.log";
+		gpuslot::LockServerOptions o;
+		o.socket_dir = dir_;
+		o.nr_domains = 1;
+		server_ = std::make_unique<gpuslot::LockServer>(o);
+		std::string error;
+		ASSERT_EQ(server_->start(&error), 0) << error;
+		thread_ = std::thread([this] {
+			std::string e;
+			server_->run(&e);
+		});
+	}
+	void TearDown() override
+	{
+		for (pid_t p : children_)
+			if (kill(p, SIGKILL) == 0)
+				waitpid(p, nullptr, 0);
+		server_->stop();
+		thread_.join();
+		server_.reset();
+		fs::remove_all(dir_);
+	}
+
+	// k whole-GPU slots at these priorities.
+	void layout(std::vector<unsigned int> priorities)
+	{
+		gpuslot_layout l{};
+		l.size = sizeof(l);
+		l.k = unsigned(priorities.size());
+		for (size_t s = 0; s < priorities.size(); s++)
+			l.priority[s] = priorities[s];
+		ASSERT_EQ(server_->set_layout(0, &l, nullptr), 0);
+	}
+
+	// The environment of a program of the test: the lock on dir_'s
+	// socket, the driver double, the sanitizer's runtime preloaded first
+	// (gpuslot-run adds the interposer after it).
+	std::vector<std::string> environment(bool lock_probe)
+	{
+		std::vector<std::string> env;
+		for (char **e = environ; *e; e++)
+			if (std::strncmp(*e, "LD_PRELOAD=", 11) &&
+			    std::strncmp(*e, "LD_LIBRARY_PATH=", 16) &&
+			    std::strncmp(*e, "GPUSLOT_", 8) && std::strncmp(*e, "FAKE_CUDA_", 10))
+				env.push_back(*e);
+		env.push_back("GPUSLOT_TRANSPORT=socket");
+		env.push_back("GPUSLOT_SOCKET_DIR=" + dir_.string());
+		env.push_back("GPUSLOT_RUN_LIBRARY=" GPUSLOT_RUN_INTERPOSER);
+		env.push_back("LD_LIBRARY_PATH=" FAKE_CUDA_DIR);
+		env.push_back("FAKE_CUDA_LOG=" + log_.string());
+		env.push_back("FAKE_CUDA_KERNEL_US=1000");
+		if (lock_probe)
+			env.push_back("FAKE_CUDA_LOCK_DIR=" + dir_.string());
+		if (*GPUSLOT_ASAN_RUNTIME)
+			env.push_back("LD_PRELOAD=" GPUSLOT_ASAN_RUNTIME);
+		return env;
+	}
+
+	Child spawn(const std::vector<std::string> &args, bool lock_probe = false)
+	{
+		int in[2], out[2];
+		EXPECT_EQ(pipe2(in, O_CLOEXEC), 0);
+		EXPECT_EQ(pipe2(out, O_CLOEXEC), 0);
+		posix_spawn_file_actions_t fa;
+		posix_spawn_file_actions_init(&fa);
+		posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+		posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+		std::vector<char *> argv, envp;
+		for (auto &a : args)
+			argv.push_back(const_cast<char *>(a.c_str()));
+		argv.push_back(nullptr);
+		const auto env = environment(lock_probe);
+		for (auto &e : env)
+			envp.push_back(const_cast<char *>(e.c_str()));
+		envp.push_back(nullptr);
+		Child c;
+		EXPECT_EQ(posix_spawn(&c.pid, argv[0], &fa, nullptr, argv.data(), envp.data()), 0)
+			<< args[0];
+		posix_spawn_file_actions_destroy(&fa);
+		close(in[0]);
+		close(out[1]);
+		c.in = in[1];
+		c.out = out[0];
+		children_.push_back(c.pid);
+		return c;
+	}
+
+	// A line of @c's stdout, within 30 s ("" at EOF or timeout).
+	static std::string line(const Child &c)
+	{
+		std::string s;
+		char ch;
+		while (true) {
+			pollfd p{c.out, POLLIN, 0};
+			if (poll(&p, 1, 30000) != 1 || read(c.out, &ch, 1) != 1 || ch == '\n')
+				return s;
+			s += ch;
+		}
+	}
+
+	// @c's exit and the rest of its stdout; killed after 60 s.
+	Exit finish(Child &c)
+	{
+		close(c.in);
+		Exit e;
+		const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+		char buf[4096];
+		while (true) {
+			pollfd p{c.out, POLLIN, 0};
+			const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+				deadline - std::chrono::steady_clock::now());
+			const int ready = left.count() > 0 ? poll(&p, 1, int(left.count())) : 0;
+			if (ready < 0 && errno == EINTR)
+				continue;
+			if (ready != 1) {
+				ADD_FAILURE() << "no exit within 60 s: killed";
+				kill(c.pid, SIGKILL);
+				break;
+			}
+			const ssize_t n = read(c.out, buf, sizeof(buf));
+			if (n <= 0)
+				break;
+			e.out.append(buf, size_t(n));
+		}
+		close(c.out);
+		int status = 0;
+		const pid_t waited = waitpid(c.pid, &status, 0);
+		if (waited != c.pid)
+			e.out += "waitpid: " + std::string(std::strerror(errno));
+		std::erase(children_, c.pid);
+		e.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+		if (WIFSIGNALED(status))
+			e.out += "killed by signal " + std::to_string(WTERMSIG(status));
+		return e;
+	}
+
+	Exit run(const std::vector<std::string> &args, bool lock_probe = false)
+	{
+		Child c = spawn(args, lock_probe);
+		return finish(c);
+	}
+
+	// What the lock says: a TRY of a new connection (0: it was free).
+	int try_acquire()
+	{
+		std::unique_ptr<gpuslot::LockFile> f;
+		std::string error;
+		EXPECT_EQ(gpuslot::open_lock_file(gpuslot::Transport::socket, dir_, 0, &f, &error), 0)
+			<< error;
+		gpuslot_acquire a{};
+		a.size = sizeof(a);
+		a.flags = GPUSLOT_ACQUIRE_TRY;
+		return f->call(GPUSLOT_IOC_ACQUIRE, &a);
+	}
+
+	std::vector<std::string> log_lines()
+	{
+		std::ifstream in(log_);
+		std::vector<std::string> lines;
+		for (std::string l; std::getline(in, l);)
+			lines.push_back(l);
+		return lines;
+	}
+
+	fs::path dir_, log_;
+	std::unique_ptr<gpuslot::LockServer> server_;
+	std::thread thread_;
+	std::vector<pid_t> children_;
+};
+
+const std::string kRun = GPUSLOT_RUN_BIN;
+const std::string kLinked = RUN_PROBE_LINKED;
+const std::string kDl = RUN_PROBE_DL;
+
+std::vector<std::string> lines_of(const std::string &text, const std::string &prefix)
+{
+	std::vector<std::string> out;
+	std::istringstream in(text);
+	for (std::string l; std::getline(in, l);)
+		if (l.rfind(prefix, 0) == 0)
+			out.push_back(l);
+	return out;
+}
+
+// A program reaching the driver as cudart does, through each form of
+// cuGetProcAddress, each version and each stream flag the CUDA 12 and 13
+// runtimes pass, under --per-sync on a domain of k = 1: every stream it
+// made has the slot's priority, every launch went to the driver's entry
+// point of the asked-for default-stream semantics while the lock was held,
+// and each synchronization gave the slot back.
+TEST_F(GpuslotRun, GetProcAddressEveryFormVersionAndFlag)
+{
+	layout({3});
+	// Without gpuslot-run: the program's own priorities, the lock free.
+	const Exit plain = run({kDl, "getproc"}, true);
+	ASSERT_EQ(plain.status, 0) << plain.out;
+	for (const std::string &l : lines_of(plain.out, "case "))
+		EXPECT_NE(l.find("priority=0 during=lock=free"), std::string::npos) << l;
+	fs::remove(log_);
+
+	const Exit e = run({kRun, "--slot", "0", "--per-sync", "--", kDl, "getproc"}, true);
+	ASSERT_EQ(e.status, 0) << e.out;
+	const auto cases = lines_of(e.out, "case ");
+	ASSERT_EQ(cases.size(), 11u) << e.out;
+	std::vector<bool> per_thread;
+	for (const std::string &l : cases) {
+		// CUDA priority least - 3 of the double's 0 .. -5.
+		EXPECT_NE(l.find("priority=-3 during=lock=busy after=lock=free"), std::string::npos)
+			<< l;
+		per_thread.push_back(l.find("flags=2 ") != std::string::npos);
+	}
+	std::vector<std::string> launches, syncs;
+	for (const std::string &l : log_lines()) {
+		if (l.find(" cuLaunchKernel") != std::string::npos)
+			launches.push_back(l);
+		if (l.find(" cuStreamSynchronize") != std::string::npos)
+			syncs.push_back(l);
+	}
+	ASSERT_EQ(launches.size(), cases.size());
+	ASSERT_EQ(syncs.size(), cases.size());
+	for (size_t i = 0; i < cases.size(); i++) {
+		const char *want = per_thread[i] ? " cuLaunchKernel_ptsz " : " cuLaunchKernel ";
+		EXPECT_NE(launches[i].find(want), std::string::npos) << cases[i] << "\n" << launches[i];
+		EXPECT_NE(launches[i].find("lock=busy"), std::string::npos) << launches[i];
+		EXPECT_EQ(syncs[i].find("_ptsz") != std::string::npos, bool(per_thread[i]))
+			<< cases[i] << "\n" << syncs[i];
+	}
+}
+
+// Streams the program creates get the slot's priority, clamped into the
+// device's range; the program's own request is replaced; with several
+// slots, the lowest of their priorities.
+TEST_F(GpuslotRun, StreamsGetTheSlotsPriorityClampedIntoTheRange)
+{
+	layout({15, 3});
+	Exit e = run({kLinked, "streams"});
+	ASSERT_EQ(e.status, 0) << e.out;
+	EXPECT_EQ(e.out, "streams 0 -1\n") << "the double without gpuslot-run";
+	e = run({kRun, "--slot", "1", "--", kLinked, "streams"});
+	ASSERT_EQ(e.status, 0) << e.out;
+	EXPECT_EQ(e.out, "streams -3 -3\n");
+	e = run({kRun, "--slot", "0", "--", kLinked, "streams"});
+	ASSERT_EQ(e.status, 0);
+	EXPECT_EQ(e.out, "streams -5 -5\n") << "15 levels, clamped to the 5 the GPU has";
+	e = run({kRun, "--slots", "0-1", "--", kDl, "streams"});
+	ASSERT_EQ(e.status, 0);
+	EXPECT_EQ(e.out, "streams -3 -3\n");
+}
+
+struct Interval {
+	uint64_t start, end;
+};
+
+// Each process's jobs in the double's log: from a command with no job
+// open to the synchronization that returned after it.
+std::map<pid_t, std::vector<Interval>> jobs_of(const std::vector<std::string> &lines)
+{
+	std::map<pid_t, std::vector<Interval>> jobs;
+	std::map<pid_t, uint64_t> open;
+	for (const std::string &l : lines) {
+		std::istringstream in(l);
+		pid_t pid;
+		uint64_t t;
+		std::string what;
+		in >> pid >> t >> what;
+		const bool command = what.rfind("cuLaunch", 0) == 0 || what == "cuMemcpyDtoH_v2";
+		const bool sync = what.rfind("cuStreamSynchronize", 0) == 0 ||
+				  what == "cuCtxSynchronize" || what == "cuMemcpyDtoH_v2:done";
+		if (command && !open.count(pid))
+			open[pid] = t;
+		if (sync && open.count(pid)) {
+			jobs[pid].push_back({open[pid], t});
+			open.erase(pid);
+		}
+	}
+	return jobs;
+}
+
+// The most jobs of different processes open at one instant.
+unsigned int most_at_once(const std::map<pid_t, std::vector<Interval>> &jobs)
+{
+	std::vector<std::pair<uint64_t, int>> edges;
+	for (auto &[pid, list] : jobs)
+		for (const Interval &j : list) {
+			edges.push_back({j.start, +1});
+			edges.push_back({j.end, -1});
+		}
+	std::sort(edges.begin(), edges.end()); // an end before a start at one instant
+	int now = 0, most = 0;
+	for (auto &[t, d] : edges)
+		most = std::max(most, now += d);
+	return unsigned(most);
+}
+
+// --per-sync: programs that know nothing of the lock never have more than
+// k jobs on the GPU at once (k = 1 with two, k = 2 with three), and each
+// gets all its jobs done.
+TEST_F(GpuslotRun, PerSyncNeverMoreThanKJobsAtOnce)
+{
+	for (unsigned int k : {1u, 2u}) {
+		SCOPED_TRACE("k = " + std::to_string(k));
+		layout(std::vector<unsigned int>(k, 0));
+		fs::remove(log_);
+		std::vector<Child> children;
+		for (unsigned int i = 0; i <= k; i++)
+			children.push_back(spawn({kRun, "--slots", k == 1 ? "0" : "0,1", "--per-sync",
+						  "--", i % 2 ? kDl : kLinked, "jobs", "12"}));
+		for (Child &c : children) {
+			const Exit e = finish(c);
+			EXPECT_EQ(e.status, 0);
+			EXPECT_EQ(e.out, "jobs 12\n");
+		}
+		const auto jobs = jobs_of(log_lines());
+		ASSERT_EQ(jobs.size(), k + 1);
+		for (auto &[pid, list] : jobs)
+			EXPECT_EQ(list.size(), 13u) << "12 jobs and a blocking copy of pid " << pid;
+		EXPECT_LE(most_at_once(jobs), k);
+		EXPECT_EQ(try_acquire(), 0) << "every slot given back";
+	}
+}
+
+// --hold: the slot is taken before the program's first GPU call, kept
+// across its synchronizations, and freed when it is killed, or exits.
+TEST_F(GpuslotRun, HoldKeepsTheSlotFromStartToExit)
+{
+	layout({0});
+	Child c = spawn({kRun, "--slot", "0", "--hold", "--", kLinked, "hold"});
+	ASSERT_EQ(line(c), "started");
+	EXPECT_EQ(try_acquire(), EAGAIN) << "held before the first CUDA call";
+	ASSERT_EQ(write(c.in, "\n", 1), 1);
+	ASSERT_EQ(line(c), "jobs 1");
+	ASSERT_EQ(line(c), "worked");
+	EXPECT_EQ(try_acquire(), EAGAIN) << "held after a synchronization";
+	ASSERT_EQ(kill(c.pid, SIGKILL), 0);
+	const Exit killed = finish(c);
+	EXPECT_EQ(killed.status, -1);
+	int got = EAGAIN;
+	for (int i = 0; i < 500 && got == EAGAIN; i++) {
+		got = try_acquire();
+		if (got == EAGAIN)
+			usleep(10000);
+	}
+	EXPECT_EQ(got, 0) << "a killed holder's slot is freed";
+
+	c = spawn({kRun, "--slot", "0", "--hold", "--", kDl, "hold"});
+	ASSERT_EQ(line(c), "started");
+	EXPECT_EQ(try_acquire(), EAGAIN);
+	ASSERT_EQ(write(c.in, "\n\n", 2), 2);
+	const Exit done = finish(c);
+	EXPECT_EQ(done.status, 0);
+	EXPECT_EQ(try_acquire(), 0) << "an exited holder's slot is free at once";
+}
+
+// Bad input gets a clear error, and the program is not run.
+TEST_F(GpuslotRun, LauncherRejectsBadInput)
+{
+	layout({0, 0});
+	EXPECT_EQ(run({kRun, "--slot", "2", "--", kLinked, "streams"}).status, 125) << "k is 2";
+	EXPECT_EQ(run({kRun, "--slots", "1-0", "--", kLinked, "streams"}).status, 125);
+	EXPECT_EQ(run({kRun, "--", kLinked, "streams"}).status, 125) << "no slot";
+	EXPECT_EQ(run({kRun, "--slot", "0"}).status, 125) << "no program";
+	EXPECT_EQ(run({kRun, "--slot", "0", "--", "/nonexistent/program"}).status, 127);
+	EXPECT_FALSE(fs::exists(log_)) << "no program ran";
+	const Exit help = run({kRun, "--help"});
+	EXPECT_EQ(help.status, 0);
+	EXPECT_NE(help.out.find("usage: gpuslot-run"), std::string::npos);
+}
+
+} // namespace
