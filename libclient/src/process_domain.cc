@@ -336,9 +336,32 @@ int ProcessDomain::effective_mask(uint64_t allowed, uint64_t *mask, std::string 
 	return -EINVAL;
 }
 
+bool ProcessDomain::renumber(uint64_t generation)
+{
+	std::unique_lock<std::mutex> building(build_lock_, std::try_to_lock);
+	if (!building.owns_lock() || control_lost_)
+		return false;
+	SlotLayout layout;
+	std::string ignored;
+	// The layout of that very generation: one read later may be newer.
+	if (read_layout(&layout, &ignored) || layout.generation != generation)
+		return false;
+	std::lock_guard<std::mutex> hold(lock_);
+	return sets_->renumber(layout);
+}
+
 bool ProcessDomain::claim(Lane *l, unsigned int slot_index, uint64_t generation,
 			  gpuslot_slot *slot)
 {
+	bool newer;
+	{
+		std::lock_guard<std::mutex> hold(lock_);
+		newer = sets_->newer(generation);
+	}
+	// An unchanged layout at a new number (gpuslotd restarted; a hold
+	// taken back comes with the restart's generation) needs no streams.
+	if (newer && !renumber(generation))
+		return false;
 	std::lock_guard<std::mutex> hold(lock_);
 	StreamSets::Handout h;
 	// A grant from a newer layout than the streams', or of a slot they
@@ -570,7 +593,7 @@ int ProcessDomain::refresh(std::string *error)
 		return err;
 	{
 		std::lock_guard<std::mutex> hold(lock_);
-		if (!sets_->newer(layout.generation))
+		if (!sets_->newer(layout.generation) || sets_->renumber(layout))
 			return 0;
 	}
 	StreamSets::Generation g;

@@ -119,14 +119,17 @@ private:
 	int begin_acquire(uint64_t allowed, const void *owner, uint64_t *mask, Lane **lane,
 			  std::string *error);
 	// The grant of @slot_index in @generation on lane @index, if the
-	// current streams serve it: fills *slot, lane holding.
+	// current streams serve it: fills *slot, lane holding. A grant of a
+	// newer generation whose layout is the streams' (a restart of
+	// gpuslotd; a change undone) renumbers them (renumber()) and is served.
 	bool claim(Lane *lane, unsigned int slot_index, uint64_t generation, gpuslot_slot *slot);
+	// If the layout at @generation (newer than the streams') is the one
+	// the streams were built for, they take its number: true. Reads the
+	// layout, builds nothing (a hold may wait on it); false also where a
+	// build runs now.
+	bool renumber(uint64_t generation);
 	// A grant the streams cannot serve: give it back, rebuild if it came
-	// from a newer layout. (Streams are never built under a hold. A hold
-	// reclaimed after a restart of gpuslotd comes with the restart's newer
-	// generation and is given back too: only the lane that held it
-	// reclaims it, after its holder's RELEASE, so no job of this process
-	// still runs on the slot.)
+	// from a newer layout (streams are never built under a hold).
 	int regrant(Lane *lane, uint64_t generation, std::string *error);
 	// ACQUIRE_ASYNC with lane->allowed; the lane is pending after it.
 	int queue_async(Lane *lane, std::string *error);
