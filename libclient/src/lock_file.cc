@@ -132,9 +132,11 @@ bool known_command(unsigned long cmd)
 	return std::find(std::begin(known), std::end(known), cmd) != std::end(known);
 }
 
-// The calling thread's id, asked once per thread (it is a system call);
-// a forked child asks again (its one thread has an id of its own).
-thread_local int32_t cached_tid;
+} // namespace
+
+// Asked once per thread (it is a system call); a forked child asks again
+// (its one thread has an id of its own).
+static thread_local int32_t cached_tid;
 
 int32_t this_thread_id()
 {
@@ -144,6 +146,8 @@ int32_t this_thread_id()
 		cached_tid = int32_t(syscall(SYS_gettid));
 	return cached_tid;
 }
+
+namespace {
 
 // One connection to gpuslotd. Threads may share it as they share an open
 // file of the device: each request carries a sequence number that its
@@ -206,6 +210,24 @@ public:
 
 	int call(unsigned long cmd, void *arg) override
 	{
+		return call_for(this_thread_id(), cmd, arg);
+	}
+
+	bool gone() override
+	{
+		{
+			std::lock_guard<std::mutex> guard(lock_);
+			if (broken_)
+				return true;
+		}
+		// A peer that closed: hang-up (a grant's announcement is
+		// POLLIN only).
+		pollfd p{fd_, POLLRDHUP, 0};
+		return poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR));
+	}
+
+	int call_for(int32_t tid, unsigned long cmd, void *arg) override
+	{
 		// What the module's dispatcher refuses before it reads anything:
 		// a command it does not know (this library knows the uapi's),
 		// by its whole number, as the module matches it.
@@ -238,7 +260,7 @@ public:
 		std::memcpy(msg.data() + sizeof(gpuslot_wire), arg, std::min<uint32_t>(size, sent));
 		host_deadline(cmd, msg.data() + sizeof(gpuslot_wire), size);
 		std::vector<char> reply;
-		if (int err = exchange(_IOC_NR(cmd), &msg, &reply))
+		if (int err = exchange(_IOC_NR(cmd), &msg, &reply, tid))
 			return err;
 		gpuslot_wire h;
 		std::memcpy(&h, reply.data(), sizeof(h));
@@ -313,7 +335,8 @@ private:
 	// Send @msg (its header is filled in here) as command @cmd and wait
 	// for its reply: 0 with *reply (header and data; the command's own
 	// error in the header), or the errno of the connection.
-	int exchange(uint32_t cmd, std::vector<char> *msg, std::vector<char> *reply)
+	int exchange(uint32_t cmd, std::vector<char> *msg, std::vector<char> *reply,
+		     int32_t tid = this_thread_id())
 	{
 		std::unique_lock<std::mutex> guard(lock_);
 		if (broken_)
@@ -323,7 +346,7 @@ private:
 		h.magic = GPUSLOT_WIRE_MAGIC;
 		h.cmd = cmd;
 		h.size = uint32_t(msg->size() - sizeof(h));
-		h.tid = this_thread_id();
+		h.tid = tid;
 		h.seq = seq;
 		std::memcpy(msg->data(), &h, sizeof(h));
 		if (send(fd_, msg->data(), msg->size(), MSG_NOSIGNAL) < 0)

@@ -21,6 +21,14 @@ public:
 	// GPUSLOT_IOC_* on @arg, as ioctl(2) does it: 0 or a positive errno.
 	// GET_LAYOUT/SET_LAYOUT's partitions go through their pointer.
 	virtual int call(unsigned long cmd, void *arg) = 0;
+	// call() for thread @tid of this process (the socket's boost goes to
+	// the thread a request names): a hold taken back after a restart of
+	// gpuslotd is its holder's, whichever thread takes it back. The
+	// device boosts the caller: call().
+	virtual int call_for(int32_t /*tid*/, unsigned long cmd, void *arg) { return call(cmd, arg); }
+	// The connection ended (gpuslotd went away; its holds are kept for a
+	// while, for their holders to take back). Never on the device.
+	virtual bool gone() { return false; }
 	// The attached domain's attribute @name with its file's text (on the
 	// device: /sys/class/gpuslot/gpu<N>/<name>, debug/<t> in
 	// /sys/kernel/debug/gpuslot/gpu<N>/<t>, fdinfo the gpuslot- lines of
@@ -40,6 +48,9 @@ public:
 int open_lock_file(Transport transport, const std::string &where, unsigned int domain,
 		   std::unique_ptr<LockFile> *out, std::string *error,
 		   const std::string &sysfs_root = "/sys/class/gpuslot");
+
+// The calling thread's id (gettid()), which a socket request names.
+int32_t this_thread_id();
 
 // @name is an attribute path: one or two words of [A-Za-z0-9_] joined by
 // a '/' ("k", "slot3/units", "debug/holders"), nothing that leaves the

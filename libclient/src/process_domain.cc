@@ -207,6 +207,10 @@ int ProcessDomain::take_lane(const void *owner, Lane **out, std::string *error)
 			lane.state = LaneState::busy;
 			lane.owner = owner;
 			lane.serial++;
+			// gpuslotd restarted since its last use: a new connection
+			// now, rather than a call that fails ECONNRESET.
+			if (!lane.lost && lane.file->gone())
+				lane.lost = true;
 			if (!lane.lost) {
 				*out = &lane;
 				return 0;
@@ -264,9 +268,21 @@ int ProcessDomain::connection_lost(Lane *lane, const char *what, std::string *er
 
 int ProcessDomain::reconnect(std::string *error)
 {
-	if (!control_lost_)
-		return 0;
+	if (!control_lost_) {
+		// A restart of gpuslotd that no call met yet hung the control
+		// file up. (Not while a build runs: that one learns it itself.)
+		std::unique_lock<std::mutex> building(build_lock_, std::try_to_lock);
+		if (!building.owns_lock() || !control_->gone())
+			return 0;
+		control_lost_ = true;
+		return reconnect_locked(error);
+	}
 	std::lock_guard<std::mutex> building(build_lock_);
+	return reconnect_locked(error);
+}
+
+int ProcessDomain::reconnect_locked(std::string *error)
+{
 	if (!control_lost_)
 		return 0;
 	std::unique_ptr<LockFile> file;
@@ -295,7 +311,12 @@ int ProcessDomain::lane_of(const gpuslot_slot *slot, LaneState from, Lane **out,
 {
 	const uint64_t h = slot->handle;
 	const unsigned int i = unsigned(h >> 32) - 1;
-	std::lock_guard<std::mutex> hold(lock_);
+	std::unique_lock<std::mutex> hold(lock_);
+	// A hold another thread takes back from a restarted gpuslotd is this
+	// caller's again once it has.
+	reclaimed_.wait(hold, [&] {
+		return !h || i >= lanes_.size() || lanes_[i].state != LaneState::reclaiming;
+	});
 	if (!h || i >= lanes_.size() || lanes_[i].serial != uint32_t(h) ||
 	    lanes_[i].state != from) {
 		*error = from == LaneState::holding
@@ -336,9 +357,32 @@ int ProcessDomain::effective_mask(uint64_t allowed, uint64_t *mask, std::string 
 	return -EINVAL;
 }
 
+bool ProcessDomain::renumber(uint64_t generation)
+{
+	std::unique_lock<std::mutex> building(build_lock_, std::try_to_lock);
+	if (!building.owns_lock() || control_lost_)
+		return false;
+	SlotLayout layout;
+	std::string ignored;
+	// The layout of that very generation: one read later may be newer.
+	if (read_layout(&layout, &ignored) || layout.generation != generation)
+		return false;
+	std::lock_guard<std::mutex> hold(lock_);
+	return sets_->renumber(layout);
+}
+
 bool ProcessDomain::claim(Lane *l, unsigned int slot_index, uint64_t generation,
 			  gpuslot_slot *slot)
 {
+	bool newer;
+	{
+		std::lock_guard<std::mutex> hold(lock_);
+		newer = sets_->newer(generation);
+	}
+	// An unchanged layout at a new number (gpuslotd restarted; a hold
+	// taken back comes with the restart's generation) needs no streams.
+	if (newer && !renumber(generation))
+		return false;
 	std::lock_guard<std::mutex> hold(lock_);
 	StreamSets::Handout h;
 	// A grant from a newer layout than the streams', or of a slot they
@@ -348,6 +392,8 @@ bool ProcessDomain::claim(Lane *l, unsigned int slot_index, uint64_t generation,
 	l->state = LaneState::holding;
 	l->generation = h.generation;
 	l->stream = h.stream;
+	l->slot_index = slot_index;
+	l->holder_tid = this_thread_id();
 	slot->index = slot_index;
 	slot->units = h.units;
 	slot->priority = h.priority;
@@ -382,9 +428,64 @@ int ProcessDomain::regrant(Lane *lane, uint64_t generation, std::string *error)
 	return 0;
 }
 
+void ProcessDomain::keep_holds()
+{
+	if (config_.transport != Transport::socket)
+		return;
+	std::vector<Lane *> ended;
+	{
+		std::lock_guard<std::mutex> hold(lock_);
+		for (Lane &l : lanes_)
+			if (l.state == LaneState::holding && !l.lost && l.file->gone()) {
+				l.state = LaneState::reclaiming;
+				ended.push_back(&l);
+			}
+	}
+	if (ended.empty())
+		return;
+	for (Lane *l : ended) {
+		// A hold not taken back is the lane's holder's to learn, at
+		// its release.
+		std::string ignored;
+		keep_hold(l, &ignored);
+		std::lock_guard<std::mutex> hold(lock_);
+		l->state = LaneState::holding;
+	}
+	reclaimed_.notify_all();
+}
+
+int ProcessDomain::keep_hold(Lane *lane, std::string *error)
+{
+	std::unique_ptr<LockFile> file;
+	if (int err = open_lane_file(lane->token, &file, error)) {
+		lane->lost = true;
+		return err;
+	}
+	// Its slot only, at once: the new gpuslotd grants it from the hold it
+	// kept for this token, or (the grace period over) if it is free.
+	// The boost is the holder thread's, as before the restart.
+	gpuslot_acquire a{};
+	a.size = sizeof(a);
+	a.flags = GPUSLOT_ACQUIRE_TRY;
+	a.allowed_mask = 1ULL << lane->slot_index;
+	const int err = file->call_for(lane->holder_tid, GPUSLOT_IOC_ACQUIRE, &a);
+	lane->file = std::move(file);
+	if (err) {
+		lane->lost = true;
+		*error = err == EAGAIN ? "the restarted gpuslotd did not keep the hold (its grace "
+					 "period ended, or the layout changed)"
+				       : acquire_message(err);
+		return -err;
+	}
+	// The lane holds on its new connection: its stream and generation are
+	// the hold's as before; an acquire renumbers or rebuilds the streams.
+	return 0;
+}
+
 int ProcessDomain::begin_acquire(uint64_t allowed, const void *owner, uint64_t *mask, Lane **lane,
 				 std::string *error)
 {
+	keep_holds();
 	if (int err = reconnect(error))
 		return err;
 	if (int err = effective_mask(allowed, mask, error))
@@ -446,7 +547,19 @@ int ProcessDomain::release(gpuslot_slot *slot, uint32_t flags, std::string *erro
 			ret = err;
 		}
 	}
-	if (int err = file_release(*lane->file)) {
+	// gpuslotd restarted under the hold: take it back first (it kept it
+	// for this lane), so that the release hands the slot to the next
+	// waiter now, not at the end of the grace period.
+	keep_holds();
+	std::string why;
+	if (!lane->lost && lane->file->gone() && keep_hold(lane, &why)) {
+		connection_lost(lane, "RELEASE", error);
+		*error += " (" + why + ")";
+		ret = -ECONNRESET;
+	} else if (lane->lost) {
+		ret = connection_lost(lane, "RELEASE", error);
+		*error += " (the restarted gpuslotd did not keep the hold)";
+	} else if (int err = file_release(*lane->file)) {
 		if (err == ECONNRESET) {
 			ret = connection_lost(lane, "RELEASE", error);
 		} else {
@@ -562,6 +675,7 @@ int ProcessDomain::cancel(gpuslot_slot *slot, std::string *error)
 
 int ProcessDomain::refresh(std::string *error)
 {
+	keep_holds();
 	if (int err = reconnect(error))
 		return err;
 	std::lock_guard<std::mutex> building(build_lock_);
@@ -570,7 +684,7 @@ int ProcessDomain::refresh(std::string *error)
 		return err;
 	{
 		std::lock_guard<std::mutex> hold(lock_);
-		if (!sets_->newer(layout.generation))
+		if (!sets_->newer(layout.generation) || sets_->renumber(layout))
 			return 0;
 	}
 	StreamSets::Generation g;
@@ -632,10 +746,11 @@ void ProcessDomain::drop_owner(const void *owner)
 		LaneState state;
 		Lane *lane;
 		{
-			std::lock_guard<std::mutex> hold(lock_);
+			std::unique_lock<std::mutex> hold(lock_);
 			if (i >= lanes_.size())
 				return;
 			lane = &lanes_[i];
+			reclaimed_.wait(hold, [&] { return lane->state != LaneState::reclaiming; });
 			if (lane->owner != owner || (lane->state != LaneState::holding &&
 						     lane->state != LaneState::pending))
 				continue;

@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -73,7 +74,9 @@ public:
 	void drop_owner(const void *owner);
 
 private:
-	enum class LaneState { idle, pending, holding, busy };
+	// reclaiming: holding, its hold being taken back from a restarted
+	// gpuslotd by another thread (keep_holds()); lane_of() waits.
+	enum class LaneState { idle, pending, holding, busy, reclaiming };
 	struct Lane {
 		std::unique_ptr<LockFile> file;
 		unsigned int index = 0;
@@ -83,7 +86,11 @@ private:
 		uint64_t generation = 0; // of the stream handed out
 		void *stream = nullptr;
 		uint64_t allowed = 0; // of a pending acquire, to queue it again
-		bool lost = false;    // its connection died with gpuslotd
+		// Its connection died with gpuslotd (and, holding, its hold
+		// could not be taken back).
+		bool lost = false;
+		unsigned int slot_index = 0; // of the hold
+		int32_t holder_tid = 0;	     // the thread the hold was granted to
 		// Random, sent on each of its connections: after a restart of
 		// gpuslotd only this lane reclaims the hold it left, not
 		// another client of this process (GPUSLOT_WIRE_CLIENT_TOKEN).
@@ -119,15 +126,30 @@ private:
 	int begin_acquire(uint64_t allowed, const void *owner, uint64_t *mask, Lane **lane,
 			  std::string *error);
 	// The grant of @slot_index in @generation on lane @index, if the
-	// current streams serve it: fills *slot, lane holding.
+	// current streams serve it: fills *slot, lane holding. A grant of a
+	// newer generation whose layout is the streams' (a restart of
+	// gpuslotd; a change undone) renumbers them (renumber()) and is served.
 	bool claim(Lane *lane, unsigned int slot_index, uint64_t generation, gpuslot_slot *slot);
+	// If the layout at @generation (newer than the streams') is the one
+	// the streams were built for, they take its number: true. Reads the
+	// layout, builds nothing (a hold may wait on it); false also where a
+	// build runs now.
+	bool renumber(uint64_t generation);
 	// A grant the streams cannot serve: give it back, rebuild if it came
-	// from a newer layout. (Streams are never built under a hold. A hold
-	// reclaimed after a restart of gpuslotd comes with the restart's newer
-	// generation and is given back too: only the lane that held it
-	// reclaims it, after its holder's RELEASE, so no job of this process
-	// still runs on the slot.)
+	// from a newer layout (streams are never built under a hold).
 	int regrant(Lane *lane, uint64_t generation, std::string *error);
+	// gpuslotd restarted under holds of this process: every holding lane
+	// whose connection ended takes its hold back (keep_hold()), so that
+	// no one else is granted the slot after the grace period in which
+	// gpuslotd keeps it. Called at each acquire, release and refresh.
+	void keep_holds();
+	// Lane @lane (holding, its connection ended; the caller's) connects
+	// again with its token and asks for its slot, which the new gpuslotd
+	// kept for it: 0 (the lane holds it on the new connection, its stream
+	// and generation unchanged), or -errno with the lane lost.
+	int keep_hold(Lane *lane, std::string *error);
+	// Under build_lock_: reconnect() with that lock held.
+	int reconnect_locked(std::string *error);
 	// ACQUIRE_ASYNC with lane->allowed; the lane is pending after it.
 	int queue_async(Lane *lane, std::string *error);
 	static int file_release(LockFile &file);
@@ -145,6 +167,8 @@ private:
 	std::mutex lock_;
 	std::deque<Lane> lanes_; // stable addresses; never shrinks
 	std::vector<unsigned int> free_lanes_;
+	// A lane left state reclaiming.
+	std::condition_variable reclaimed_;
 	std::unique_ptr<StreamSets> sets_;
 };
 

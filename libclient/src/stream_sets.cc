@@ -16,6 +16,20 @@ unsigned int slot_units(const SlotLayout &l, unsigned int slot)
 	return n;
 }
 
+bool same_layout(const SlotLayout &a, const SlotLayout &b)
+{
+	if (a.k != b.k || a.unit_kind != b.unit_kind || a.nr_units != b.nr_units ||
+	    a.unit_size != b.unit_size || a.pci_bus_id != b.pci_bus_id)
+		return false;
+	for (unsigned int slot = 0; slot < a.k; slot++) {
+		const auto &ma = slot < a.masks.size() ? a.masks[slot] : std::vector<uint32_t>{};
+		const auto &mb = slot < b.masks.size() ? b.masks[slot] : std::vector<uint32_t>{};
+		if (ma != mb || a.priority(slot) != b.priority(slot))
+			return false;
+	}
+	return true;
+}
+
 StreamSets::~StreamSets()
 {
 	for (auto &g : gens_)
@@ -42,6 +56,7 @@ int StreamSets::build(const SlotLayout &layout, Generation *g, std::string *erro
 		}
 	}
 	g->layout = layout;
+	g->built_for = layout.generation;
 	if (int err = backend_.build(layout, slots, &g->set, error)) {
 		if (need)
 			budget_.unreserve(need);
@@ -68,9 +83,23 @@ void StreamSets::install(Generation &&g)
 	gens_.push_back(std::move(g));
 }
 
+bool StreamSets::renumber(const SlotLayout &layout)
+{
+	if (gens_.empty())
+		return false;
+	SlotLayout &current = gens_.back().layout;
+	if (!newer(layout.generation))
+		return current.generation == layout.generation;
+	if (!same_layout(current, layout))
+		return false;
+	current.generation = layout.generation;
+	gens_.back().set.generation = layout.generation;
+	return true;
+}
+
 int StreamSets::update(const SlotLayout &layout, std::string *error)
 {
-	if (!newer(layout.generation))
+	if (!newer(layout.generation) || renumber(layout))
 		return 0;
 	Generation g;
 	if (int err = build(layout, &g, error))
@@ -120,7 +149,7 @@ bool StreamSets::hand_out(unsigned int slot, Handout *out)
 void StreamSets::hold_ended(uint64_t generation)
 {
 	for (auto &g : gens_)
-		if (g.layout.generation == generation && g.holds) {
+		if (g.built_for <= generation && generation <= g.layout.generation && g.holds) {
 			g.holds--;
 			return;
 		}

@@ -8,6 +8,12 @@
 // created and returned when streams go: past the budget the firmware
 // time-slices every queue on the GPU.
 //
+// A layout may come back at a newer generation unchanged (gpuslotd
+// restarted and planned the same partitions; a change was undone): the
+// current set then takes the new number and builds nothing, so a hold
+// that spans the change keeps its stream and nothing is rebuilt that was
+// not changed.
+//
 // Building is split from installing, so that the slow part (creating
 // streams) runs without the lock that holders take: build() needs only
 // that builds are serialised; every other call needs the caller's lock.
@@ -43,7 +49,10 @@ public:
 	~StreamSets();
 
 	struct Generation {
-		SlotLayout layout;
+		SlotLayout layout; // its generation the set's newest number
+		// The generation the set was built for; it served every
+		// generation from there to layout.generation (renumber()).
+		uint64_t built_for = 0;
 		StreamSet set;
 		unsigned int holds = 0;	  // holds not ended
 		unsigned int reserved = 0; // queues reserved for it, runtime's too
@@ -60,7 +69,14 @@ public:
 	// Make @g current (it must be newer); the old current set keeps the
 	// streams it handed out.
 	void install(Generation &&g);
-	// build() and install(): 1 built, 0 current already, or -errno.
+	// If @layout is the current set's layout (everything but the
+	// generation: k, units, partitions, priorities, the GPU) at a newer
+	// generation, the current set takes that number: nothing is built, and
+	// holds and streams handed out under the old number stay as they are.
+	// True if the current set serves @layout's generation now.
+	bool renumber(const SlotLayout &layout);
+	// build() and install() unless renumber() does: 1 built, 0 current
+	// already (or renumbered), or -errno.
 	int update(const SlotLayout &layout, std::string *error);
 
 	// The current set and its layout; nullptr before the first update().
@@ -80,7 +96,9 @@ public:
 	void hold_ended(uint64_t generation);
 
 	// Destroy the sets of generations <= @generation, except the current
-	// one: 0, or -EBUSY (nothing changed) if one of them is still held.
+	// one: 0, or -EBUSY (nothing changed) if one of them is still held. A
+	// renumbered set goes once its newest number is retired: its streams
+	// may have been handed out under that one too.
 	int retire(uint64_t generation);
 
 	unsigned int reserved() const { return reserved_; }
@@ -100,6 +118,10 @@ private:
 	bool runtime_reserved_ = false;
 	uint64_t builds_ = 0;
 };
+
+// @a and @b describe the same streams: equal in everything but their
+// generations.
+bool same_layout(const SlotLayout &a, const SlotLayout &b);
 
 // The units of slot @slot's partition in @layout.
 unsigned int slot_units(const SlotLayout &layout, unsigned int slot);

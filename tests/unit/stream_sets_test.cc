@@ -2,7 +2,8 @@
 // StreamSets over a test double of a backend and of the queue budget: queues
 // are reserved before any stream exists, the runtime's once; a new layout
 // keeps the streams handed out and drops the rest; retiring waits for the
-// holds; a refused reservation or a failed build changes nothing.
+// holds; the same layout at a newer generation is renumbered, not built; a
+// refused reservation or a failed build changes nothing.
 #include <gtest/gtest.h>
 
 #include <cerrno>
@@ -124,7 +125,9 @@ TEST_F(StreamSets, HandedOutStreamsLiveUntilRetiredAndHoldsBlockRetiring)
 	EXPECT_EQ(h.units, 1u);
 	EXPECT_FALSE(sets.hand_out(2, &h)) << "no slot 2 at k = 2";
 	calls.clear();
-	ASSERT_EQ(sets.update(layout(2, 2), &error), 1);
+	gpuslot::SlotLayout two = layout(2, 2);
+	two.masks[1] = {0x4}; // slot 1 moved: a new layout
+	ASSERT_EQ(sets.update(two, &error), 1);
 	EXPECT_EQ(calls, (std::vector<std::string>{"reserve 2", "build 2", "destroy 16",
 						   "unreserve 1"}));
 	EXPECT_EQ(sets.live_sets(), 2u);
@@ -137,6 +140,44 @@ TEST_F(StreamSets, HandedOutStreamsLiveUntilRetiredAndHoldsBlockRetiring)
 	EXPECT_EQ(sets.retire(2), 0) << "the current set is never retired";
 	EXPECT_EQ(sets.live_sets(), 1u);
 	EXPECT_EQ(budget.used, 5u);
+}
+
+// A newer generation of the same layout (gpuslotd restarted; a change
+// undone) is no new layout: the current set takes its number, nothing is
+// built or destroyed, and a hold under either number ends. A changed
+// priority is a change. A renumbered set goes with its newest number.
+TEST_F(StreamSets, AnUnchangedLayoutAtANewerGenerationIsRenumberedNotBuilt)
+{
+	gpuslot::StreamSets sets(backend, budget, 0);
+	ASSERT_EQ(sets.update(layout(1, 2), &error), 1);
+	gpuslot::StreamSets::Handout h;
+	ASSERT_TRUE(sets.hand_out(1, &h)); // a hold of generation 1
+	calls.clear();
+	EXPECT_EQ(sets.update(layout(5, 2), &error), 0) << "renumbered, nothing built";
+	EXPECT_EQ(calls, std::vector<std::string>{});
+	EXPECT_EQ(sets.layout()->generation, 5u);
+	EXPECT_EQ(sets.builds(), 1u);
+	EXPECT_EQ(sets.live_sets(), 1u);
+	EXPECT_FALSE(sets.newer(5));
+	gpuslot::StreamSets::Handout h5;
+	ASSERT_TRUE(sets.hand_out(1, &h5));
+	EXPECT_EQ(h5.stream, h.stream);
+	EXPECT_EQ(h5.generation, 5u);
+
+	gpuslot::SlotLayout prio = layout(6, 2);
+	prio.priorities = {0, 1};
+	EXPECT_FALSE(sets.renumber(prio));
+	ASSERT_EQ(sets.update(prio, &error), 1);
+	EXPECT_EQ(sets.builds(), 2u);
+	EXPECT_EQ(sets.live_sets(), 2u);
+	EXPECT_EQ(sets.retire(5), -EBUSY);
+	sets.hold_ended(1);
+	EXPECT_EQ(sets.retire(5), -EBUSY) << "the hold of generation 5 is not over";
+	sets.hold_ended(5);
+	EXPECT_EQ(sets.retire(1), 0);
+	EXPECT_EQ(sets.live_sets(), 2u) << "its streams were handed out under 5 too";
+	EXPECT_EQ(sets.retire(5), 0);
+	EXPECT_EQ(sets.live_sets(), 1u);
 }
 
 TEST_F(StreamSets, ARefusalOrAFailedBuildChangesNothing)

@@ -436,6 +436,59 @@ TEST_F(Client, ANewLayoutKeepsHandedOutStreamsUntilRetired)
 	gpuslot_close(c);
 }
 
+// A new generation is not a new layout: a change undone (four slots, two,
+// four again; or a restart of gpuslotd that plans the same partitions)
+// comes back at a newer generation with the streams' layout. The streams
+// take its number and the slot is served at once: nothing is built, the
+// stream handed out is the same, no generation is left to retire. A layout
+// that did change is built, once.
+TEST_F(Client, AnUnchangedLayoutAtANewGenerationBuildsNoStreams)
+{
+	Layout four = cu_layout(60, {0x111111111111111ULL, 0x222222222222222ULL,
+				     0x444444444444444ULL, 0x888888888888888ULL});
+	ASSERT_EQ(admin.set_layout(four), 0);
+	Recorder r;
+	gpuslot_client *c;
+	ASSERT_EQ(open_recording(r, &c), 0) << last_error();
+	gpuslot_slot s = new_slot();
+	ASSERT_EQ(gpuslot_acquire_slot(c, 0, 1u << 1, &s), 0) << last_error();
+	void *stream = s.stream;
+	ASSERT_EQ(gpuslot_release_slot(c, &s, 0), 0);
+
+	Layout two = cu_layout(60, {0x333333333333333ULL, 0xcccccccccccccccULL});
+	ASSERT_EQ(admin.set_layout(two), 0);
+	Layout again = cu_layout(60, {0x111111111111111ULL, 0x222222222222222ULL,
+				      0x444444444444444ULL, 0x888888888888888ULL});
+	ASSERT_EQ(admin.set_layout(again), 0);
+	ASSERT_GT(again.generation, four.generation);
+	ASSERT_EQ(gpuslot_acquire_slot(c, 0, 1u << 1, &s), 0) << last_error();
+	EXPECT_EQ(s.generation, again.generation);
+	EXPECT_EQ(s.stream, stream);
+	EXPECT_EQ(s.units, 15u);
+	EXPECT_EQ(r.builds, 1u);
+	gpuslot_layout_info info{};
+	info.size = sizeof(info);
+	ASSERT_EQ(gpuslot_client_layout(c, &info), 0);
+	EXPECT_EQ(info.rebuilds, 0u);
+	EXPECT_EQ(info.generation, again.generation);
+	EXPECT_EQ(info.live_generations, 1u);
+	EXPECT_EQ(domain_file("hqd_used"), "7\n"); // 4 streams + 3 runtime, as before
+	EXPECT_TRUE(r.is_live(stream));
+	ASSERT_EQ(gpuslot_release_slot(c, &s, 0), 0);
+	EXPECT_EQ(gpuslot_refresh(c), 0);
+
+	// A changed layout is built (outside the hold), once.
+	ASSERT_EQ(admin.set_layout(two), 0);
+	ASSERT_EQ(gpuslot_acquire_slot(c, GPUSLOT_WAIT_FOREVER, 0, &s), 0) << last_error();
+	EXPECT_EQ(s.generation, two.generation);
+	EXPECT_NE(s.stream, stream);
+	EXPECT_EQ(r.builds, 2u);
+	ASSERT_EQ(gpuslot_client_layout(c, &info), 0);
+	EXPECT_EQ(info.rebuilds, 1u);
+	ASSERT_EQ(gpuslot_release_slot(c, &s, 0), 0);
+	gpuslot_close(c);
+}
+
 TEST_F(Client, AsynchronousAcquireInCAndCpp)
 {
 	gpuslot_options o = none_options();
