@@ -57,10 +57,11 @@ key=$(echo "$release|$suites|$security_suite|$install_from|$base|$kernels|$mirro
 dir=$cache/kernel-chroot-$release-$key
 
 # The kernel release of FLAVOUR the chroot holds: the one its metapackage
-# (linux-image-amd64 or linux-image-rt-amd64) depends on.
+# (linux-image-amd64 or linux-image-rt-amd64) depends on (7.x's depend on
+# linux-base-* first).
 kver() {
 	chroot "$dir/root" dpkg-query -W -f='${Depends}' "linux-image-$flavour" |
-		sed -n 's/^linux-image-\([^ ,]*\).*/\1/p'
+		grep -o 'linux-image-[^ ,]*' | head -n 1 | sed 's/^linux-image-//'
 }
 
 case $mode in
@@ -118,5 +119,8 @@ find "$scratch/kmod" \( -name '*.o' -o -name '*.ko' -o -name '*.mod*' -o -name '
 	-o -name Module.symvers -o -name modules.order \) -delete
 inner=/tmp/$(basename "$scratch")/kmod
 echo "kernel chroot: building gpuslot.ko for $v ($name) in $dir"
-chroot "$dir/root" make -C "/lib/modules/$v/build" M="$inner" "$@" modules
+# objtool (7.x) reads /proc: mounted in a mount namespace of the build's
+# own, so that it goes with the build, whoever else uses the chroot.
+unshare --mount --propagation private sh -c 'mount -t proc proc "$1/proc" && shift &&
+	exec chroot "$@"' sh "$dir/root" "$dir/root" make -C "/lib/modules/$v/build" M="$inner" "$@" modules
 cp "$scratch/kmod/gpuslot.ko" "$kmod/gpuslot.ko"
