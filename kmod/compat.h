@@ -4,8 +4,8 @@
  * helper is keyed on LINUX_VERSION_CODE or on a config option the headers
  * define, so that the rest of the module has no #ifdef of its own.
  * The exceptions are keyed on the kernel's Module.symvers (kmod/Kbuild):
- * whether sched_setattr_nocheck() and has_capability_noaudit() are
- * exported, which no header says.
+ * whether sched_setattr_nocheck(), has_capability_noaudit() and
+ * has_capability() are exported, which no header says.
  *
  * Checked on Debian's 5.10 (Debian 11), 6.1, 6.1-rt, 6.12 and the 7.x of
  * Debian 13's backports, generic and -rt (docs/testing.md).
@@ -23,6 +23,7 @@
 #include <linux/sched.h>
 #include <linux/string.h>
 #include <linux/time_namespace.h>
+#include <linux/user_namespace.h>
 #include <linux/version.h>
 #include <uapi/linux/gpuslot.h>
 #include <uapi/linux/sched/types.h>
@@ -91,17 +92,27 @@ static inline unsigned int gpuslot_sched_prio_above(unsigned int boost)
 
 /*
  * Whether @p has @cap in the initial user namespace, not audited (a
- * refused boost is no denial to log). has_capability_noaudit() is not
- * exported everywhere (5.10); has_capability() is, and may make an LSM
- * log the check.
+ * refused boost is no denial to log), as the LSMs see it. Not every kernel
+ * exports a check of another task's capability: 5.10 has only
+ * has_capability() (audited: an LSM may log the check), 7.x none
+ * (has_capability_noaudit() is declared, not exported). The current task
+ * is asked through ns_capable_noaudit(), exported everywhere; another
+ * task, where nothing can ask, is taken to lack @cap: its boost is
+ * refused, never given on a guess.
  */
 static inline bool gpuslot_has_capability_noaudit(struct task_struct *p,
 						  int cap)
 {
-#ifdef GPUSLOT_HAVE_HAS_CAPABILITY_NOAUDIT
+#if defined(GPUSLOT_HAVE_HAS_CAPABILITY_NOAUDIT)
 	return has_capability_noaudit(p, cap);
 #else
+	if (p == current)
+		return ns_capable_noaudit(&init_user_ns, cap);
+#if defined(GPUSLOT_HAVE_HAS_CAPABILITY)
 	return has_capability(p, cap);
+#else
+	return false;
+#endif
 #endif
 }
 
