@@ -77,7 +77,7 @@ KDIR ?= /lib/modules/$(KVER)/build
 KIMAGE ?= /boot/vmlinuz-$(KVER)
 endif
 
-.PHONY: all deps modules debug-kernel userspace test test-unit test-vm test-socket \
+.PHONY: all deps modules kernel-chroot debug-kernel userspace test test-unit test-vm test-socket \
 	test-python test-python-vm test-cdi-metrics test-no-metrics fuzz \
 	bench bench-host check-kernel-style demo clean release install uninstall \
 	deb test-system
@@ -92,6 +92,8 @@ ifdef KCHROOT
 SUDO = $$([ "$$(id -u)" -eq 0 ] || echo sudo)
 modules: deps
 	$(SUDO) $(KCHROOT) --module $(DEBUG_KERNEL_CACHE) $(KERNEL) kmod
+kernel-chroot: deps
+	$(SUDO) $(KCHROOT) --build $(DEBUG_KERNEL_CACHE) $(KERNEL)
 else
 modules: deps $(if $(filter debug,$(KERNEL)),debug-kernel)
 	@test -d "$(KDIR)" || { echo "no kernel build tree for KERNEL=$(KERNEL) at '$(KDIR)'"; exit 1; }
@@ -219,7 +221,7 @@ test: deps
 
 # KERNEL=bullseye, trixie-bpo or trixie-bpo-rt: sparse and W=1 run in that
 # kernel's chroot, with its release's compiler and sparse.
-check-kernel-style: deps $(if $(KCHROOT),modules)
+check-kernel-style: deps $(if $(KCHROOT),kernel-chroot)
 	@$(if $(KCHROOT),GPUSLOT_KERNEL_CHROOT="$(SUDO) $(KCHROOT) --module $(DEBUG_KERNEL_CACHE) $(KERNEL)") \
 		bash tests/check-kernel-style.sh $(KDIR) $(BUILD)
 
