@@ -3,7 +3,7 @@
 #   make test                 unit tests + the VM suite on Debian's kernel
 #   make test-unit            userspace unit tests (ASan/UBSan)
 #   make test-vm              the VM suite alone; KERNEL=stock (default), rt,
-#                             6.12 or debug
+#                             6.12, debug, bullseye, trixie-bpo or trixie-bpo-rt
 #   make test-python          the Python package's tests (pytest) on this host,
 #                             against a gpuslotd serving the socket transport
 #   make test-python-vm       the same against the module, in the VM
@@ -34,7 +34,17 @@ JOBS ?= $(shell nproc)
 #   debug  6.1 from Debian's linux-source with lockdep, KASAN, kmemleak and
 #          friends, built by tests/debug-kernel/build.sh and cached in
 #          DEBUG_KERNEL_CACHE
+# and, from a debootstrap chroot of their own Debian release (their packages
+# need that release's libc and compiler), made by tests/kernels/chroot.sh
+# and cached in DEBUG_KERNEL_CACHE; the module is built inside it:
+#   bullseye       Debian 11's linux-image-amd64 (5.10)
+#   trixie-bpo     Debian 13's newest backports kernel (trixie-backports'
+#                  linux-image-amd64: 7.x)
+#   trixie-bpo-rt  its PREEMPT_RT flavour (linux-image-rt-amd64)
+# Named by the release they come from, not by version: trixie-bpo stays
+# the newest backports kernel as its version moves on.
 KERNEL ?= stock
+CHROOT_KERNELS := bullseye trixie-bpo trixie-bpo-rt
 DEBUG_KERNEL_CACHE ?= $(HOME)/.cache/gpuslot
 ifeq ($(KERNEL),stock)
 KPKG := linux-image-amd64
@@ -45,8 +55,21 @@ KPKG := linux-image-6.12-amd64
 else ifeq ($(KERNEL),debug)
 KDIR ?= $(shell bash tests/debug-kernel/build.sh --print-dir $(DEBUG_KERNEL_CACHE))
 KIMAGE ?= $(KDIR)/arch/x86/boot/bzImage
+else ifneq ($(filter $(CHROOT_KERNELS),$(KERNEL)),)
+KCHROOT = bash tests/kernels/chroot.sh
+KCHROOT_DIR := $(shell bash tests/kernels/chroot.sh --print-dir $(DEBUG_KERNEL_CACHE) $(KERNEL))
+# Known once the chroot is made (`make modules` makes it): deferred.
+KVER ?= $(shell bash tests/kernels/chroot.sh --print-kver $(DEBUG_KERNEL_CACHE) $(KERNEL))
+# (build/ in the chroot is a link to /usr/src, absolute: it leads out of it.)
+KDIR ?= $(KCHROOT_DIR)/root/usr/src/linux-headers-$(KVER)
+KIMAGE ?= $(KCHROOT_DIR)/root/boot/vmlinuz-$(KVER)
+# The kernel checks at boot that the IO-APIC timer ticks, and panics
+# ("IO-APIC + timer doesn't work!") when TCG on a loaded host is too slow for
+# it: seen on 5.10 and 7.3 here. no_timer_check skips that check, as KVM
+# guests do.
+VM_APPEND := no_timer_check
 else
-$(error KERNEL=$(KERNEL): use stock, rt, 6.12 or debug)
+$(error KERNEL=$(KERNEL): use stock, rt, 6.12, debug, bullseye, trixie-bpo or trixie-bpo-rt)
 endif
 ifdef KPKG
 KVER ?= $(shell dpkg-query -W -f='$${Depends}' $(KPKG) 2>/dev/null | \
@@ -55,7 +78,7 @@ KDIR ?= /lib/modules/$(KVER)/build
 KIMAGE ?= /boot/vmlinuz-$(KVER)
 endif
 
-.PHONY: all deps modules debug-kernel userspace test test-unit test-vm test-socket \
+.PHONY: all deps modules kernel-chroot debug-kernel userspace test test-unit test-vm test-socket \
 	test-python test-python-vm test-cdi-metrics test-no-metrics fuzz \
 	bench bench-host check-kernel-style demo clean release install uninstall \
 	deb test-system
@@ -65,10 +88,19 @@ all: modules userspace
 deps:
 	@bash tests/install-deps.sh
 
+ifdef KCHROOT
+# debootstrap and chroot need root (sudo when not).
+SUDO = $$([ "$$(id -u)" -eq 0 ] || echo sudo)
+modules: deps
+	$(SUDO) $(KCHROOT) --module $(DEBUG_KERNEL_CACHE) $(KERNEL) kmod
+kernel-chroot: deps
+	$(SUDO) $(KCHROOT) --build $(DEBUG_KERNEL_CACHE) $(KERNEL)
+else
 modules: deps $(if $(filter debug,$(KERNEL)),debug-kernel)
 	@test -d "$(KDIR)" || { echo "no kernel build tree for KERNEL=$(KERNEL) at '$(KDIR)'"; exit 1; }
 	$(MAKE) -C kmod KDIR=$(KDIR) clean >/dev/null
 	$(MAKE) -C kmod KDIR=$(KDIR)
+endif
 
 debug-kernel: deps
 	bash tests/debug-kernel/build.sh --build $(DEBUG_KERNEL_CACHE)
@@ -90,7 +122,7 @@ VM_FILES = GPUSLOT_VM_FIXTURES=tests/fixtures GPUSLOT_VM_BINARIES="$(addprefix \
 # GTEST_ARGS picks tests, e.g. GTEST_ARGS=--gtest_filter=Lock.Stress*
 test-vm: modules userspace
 	@mkdir -p $(BUILD)/vm
-	$(VM_FILES) bash tests/vm/run-vm.sh $(KIMAGE) kmod/gpuslot.ko \
+	$(VM_FILES) GPUSLOT_VM_APPEND="$(VM_APPEND)" bash tests/vm/run-vm.sh $(KIMAGE) kmod/gpuslot.ko \
 		$(BUILD)/tests/gpuslot_vm_tests $(BUILD)/vm-$(KERNEL) \
 		--gtest_color=no $(GTEST_ARGS)
 
@@ -188,8 +220,11 @@ fuzz: deps
 test: deps
 	@bash tests/run-tests.sh
 
-check-kernel-style: deps
-	@bash tests/check-kernel-style.sh $(KDIR) $(BUILD)
+# KERNEL=bullseye, trixie-bpo or trixie-bpo-rt: sparse and W=1 run in that
+# kernel's chroot, with its release's compiler and sparse.
+check-kernel-style: deps $(if $(KCHROOT),kernel-chroot)
+	@$(if $(KCHROOT),GPUSLOT_KERNEL_CHROOT="$(SUDO) $(KCHROOT) --module $(DEBUG_KERNEL_CACHE) $(KERNEL)") \
+		bash tests/check-kernel-style.sh $(KDIR) $(BUILD)
 
 # gpuslotd, six libgpuslot clients and gpuslotctl in the VM (tests/demo/).
 # TRANSPORT=socket: the same on this host's kernel, no VM and no module:

@@ -5,7 +5,8 @@
  * and max_hold_ms.
  *
  * Modules can only change a task's policy through the GPL export
- * sched_setattr_nocheck(); there is no export to read the attributes back,
+ * sched_setattr_nocheck() (or, where it is not exported, the three calls
+ * that kmod/compat.h maps it to); there is no export to read the attributes back,
  * so they are read from task_struct here. sched_setattr_nocheck() takes
  * sleeping locks (cpusets, PI), so every ledger call runs under a sleeping
  * lock, never under a domain's spinlock. Lock order: the ledger lock, then
@@ -92,7 +93,7 @@ static int gpuslot_expiry_set_prio(unsigned int prio)
 		.sched_priority = prio,
 	};
 
-	return sched_setattr_nocheck(gpuslot_expiry_worker->task, &attr);
+	return gpuslot_sched_setattr(gpuslot_expiry_worker->task, &attr);
 }
 
 int gpuslot_boost_ceiling(unsigned int boost_priority)
@@ -101,9 +102,11 @@ int gpuslot_boost_ceiling(unsigned int boost_priority)
 
 	rt_mutex_lock(&gpuslot_expiry_prio_lock);
 	if (boost_priority + 1 > gpuslot_expiry_prio) {
-		ret = gpuslot_expiry_set_prio(boost_priority + 1);
+		unsigned int above = gpuslot_sched_prio_above(boost_priority);
+
+		ret = gpuslot_expiry_set_prio(above);
 		if (!ret)
-			gpuslot_expiry_prio = boost_priority + 1;
+			gpuslot_expiry_prio = above;
 	}
 	rt_mutex_unlock(&gpuslot_expiry_prio_lock);
 	return ret;
@@ -163,12 +166,14 @@ static int gpuslot_sched_set(struct task_struct *p,
 	 * boost and for a restore alike. A thread that is RT now is in no
 	 * such group (the kernel neither moves an RT task into one nor takes
 	 * the runtime of a group with RT tasks), so a change between RT
-	 * priorities is never refused here.
+	 * priorities is never refused here. Where the kernel cannot restore
+	 * every policy, the thread's own is checked again here too, as it
+	 * may have changed it since (kmod/compat.h).
 	 */
 	if (rt && !gpuslot_policy_rt(READ_ONCE(p->policy)) &&
-	    gpuslot_rt_group_refuses(p))
+	    (gpuslot_rt_group_refuses(p) || gpuslot_sched_boost_refused(p)))
 		return -EPERM;
-	ret = sched_setattr_nocheck(p, &attr);
+	ret = gpuslot_sched_setattr(p, &attr);
 	if (ret) {
 		get_task_comm(comm, p);
 		pr_warn_ratelimited("gpuslot: cannot set policy %u priority %u of %s[%d]: %d\n",
@@ -352,7 +357,7 @@ int gpuslot_boost_setup(void)
 		return PTR_ERR(w);
 	gpuslot_expiry_worker = w;
 	/* Every domain starts at the default. */
-	ret = gpuslot_boost_ceiling(GPUSLOT_DEFAULT_BOOST_PRIORITY);
+	ret = gpuslot_boost_ceiling(GPUSLOT_BOOST_PRIORITY_DEFAULT);
 	if (ret) {
 		gpuslot_expiry_worker = NULL;
 		kthread_destroy_worker(w);
@@ -520,7 +525,7 @@ gpuslot_boost_refusal(struct gpuslot_file *f, struct task_struct *p, bool due)
 	rcu_read_lock();
 	opener = uid_eq(__task_cred(p)->euid, f->opener_euid);
 	rcu_read_unlock();
-	if (!opener && !has_capability_noaudit(p, CAP_SYS_NICE))
+	if (!opener && !gpuslot_has_capability_noaudit(p, CAP_SYS_NICE))
 		return GPUSLOT_BOOST_REFUSED_OTHER_USER;
 	/*
 	 * A thread RT at the priority or above needs no boost, unless it is
@@ -529,6 +534,9 @@ gpuslot_boost_refusal(struct gpuslot_file *f, struct task_struct *p, bool due)
 	 */
 	if (due && gpuslot_rt_group_refuses(p))
 		return GPUSLOT_BOOST_REFUSED_RT_GROUP;
+	/* What this kernel cannot boost and restore exactly: compat.h */
+	if (due && gpuslot_sched_boost_refused(p))
+		return GPUSLOT_BOOST_REFUSED_KERNEL;
 	return GPUSLOT_BOOST_ALLOWED;
 }
 
@@ -536,6 +544,7 @@ static const char *const gpuslot_boost_refusal_says[] = {
 	[GPUSLOT_BOOST_ALLOWED] = "-",
 	[GPUSLOT_BOOST_REFUSED_RT_GROUP] = "rt-group-without-runtime",
 	[GPUSLOT_BOOST_REFUSED_OTHER_USER] = "not-the-openers-user",
+	[GPUSLOT_BOOST_REFUSED_KERNEL] = "kernel-cannot-restore",
 };
 
 const char *gpuslot_boost_refusal_name(enum gpuslot_boost_refusal r)
@@ -570,11 +579,13 @@ static void gpuslot_boost_refused(struct gpuslot_domain *d,
 
 /*
  * The priority of a hold: its boost, or what its waiters lend it if that
- * is higher (lock.c says who lends); none while the boost is off.
+ * is higher (lock.c says who lends), up to what this kernel can set
+ * (compat.h); none while the boost is off.
  */
 static unsigned int gpuslot_hold_prio(unsigned int boost, unsigned int lent)
 {
-	return boost ? max(boost, lent) : 0;
+	return boost ? min_t(unsigned int, max(boost, lent),
+			     GPUSLOT_BOOST_PRIORITY_LIMIT) : 0;
 }
 
 void gpuslot_file_boost(struct gpuslot_file *f, struct gpuslot_domain *d,

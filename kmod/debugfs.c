@@ -25,6 +25,7 @@
 #include <linux/debugfs.h>
 #include <linux/pid.h>
 #include <linux/sched.h>
+#include <linux/mm.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/string.h>

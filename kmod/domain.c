@@ -15,6 +15,7 @@
 
 #include "async.h"
 #include "boost_sched.h"
+#include "compat.h"
 #include "debugfs.h"
 #include "domain.h"
 #include "hqd.h"
@@ -64,7 +65,7 @@ int gpuslot_domains_create(unsigned int nr)
 		gpuslot_core_init(&d->core, 1);
 		gpuslot_budget_init(&d->budget, GPUSLOT_DEFAULT_HQD_LIMIT);
 		INIT_LIST_HEAD(&d->hqd_files);
-		d->boost_priority = GPUSLOT_DEFAULT_BOOST_PRIORITY;
+		d->boost_priority = GPUSLOT_BOOST_PRIORITY_DEFAULT;
 		d->max_hold_ms = GPUSLOT_DEFAULT_MAX_HOLD_MS;
 		d->max_boost_share = GPUSLOT_DEFAULT_MAX_BOOST_SHARE;
 		mutex_init(&d->stage_lock);
@@ -353,8 +354,11 @@ int gpuslot_domain_set_boost_priority(struct gpuslot_domain *d,
 {
 	int ret;
 
-	/* The expiry of max_hold_ms runs above every boost: boost_sched.c */
-	if (prio > GPUSLOT_MAX_BOOST_PRIORITY)
+	/*
+	 * The expiry of max_hold_ms runs above every boost (boost_sched.c);
+	 * some kernels can set one boost priority only (compat.h).
+	 */
+	if (prio > GPUSLOT_BOOST_PRIORITY_LIMIT)
 		return -EINVAL;
 	ret = gpuslot_boost_ceiling(prio);
 	if (ret)

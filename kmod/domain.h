@@ -145,6 +145,7 @@ enum gpuslot_boost_refusal {
 	GPUSLOT_BOOST_ALLOWED,
 	GPUSLOT_BOOST_REFUSED_RT_GROUP,		/* its RT cgroup has no runtime */
 	GPUSLOT_BOOST_REFUSED_OTHER_USER,	/* not the opener's uid, no CAP_SYS_NICE */
+	GPUSLOT_BOOST_REFUSED_KERNEL,		/* no exact restore here: compat.h */
 };
 
 /*

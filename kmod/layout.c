@@ -20,6 +20,7 @@
 #include <linux/uaccess.h>
 
 #include "boost_sched.h"
+#include "compat.h"
 #include "domain.h"
 #include "layout.h"
 
@@ -147,7 +148,7 @@ ssize_t gpuslot_domain_show_slot_units(struct gpuslot_domain *d,
 
 	if (gpuslot_partition_is_whole(units))
 		return sysfs_emit(buf, "all\n");
-	bitmap_from_arr64(bits, units, GPUSLOT_MAX_UNITS);
+	gpuslot_bitmap_from_arr64(bits, units, GPUSLOT_MAX_UNITS);
 	return sysfs_emit(buf, "%*pb\n", nr_units, bits);
 }
 
@@ -192,7 +193,7 @@ static int gpuslot_parse_units(const char *buf, size_t count, u32 nr_units,
 		    bitmap_empty(bits, GPUSLOT_MAX_UNITS))
 			ret = -EINVAL;
 		else
-			bitmap_to_arr64(units, bits, GPUSLOT_MAX_UNITS);
+			gpuslot_bitmap_to_arr64(units, bits, GPUSLOT_MAX_UNITS);
 	}
 	kfree(text);
 	return ret;

@@ -2,7 +2,7 @@
 /*
  * gpuslot sysfs: one value per file.
  *
- * /sys/class/misc/gpuslot/api_version, and per domain a device of class
+ * /sys/class/misc/gpuslot/{api_version,boost_priority_limit}, and per domain a device of class
  * gpuslot, a child of the misc device: /sys/class/gpuslot/gpu<N>/ with
  *
  *   rw  k, boost_priority, max_hold_ms, max_boost_share, hqd_limit,
@@ -46,6 +46,7 @@
 #include <linux/sysfs.h>
 
 #include "boost_sched.h"
+#include "compat.h"
 #include "domain.h"
 #include "hqd.h"
 #include "layout.h"
@@ -58,8 +59,18 @@ static ssize_t api_version_show(struct device *dev,
 }
 static DEVICE_ATTR_RO(api_version);
 
+/* The highest boost_priority this kernel lets the module set: compat.h */
+static ssize_t boost_priority_limit_show(struct device *dev,
+					 struct device_attribute *attr,
+					 char *buf)
+{
+	return sysfs_emit(buf, "%u\n", GPUSLOT_BOOST_PRIORITY_LIMIT);
+}
+static DEVICE_ATTR_RO(boost_priority_limit);
+
 static struct attribute *gpuslot_misc_attrs[] = {
 	&dev_attr_api_version.attr,
+	&dev_attr_boost_priority_limit.attr,
 	NULL,
 };
 

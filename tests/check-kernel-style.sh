@@ -1,7 +1,7 @@
 #!/bin/bash
 # `make check-kernel-style`: checkpatch.pl --strict (from Debian's
-# linux-source) and sparse (kbuild C=2) over the kernel module and the uapi
-# header. Any finding fails. kmod/lockcore/shim/ is userspace code (the
+# linux-source), sparse (kbuild C=2) and the compiler's W=1 warnings over
+# the kernel module and the uapi header. Any finding fails. kmod/lockcore/shim/ is userspace code (the
 # kernel headers the lock core includes, for its userspace build): not checked.
 #
 # usage: check-kernel-style.sh KDIR BUILD_DIR
@@ -39,8 +39,16 @@ out=$(perl "$tools/scripts/checkpatch.pl" --strict --no-tree --terse \
 # --terse still prints a total per file: show only the findings.
 echo "$out" | grep -v '^total: 0 errors, 0 warnings, 0 checks' || true
 
-echo "sparse (make C=2)"
-out=$(make -s -C "$kdir" M="$PWD/kmod" C=2 modules 2>&1) || status=1
+# W=1: the compiler's extra warnings too. GPUSLOT_KERNEL_CHROOT (set by
+# `make check-kernel-style KERNEL=...` for a kernel of another Debian
+# release) runs the build in that kernel's chroot, with its compiler and
+# sparse: tests/kernels/chroot.sh --module.
+echo "sparse (make C=2 W=1)${GPUSLOT_KERNEL_CHROOT:+, in the chroot of KERNEL}"
+if [ -n "${GPUSLOT_KERNEL_CHROOT:-}" ]; then
+	out=$($GPUSLOT_KERNEL_CHROOT kmod -s C=2 W=1 2>&1) || status=1
+else
+	out=$(make -s -C "$kdir" M="$PWD/kmod" C=2 W=1 modules 2>&1) || status=1
+fi
 if echo "$out" | grep -E 'warning:|error:'; then
 	status=1
 fi

@@ -18,6 +18,11 @@
 #   vm-rt      the VM suite on Debian's linux-image-rt-amd64 (PREEMPT_RT)
 #   vm-6.12    the VM suite on Debian's linux-image-6.12-amd64
 #   vm-debug   the VM suite on the lockdep/KASAN/kmemleak debug kernel
+#   vm-bullseye, vm-trixie-bpo, vm-trixie-bpo-rt
+#              the VM suite on Debian 11's 5.10 and on Debian 13's newest
+#              backports kernel (7.x) and its PREEMPT_RT flavour, each from
+#              a debootstrap chroot of its release (tests/kernels/chroot.sh;
+#              CI's .ci/run)
 #   fuzz       the lock core's fuzzer for FUZZ_SECONDS; counts as one test
 #   system     the Debian packages on a booted Debian 12 with systemd
 set -uo pipefail

@@ -2,6 +2,8 @@
 /*
  * gpuslot partitions: the rules a layout must keep. See partition.h.
  */
+/* Before <linux/nospec.h>, which uses BUILD_BUG_ON() on 5.10 unincluded. */
+#include <linux/build_bug.h>
 #include <linux/errno.h>
 #include <linux/nospec.h>
 

@@ -410,7 +410,7 @@ TEST_F(Bounds, RootOfAUserNamespaceIsNoAdmin)
 	EXPECT_EQ(status, 0) << "child failed its check at line " << *child_failed_line();
 	EXPECT_EQ(read_attr(0, "k"), "1\n");
 	EXPECT_EQ(read_attr(0, "boost_priority"),
-		  std::to_string(GPUSLOT_DEFAULT_BOOST_PRIORITY) + "\n");
+		  std::to_string(default_boost_priority()) + "\n");
 }
 
 const char kCgroupRoot[] = "/sys/fs/cgroup";

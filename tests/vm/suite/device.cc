@@ -645,10 +645,11 @@ Sched get_sched(pid_t tid)
 	return {a.sched_policy, a.sched_priority, a.sched_nice, a.sched_flags};
 }
 
-int set_sched(uint32_t policy, uint32_t priority, int32_t nice)
+int set_sched(uint32_t policy, uint32_t priority, int32_t nice, uint64_t flags)
 {
 	SchedAttr a{};
 	a.size = sizeof(a);
+	a.sched_flags = flags;
 	a.sched_policy = policy;
 	a.sched_priority = priority;
 	a.sched_nice = nice;
@@ -666,6 +667,31 @@ bool boost_available()
 	// gpuslotd without CAP_SYS_NICE serves no boost (main.cc says).
 	const char *boost = getenv("GPUSLOT_TEST_SOCKET_BOOST");
 	return !on_socket() || (boost && !strcmp(boost, "1"));
+}
+
+unsigned int boost_priority_limit()
+{
+	if (on_socket())
+		return GPUSLOT_MAX_BOOST_PRIORITY;
+	// The kernel's: read once, while the module is loaded (a test may
+	// unload it).
+	static const unsigned int limit = [] {
+		const std::string v = read_file("/sys/class/misc/gpuslot/boost_priority_limit");
+		if (v.empty())
+			throw std::runtime_error("no /sys/class/misc/gpuslot/boost_priority_limit");
+		return unsigned(std::stoul(v));
+	}();
+	return limit;
+}
+
+bool boost_limited()
+{
+	return boost_priority_limit() < GPUSLOT_DEFAULT_BOOST_PRIORITY;
+}
+
+unsigned int default_boost_priority()
+{
+	return std::min(boost_priority_limit(), unsigned(GPUSLOT_DEFAULT_BOOST_PRIORITY));
 }
 
 void refill_root_boost_budget()
@@ -692,7 +718,7 @@ void reset_domain(unsigned int domain)
 				      : access(sysfs_path(domain, "max_boost_share").c_str(), F_OK) == 0;
 	if (d.attach(domain) || d.set_layout(none) ||
 	    write_attr(domain, "boost_priority",
-		       std::to_string(boost_available() ? GPUSLOT_DEFAULT_BOOST_PRIORITY : 0)) ||
+		       std::to_string(boost_available() ? default_boost_priority() : 0)) ||
 	    (max_hold &&
 	     write_attr(domain, "max_hold_ms", std::to_string(GPUSLOT_DEFAULT_MAX_HOLD_MS))) ||
 	    (budget && write_attr(domain, "max_boost_share",

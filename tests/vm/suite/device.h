@@ -211,7 +211,8 @@ struct Sched {
 	uint64_t flags;
 };
 Sched get_sched(pid_t tid = 0);
-int set_sched(uint32_t policy, uint32_t priority, int32_t nice);
+// @flags: SCHED_FLAG_RESET_ON_FORK or 0.
+int set_sched(uint32_t policy, uint32_t priority, int32_t nice, uint64_t flags = 0);
 
 // A forked child reports the source line of its first failed check here.
 int *child_failed_line();
@@ -226,6 +227,23 @@ int *child_failed_line();
 // Holders run SCHED_FIFO: always on the module; on the socket only where
 // gpuslotd has CAP_SYS_NICE.
 bool boost_available();
+// The highest boost_priority the module accepts on this kernel
+// (/sys/class/misc/gpuslot/boost_priority_limit): GPUSLOT_MAX_BOOST_PRIORITY,
+// or 1 where the kernel does not export sched_setattr_nocheck() (5.10,
+// kmod/compat.h: the boost is SCHED_FIFO 1, for threads with CAP_SYS_NICE
+// whose own policy is SCHED_NORMAL). gpuslotd's socket transport has no
+// such limit.
+unsigned int boost_priority_limit();
+// Whether this is such a kernel, and the boost_priority a domain starts at.
+bool boost_limited();
+unsigned int default_boost_priority();
+// A test of what such a kernel does not have (boost priorities but 1, a
+// boost that keeps reset-on-fork) is skipped there, saying why.
+#define SKIP_WHERE_BOOST_LIMITED(why)					\
+	do {								\
+		if (gpuslot::test::boost_limited())			\
+			GTEST_SKIP() << "this kernel boosts at SCHED_FIFO 1 only: " << why; \
+	} while (0)
 // The boost budget is the member's (issue 38): root's for every test the
 // suite runs as root. One boosted hold at max_boost_share 100 (no budget)
 // settles root's account to full, so that what an earlier test spent does
