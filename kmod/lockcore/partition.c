@@ -2,6 +2,7 @@
 /*
  * gpuslot partitions: the rules a layout must keep. See partition.h.
  */
+#include <linux/build_bug.h>
 #include <linux/errno.h>
 #include <linux/nospec.h>
 
