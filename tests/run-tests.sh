@@ -18,6 +18,10 @@
 #   vm-rt      the VM suite on Debian's linux-image-rt-amd64 (PREEMPT_RT)
 #   vm-6.12    the VM suite on Debian's linux-image-6.12-amd64
 #   vm-debug   the VM suite on the lockdep/KASAN/kmemleak debug kernel
+#   arm64      the userspace unit tests cross-built for arm64, run under
+#              qemu-user (make test-arm64)
+#   vm-arm64   the VM suite on Debian's linux-image-arm64 in
+#              qemu-system-aarch64 (make test-vm ARCH=arm64)
 #   fuzz       the lock core's fuzzer for FUZZ_SECONDS; counts as one test
 #   system     the Debian packages on a booted Debian 12 with systemd
 set -uo pipefail
@@ -37,6 +41,8 @@ for step in $steps; do
 	cdi-metrics) make --no-print-directory test-cdi-metrics 2>&1 | tee "$log" ;;
 	no-metrics) make --no-print-directory test-no-metrics 2>&1 | tee "$log" ;;
 	python-vm) make --no-print-directory test-python-vm 2>&1 | tee "$log" ;;
+	arm64) make --no-print-directory test-arm64 2>&1 | tee "$log" ;;
+	vm-arm64) make --no-print-directory test-vm ARCH=arm64 2>&1 | tee "$log" ;;
 	vm-*) make --no-print-directory test-vm KERNEL="${step#vm-}" 2>&1 | tee "$log" ;;
 	fuzz) make --no-print-directory fuzz 2>&1 | tee "$log" ;;
 	system) make --no-print-directory test-system 2>&1 | tee "$log" ;;
@@ -46,7 +52,7 @@ for step in $steps; do
 
 	passed=0 failed=0
 	case $step in
-	unit)	# ctest: "100% tests passed, 0 tests failed out of 9"
+	unit | arm64)	# ctest: "100% tests passed, 0 tests failed out of 9"
 		read -r failed total < <(sed -n \
 			's/.*tests passed, \([0-9]*\) tests failed out of \([0-9]*\).*/\1 \2/p' \
 			"$log" | tail -n 1)
