@@ -83,9 +83,6 @@ export GPUSLOT_ARM64_SYSROOT := $(ARM64_DIR)/sysroot
 export GPUSLOT_VM_ARCH := arm64
 export GPUSLOT_VM_BUSYBOX := $(ARM64_DIR)/busybox
 export GPUSLOT_VM_SYSROOT := $(ARM64_DIR)/sysroot
-# LeakSanitizer stops the world with ptrace, which qemu-user does not
-# emulate: ASan's other checks and UBSan stay on.
-export ASAN_OPTIONS := detect_leaks=0
 modules userspace release: arm64-packages
 endif
 
