@@ -78,6 +78,44 @@ KDIR ?= /lib/modules/$(KVER)/build
 KIMAGE ?= /boot/vmlinuz-$(KVER)
 endif
 
+# ARCH=arm64 (every Jetson is arm64): the same on Debian 12's arm64 6.1
+# kernel (the upload of KERNEL=stock; no other KERNEL), cross-built on this
+# host from Debian 12's arm64 packages, which tests/arm64/fetch.sh fetches
+# once into DEBUG_KERNEL_CACHE (arm64-<key>/) without adding arm64 to dpkg:
+#   make modules ARCH=arm64    gpuslot.ko for aarch64, against
+#                              linux-headers-*-arm64 (kbuild's host tools
+#                              are this host's linux-kbuild-6.1)
+#   make test-vm ARCH=arm64    the VM suite in qemu-system-aarch64 (TCG,
+#                              -M virt), its programs cross-built static
+#   make test-arm64            the userspace unit tests, cross-built with
+#                              tests/arm64/aarch64-linux-gnu.cmake, run
+#                              under qemu-user (ASan/UBSan; no LeakSanitizer)
+# Its build trees are under $(BUILD)/arm64.
+ifeq ($(ARCH),arm64)
+ifneq ($(KERNEL),stock)
+$(error ARCH=arm64 runs Debian 12's arm64 kernel only: leave KERNEL=$(KERNEL) out)
+endif
+ARM64_DIR := $(shell bash tests/arm64/fetch.sh --print-dir $(DEBUG_KERNEL_CACHE))
+KDIR := $(ARM64_DIR)/kernel/kdir
+KIMAGE := $(ARM64_DIR)/kernel/Image
+override BUILD := $(BUILD)/arm64
+export CROSS_COMPILE := aarch64-linux-gnu-
+# CMake (3.21 and later) takes a new build tree's toolchain file from here.
+export CMAKE_TOOLCHAIN_FILE := $(CURDIR)/tests/arm64/aarch64-linux-gnu.cmake
+export GPUSLOT_ARM64_SYSROOT := $(ARM64_DIR)/sysroot
+export GPUSLOT_VM_ARCH := arm64
+export GPUSLOT_VM_BUSYBOX := $(ARM64_DIR)/busybox
+export GPUSLOT_VM_SYSROOT := $(ARM64_DIR)/sysroot
+modules userspace release: arm64-packages
+endif
+
+.PHONY: arm64-packages test-arm64
+arm64-packages: deps
+	bash tests/arm64/fetch.sh --fetch $(DEBUG_KERNEL_CACHE)
+
+test-arm64:
+	$(MAKE) --no-print-directory test-unit ARCH=arm64
+
 .PHONY: all deps modules kernel-chroot debug-kernel userspace test test-unit test-vm test-socket \
 	test-python test-python-vm test-cdi-metrics test-no-metrics fuzz \
 	bench bench-host check-kernel-style demo clean release install uninstall \

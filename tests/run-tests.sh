@@ -23,6 +23,10 @@
 #              backports kernel (7.x) and its PREEMPT_RT flavour, each from
 #              a debootstrap chroot of its release (tests/kernels/chroot.sh;
 #              CI's .ci/run)
+#   arm64      the userspace unit tests cross-built for arm64, run under
+#              qemu-user (make test-arm64)
+#   vm-arm64   the VM suite on Debian's linux-image-arm64 in
+#              qemu-system-aarch64 (make test-vm ARCH=arm64)
 #   fuzz       the lock core's fuzzer for FUZZ_SECONDS; counts as one test
 #   system     the Debian packages on a booted Debian 12 with systemd
 set -uo pipefail
@@ -42,6 +46,8 @@ for step in $steps; do
 	cdi-metrics) make --no-print-directory test-cdi-metrics 2>&1 | tee "$log" ;;
 	no-metrics) make --no-print-directory test-no-metrics 2>&1 | tee "$log" ;;
 	python-vm) make --no-print-directory test-python-vm 2>&1 | tee "$log" ;;
+	arm64) make --no-print-directory test-arm64 2>&1 | tee "$log" ;;
+	vm-arm64) make --no-print-directory test-vm ARCH=arm64 2>&1 | tee "$log" ;;
 	vm-*) make --no-print-directory test-vm KERNEL="${step#vm-}" 2>&1 | tee "$log" ;;
 	fuzz) make --no-print-directory fuzz 2>&1 | tee "$log" ;;
 	system) make --no-print-directory test-system 2>&1 | tee "$log" ;;
@@ -51,7 +57,7 @@ for step in $steps; do
 
 	passed=0 failed=0
 	case $step in
-	unit)	# ctest: "100% tests passed, 0 tests failed out of 9"
+	unit | arm64)	# ctest: "100% tests passed, 0 tests failed out of 9"
 		read -r failed total < <(sed -n \
 			's/.*tests passed, \([0-9]*\) tests failed out of \([0-9]*\).*/\1 \2/p' \
 			"$log" | tail -n 1)

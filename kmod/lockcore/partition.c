@@ -2,7 +2,10 @@
 /*
  * gpuslot partitions: the rules a layout must keep. See partition.h.
  */
-/* Before <linux/nospec.h>, which uses BUILD_BUG_ON() on 5.10 unincluded. */
+/*
+ * Before <linux/nospec.h>, which uses BUILD_BUG_ON() without including it
+ * (on x86 of 6.1 <asm/barrier.h> happens to; 5.10 and arm64 do not).
+ */
 #include <linux/build_bug.h>
 #include <linux/errno.h>
 #include <linux/nospec.h>
