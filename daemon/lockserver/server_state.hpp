@@ -3,7 +3,8 @@
 // the lock core, the queue budget, the partitions, the holders) and a
 // connection (the module's struct gpuslot_file: what one open file holds,
 // waits for and has reserved). Shared by the server's commands
-// (lock_server.cc) and its attributes (attributes.cc).
+// (lock_server.cc, commands.cc, dispatch.cc, admission.cc, boost_ops.cc) and its
+// attributes (attributes.cc).
 #pragma once
 
 #include <sys/types.h>
@@ -41,6 +42,9 @@ struct LockServer::Source {
 	Conn *conn = nullptr;
 	Orphan *orphan = nullptr;
 };
+
+// Connections only root (an admin) may take, beyond max_conns.
+constexpr unsigned int kRootReserve = 16;
 
 // One uid's connections and request budget (root and gpuslotd's own user
 // are not limited).
@@ -144,7 +148,7 @@ inline StateDomain *state_domain(void *state, unsigned int i)
 // holder (pid and start time) still lives and the thread still runs at
 // the boost; the hold stays recorded, unboosted. Whether the holder lives;
 // its pidfd in *@pidfd_out if wanted. Lines for the log in *@notes.
-// (lock_server.cc, beside the boost ledger it mirrors.)
+// (boost_ops.cc, beside the boost ledger it mirrors.)
 bool give_back_boost(StateHold &h, unsigned int domain, unsigned int slot,
 		     std::vector<std::string> *notes, int *pidfd_out);
 // A fingerprint of a thread's owner (owner_of()'s text), for the state
