@@ -373,6 +373,14 @@ void LockServer::boost(Domain &d, Conn &c, pid_t pid, pid_t tid)
 {
 	if (!d.boost_priority || c.pidfd < 0 || tid <= 0 || c.hold_boost == Conn::overrun)
 		return;
+	// The slot travels with the connection, the boost does not: a thread
+	// of another user than the connector's, without CAP_SYS_NICE, holds
+	// unboosted (decided as its request came: may_be_boosted()).
+	if (!c.holder_may_boost) {
+		if (c.state == Conn::holding)
+			boost_refused(d, c, tid, refused_other_user);
+		return;
+	}
 	auto it = tasks.find(tid);
 	if (it != tasks.end() && it->second->pid != pid) {
 		// A thread id the caller does not own: no boost while the
@@ -422,7 +430,7 @@ void LockServer::boost(Domain &d, Conn &c, pid_t pid, pid_t tid)
 	const bool boosted = gpuslot_boost_set_prio(&ledger, &c.boost, c.hold_seq, p, prio,
 						    d.max_boost_share, &budget_end);
 	if (!boosted && p->rt_refused && c.state == Conn::holding)
-		boost_refused(d, c, tid);
+		boost_refused(d, c, tid, refused_by_kernel);
 	prune_tasks();
 	if (c.state == Conn::holding)
 		record_hold(d, c.slot);
@@ -507,24 +515,32 @@ void LockServer::inherit(Domain &d)
 	}
 }
 
-// The kernel refused the holder of @c RT, as it would refuse the thread
-// itself (docs/device.md, the boost's policy checks): the hold goes on
-// unboosted; counted, named in the connection's fdinfo, and logged at most
-// once a second.
-void LockServer::boost_refused(Domain &d, Conn &c, pid_t tid)
+// The holder of @c gets no boost, for @why: the kernel refused it RT, as
+// it would refuse the thread itself (docs/device.md, the boost's policy
+// checks), or it is another user's thread on a passed connection. The hold
+// goes on unboosted; counted, named in the connection's fdinfo, and logged
+// at most once a second.
+void LockServer::boost_refused(Domain &d, Conn &c, pid_t tid, BoostRefusal why)
 {
 	// Once per hold: inheritance boosts a hold again as lending changes.
 	if (c.boost_refused_seq == c.hold_seq)
 		return;
 	d.boosts_refused++;
 	c.boost_refused_seq = c.hold_seq;
+	c.boost_refusal = why;
 	const uint64_t now = now_ns();
 	if (now - last_refusal_log_ns_ < 1000000000 && last_refusal_log_ns_)
 		return;
 	last_refusal_log_ns_ = now;
-	std::fprintf(stderr, "gpuslotd: gpu%u: no boost for thread %d, holder of slot %u: the kernel "
-		     "refused it SCHED_FIFO (EPERM: an RT cgroup without runtime, or an LSM)\n",
-		     d.id, int(tid), c.slot);
+	if (why == refused_other_user)
+		std::fprintf(stderr, "gpuslotd: gpu%u: no boost for thread %d, holder of slot %u: not of "
+			     "uid %u, which opened the connection, and without CAP_SYS_NICE\n",
+			     d.id, int(tid), c.slot, unsigned(c.uid));
+	else
+		std::fprintf(stderr, "gpuslotd: gpu%u: no boost for thread %d, holder of slot %u: the "
+			     "kernel refused it SCHED_FIFO (EPERM: an RT cgroup without runtime, or "
+			     "an LSM)\n",
+			     d.id, int(tid), c.slot);
 }
 
 // The boost of @c's hold ends at the max_hold_ms read at the grant

@@ -41,6 +41,7 @@ int LockServer::cmd_acquire(Conn &c, gpuslot_acquire &a, uint32_t usize, bool *l
 	c.start_ns = now_ns();
 	c.acquire_pid = c.request_pid;
 	c.acquire_tid = c.request_tid;
+	c.acquire_may_boost = c.request_may_boost;
 	take_acquire_pidfd(c);
 	int slot = reclaim(d, c, allowed);
 	if (slot < 0)
@@ -97,6 +98,7 @@ int LockServer::cmd_async(Conn &c, gpuslot_acquire &a)
 	c.start_ns = now_ns();
 	c.acquire_pid = c.request_pid;
 	c.acquire_tid = c.request_tid;
+	c.acquire_may_boost = false; // the COMPLETE's caller is the holder
 	take_acquire_pidfd(c);
 	int slot = reclaim(d, c, allowed);
 	if (slot < 0)
@@ -128,6 +130,7 @@ int LockServer::cmd_complete(Conn &c, gpuslot_acquire &a)
 	// The completing thread is the holder now, as in the module.
 	c.holder_pid = c.request_pid;
 	c.holder_tid = c.request_tid;
+	c.holder_may_boost = c.request_may_boost;
 	take_acquire_pidfd(c);
 	c.acquire_pid = c.request_pid;
 	record_hold(*c.domain, c.slot);

@@ -194,6 +194,19 @@ void LockServer::on_message(Conn &c)
 			c.request_pidfd =
 				checked_pidfd(c.request_pid, c.request_uid, &c.request_start);
 		}
+		// Whether that thread may be boosted through this connection
+		// (the module's rule for a passed file, may_be_boosted()):
+		// decided now, from its credentials as its message came,
+		// through the pidfd taken while the kernel vouched for its
+		// process. ACQUIRE_ASYNC boosts nobody (its COMPLETE does).
+		c.request_may_boost = false;
+		if (boost_ && c.request_tid && cmd != _IOC_NR(GPUSLOT_IOC_ACQUIRE_ASYNC)) {
+			const int pidfd = c.request_pid == c.pid ? c.pidfd
+					  : c.request_pidfd_pid == c.request_pid ? c.request_pidfd
+										 : -1;
+			c.request_may_boost =
+				may_be_boosted(c.request_pid, c.request_tid, pidfd, c.uid);
+		}
 	}
 	// The struct's own size field, as the ioctl reads it.
 	uint32_t usize = 0;

@@ -326,6 +326,7 @@ void LockServer::grant(Domain &d, Conn &c, unsigned int slot)
 	c.hold_max_ns = uint64_t(d.max_hold_ms) * 1000000;
 	c.holder_pid = c.acquire_pid;
 	c.holder_tid = c.acquire_tid;
+	c.holder_may_boost = c.acquire_may_boost;
 	c.hold_boost = Conn::unboosted;
 	c.inherit_prio = 0;
 	d.holder[slot] = &c;

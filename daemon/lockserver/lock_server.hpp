@@ -35,7 +35,10 @@
 // domain's boost priority under the module's own ledger (kmod/lockcore/boost.c: one
 // record per thread, nesting, the restore rules). The thread id a client
 // names in its request must be a thread of the peer process, checked
-// through a pidfd of the peer taken at connect. Without CAP_SYS_NICE the
+// through a pidfd of the peer taken at connect; and it must be of the
+// connector's effective uid, or hold CAP_SYS_NICE (the module's rule for a
+// passed file: a connection passed to another user's process gives it the
+// slots, not the boost; peers.hpp, may_be_boosted()). Without CAP_SYS_NICE the
 // boost is off and DOMAIN_INFO says boost_priority 0. max_hold_ms ends a
 // boost as in the module, read when the slot is granted; the server's
 // thread runs SCHED_FIFO one above the highest boost_priority of its
@@ -168,6 +171,10 @@ public:
 
 	struct Domain;
 	struct Conn;
+	// Why a hold went unboosted (the connection's fdinfo says): the
+	// kernel refused its thread RT, or the thread is another user's than
+	// the connector's, without CAP_SYS_NICE (a passed connection).
+	enum BoostRefusal { refused_by_kernel, refused_other_user };
 	struct Member;
 	struct Orphan;
 
@@ -222,7 +229,7 @@ private:
 	// Also sets the hold's priority when what its waiters lend it
 	// changed (inherit()).
 	void boost(Domain &d, Conn &c, pid_t pid, pid_t tid);
-	void boost_refused(Domain &d, Conn &c, pid_t tid);
+	void boost_refused(Domain &d, Conn &c, pid_t tid, BoostRefusal why);
 	void unboost(Conn &c);
 	// Priority inheritance, as in the module (kmod/lock.c): each holder
 	// runs at least at the highest priority of the queued waiters that

@@ -213,7 +213,13 @@ struct LockServer::Conn {
 	uint64_t hold_start_ns = 0;
 	uint64_t hold_max_ns = 0; // the domain's max_hold_ms at the grant; 0: none
 	enum HoldBoost { unboosted, boosted, overrun } hold_boost = unboosted;
-	uint64_t boost_refused_seq = 0; // the hold the kernel refused RT
+	uint64_t boost_refused_seq = 0; // the hold whose boost was refused
+	BoostRefusal boost_refusal = refused_by_kernel; // why
+
+	// Whether the thread of the current message, of a queued ACQUIRE and
+	// of the hold may be boosted (may_be_boosted(), decided as each
+	// ACQUIRE or ACQUIRE_COMPLETE came, from the thread's credentials).
+	bool request_may_boost = false, acquire_may_boost = false, holder_may_boost = false;
 	bool hold_timed = false;
 	std::multimap<uint64_t, Conn *>::iterator hold_deadline;
 	// Hardware queues.
