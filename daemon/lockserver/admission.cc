@@ -114,6 +114,42 @@ bool LockServer::charge(Conn &c, uint64_t cost)
 	return false;
 }
 
+// The connector's pidfd: the kernel's own where it has SO_PEERPIDFD (the
+// process that connected, whatever became of its pid); else one taken now
+// and checked (a pid reused since by another user's process is refused: no
+// boost for it). -1 if none; its start time in *@start (0: unknown).
+int LockServer::peer_pidfd(int fd, const ucred &cred, uint64_t *start) const
+{
+	*start = 0;
+	if (options_.peer_pidfd) {
+		int pidfd = -1;
+		socklen_t plen = sizeof(pidfd);
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &plen) == 0 && pidfd >= 0) {
+			*start = proc_start_time(cred.pid);
+			if (!pidfd_alive(pidfd))
+				*start = 0;
+			return pidfd;
+		}
+	}
+	return checked_pidfd(cred.pid, cred.uid, start);
+}
+
+// The admins' connections count as one member, not limited (there is one
+// kind of admin per gpuslotd: uid 0 for root's, its user for a user's);
+// everyone else's as its uid's, limited.
+LockServer::Member &LockServer::member_for(uid_t uid, bool admin)
+{
+	auto &mp = admin ? admins_ : members_[uid];
+	if (!mp) {
+		mp = std::make_unique<Member>();
+		mp->uid = uid;
+		mp->limited = !admin;
+		mp->tokens = std::max(1u, options_.member_burst);
+		mp->refilled_ns = now_ns();
+	}
+	return *mp;
+}
+
 void LockServer::accept_on(Domain &d)
 {
 	// A few at a time: the other sources have their turn in between.
@@ -137,19 +173,29 @@ void LockServer::accept_on(Domain &d)
 			::close(fd);
 			continue;
 		}
-		auto &mp = members_[cred.uid];
-		if (!mp) {
-			mp = std::make_unique<Member>();
-			mp->uid = cred.uid;
-			mp->limited = cred.uid != 0 && cred.uid != geteuid();
-			mp->tokens = std::max(1u, options_.member_burst);
-			mp->refilled_ns = now_ns();
+		// Only an admin is exempt from the bounds (peer_is_admin(): uid
+		// 0 with CAP_SYS_ADMIN in the initial user namespace, or the user
+		// of an unprivileged gpuslotd holding all its capabilities), as
+		// its pidfd vouches for at connect: uid 0 alone is not one (a
+		// rootful container's root without the capability is a member
+		// like any other, bounded as its uid). A uid that could be an
+		// admin costs the pidfd and the /proc reads before its bounds are
+		// known; any other uid's connection only once they are checked.
+		int pidfd = -1;
+		uint64_t start_time = 0;
+		bool have_pidfd = false, admin = false;
+		if (cred.uid == 0 || (geteuid() != 0 && cred.uid == geteuid())) {
+			pidfd = peer_pidfd(fd, cred, &start_time);
+			have_pidfd = true;
+			admin = peer_is_admin(cred.pid, cred.uid, pidfd);
 		}
-		Member &m = *mp;
-		// Over its uid's share, or over all but root's reserve: closed
-		// at once (the client's first call fails ECONNRESET).
+		Member &m = member_for(cred.uid, admin);
+		// Over its uid's share, or over all but the admins' reserve:
+		// closed at once (the client's first call fails ECONNRESET).
 		if ((m.limited && m.conns >= options_.max_conns_per_uid) ||
 		    conns_.size() >= max_conns_ + (m.limited ? 0 : kRootReserve)) {
+			if (pidfd >= 0)
+				::close(pidfd);
 			::close(fd);
 			continue;
 		}
@@ -160,6 +206,8 @@ void LockServer::accept_on(Domain &d)
 		if (m.limited) {
 			refill(m, now_ns());
 			if (m.tokens < int64_t(std::min(kAcceptCost, std::max(1u, options_.member_burst)))) {
+				if (pidfd >= 0)
+					::close(pidfd);
 				::close(fd);
 				continue;
 			}
@@ -173,23 +221,8 @@ void LockServer::accept_on(Domain &d)
 		c->member = &m;
 		c->source.conn = c.get();
 		c->waiter.conn = c.get();
-		// The connector's pidfd: the kernel's own where it has
-		// SO_PEERPIDFD (the process that connected, whatever became of
-		// its pid); else one taken now and checked (a pid reused since
-		// by another user's process is refused: no boost for it).
-		c->pidfd = -1;
-		if (options_.peer_pidfd) {
-			int pidfd = -1;
-			socklen_t plen = sizeof(pidfd);
-			if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &plen) == 0 && pidfd >= 0) {
-				c->pidfd = pidfd;
-				c->start_time = proc_start_time(cred.pid);
-				if (!pidfd_alive(pidfd))
-					c->start_time = 0;
-			}
-		}
-		if (c->pidfd < 0)
-			c->pidfd = checked_pidfd(cred.pid, cred.uid, &c->start_time);
+		c->pidfd = have_pidfd ? pidfd : peer_pidfd(fd, cred, &start_time);
+		c->start_time = start_time;
 		c->request_pid = cred.pid;
 		// The "file mode" of the attributes: root's, or that of the user
 		// an unprivileged gpuslotd runs as. From SO_PEERCRED, which holds

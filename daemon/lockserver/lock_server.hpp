@@ -70,6 +70,7 @@
 #include <gpuslot_wire.h>
 
 struct list_head; // kmod's lists, of the lock core
+struct ucred; // <sys/socket.h>
 
 namespace gpuslot {
 
@@ -89,12 +90,13 @@ struct LockServerOptions {
 	// The sockets' group and mode: members of the group may connect.
 	gid_t group = gid_t(-1);
 	mode_t mode = 0660;
-	// Connections: per uid (root is not counted) and in all (0: a fifth
+	// Connections: per uid (an admin's are not counted: uid 0 with
+	// CAP_SYS_ADMIN, not uid 0 alone) and in all (0: a fifth
 	// of RLIMIT_NOFILE, less a reserve: each costs up to five fds, its
 	// socket and pidfds).
 	unsigned int max_conns_per_uid = 256;
 	unsigned int max_conns = 0;
-	// Requests per second a uid other than root and gpuslotd's may make
+	// Requests per second a uid may make (an admin's connections: any)
 	// (a table read costs one more per line), and the burst it may save.
 	unsigned int member_rate = 20000;
 	unsigned int member_burst = 20000;
@@ -181,6 +183,9 @@ public:
 private:
 	struct Source;
 	void accept_on(Domain &d);
+	// The connector's pidfd, and the member its connection counts as.
+	int peer_pidfd(int fd, const ::ucred &cred, uint64_t *start) const;
+	Member &member_for(uid_t uid, bool admin);
 	// Listeners off while accept fails for want of fds, back on when one
 	// frees or at a retry.
 	void pause_listeners(uint64_t now);
@@ -288,7 +293,8 @@ private:
 	std::vector<std::unique_ptr<Domain>> domains_;
 	std::map<int, std::unique_ptr<Conn>> conns_;
 	std::vector<std::unique_ptr<Source>> sources_;
-	std::map<uid_t, std::unique_ptr<Member>> members_;
+	std::map<uid_t, std::unique_ptr<Member>> members_; // by uid, limited
+	std::unique_ptr<Member> admins_; // admins' connections, not limited
 	unsigned int max_conns_ = 0;
 	bool listeners_paused_ = false;
 	uint64_t accept_backoff_ns_ = 0;

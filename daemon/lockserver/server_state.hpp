@@ -43,11 +43,11 @@ struct LockServer::Source {
 	Orphan *orphan = nullptr;
 };
 
-// Connections only root (an admin) may take, beyond max_conns.
+// Connections only an admin may take, beyond max_conns.
 constexpr unsigned int kRootReserve = 16;
 
-// One uid's connections and request budget (root and gpuslotd's own user
-// are not limited).
+// One uid's connections and request budget; or the admins' (not limited,
+// LockServer::member_for()).
 struct LockServer::Member {
 	uid_t uid = 0;
 	bool limited = true;

@@ -12,6 +12,11 @@
 //	was passed (inherited) open, and keeps it (the connection outlives
 //	it in its passer). Exits 0 if granted and not SCHED_FIFO while it
 //	holds, 1 if granted and SCHED_FIFO, 100 + n on failure n.
+//   socket_client_helper connections-served SOCKET_DIR DOMAIN N [drop-cap-sys-admin]
+//	opens N connections to DOMAIN (kept open) and asks each for the
+//	VERSION; with drop-cap-sys-admin first drops CAP_SYS_ADMIN from its
+//	effective and permitted sets, as a rootful container's uid 0 lacks
+//	it. Exits with how many were answered (at most 99).
 #include <linux/capability.h>
 #include <linux/gpuslot.h>
 #include <gpuslot_wire.h>
@@ -34,7 +39,8 @@
 namespace {
 
 // The effective and permitted capability sets set to @keep (bits of the
-// first 32, CAP_SYS_NICE among them), or those less @drop: 0 or -1.
+// first 32, CAP_SYS_NICE and CAP_SYS_ADMIN among them), or those less
+// @drop: 0 or -1.
 int set_caps(uint32_t keep, uint32_t drop, bool use_keep)
 {
 	__user_cap_header_struct h{_LINUX_CAPABILITY_VERSION_3, 0};
@@ -88,6 +94,26 @@ int acquire_passed(int fd, uid_t uid, bool keep_nice)
 	return (sched_getscheduler(0) & ~SCHED_RESET_ON_FORK) == SCHED_FIFO ? 1 : 0;
 }
 
+int connections_served(const char *dir, unsigned int domain, int n, bool drop_admin)
+{
+	if (drop_admin && set_caps(0, 1u << CAP_SYS_ADMIN, false))
+		return 100;
+	std::vector<std::unique_ptr<gpuslot::LockFile>> files;
+	int served = 0;
+	for (int i = 0; i < n; i++) {
+		std::unique_ptr<gpuslot::LockFile> f;
+		std::string error;
+		if (gpuslot::open_lock_file(gpuslot::Transport::socket, dir, domain, &f, &error))
+			continue;
+		gpuslot_version v{};
+		v.size = sizeof(v);
+		if (f->call(GPUSLOT_IOC_VERSION, &v) == 0)
+			served++;
+		files.push_back(std::move(f)); // kept open
+	}
+	return std::min(served, 99);
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -96,11 +122,15 @@ int main(int argc, char **argv)
 	if (cmd == "acquire-passed" && (argc == 4 || argc == 5))
 		return acquire_passed(std::atoi(argv[2]), uid_t(std::atol(argv[3])),
 				      argc == 5 && !std::strcmp(argv[4], "keep-cap-sys-nice"));
+	if (cmd == "connections-served" && (argc == 5 || argc == 6))
+		return connections_served(argv[2], unsigned(std::atoi(argv[3])), std::atoi(argv[4]),
+					  argc == 6 && !std::strcmp(argv[5], "drop-cap-sys-admin"));
 	if (cmd != "try-acquire" || argc != 4) {
 		std::fprintf(stderr,
 			     "usage: %s try-acquire SOCKET_DIR DOMAIN\n"
-			     "       %s acquire-passed FD UID [keep-cap-sys-nice]\n",
-			     argv[0], argv[0]);
+			     "       %s acquire-passed FD UID [keep-cap-sys-nice]\n"
+			     "       %s connections-served SOCKET_DIR DOMAIN N [drop-cap-sys-admin]\n",
+			     argv[0], argv[0], argv[0]);
 		return 2;
 	}
 	std::unique_ptr<gpuslot::LockFile> f;

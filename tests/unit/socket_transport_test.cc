@@ -43,6 +43,7 @@
 #include "gpuslot.hpp"
 #include "lock_file.hpp"
 #include "lock_server.hpp"
+#include "peers.hpp"
 
 namespace {
 
@@ -1057,6 +1058,35 @@ TEST_F(Socket, ConnectionsPerUidAreBounded)
 	EXPECT_EQ(served, 4) << "connections of one member served";
 	auto f = file(); // root is not that member
 	EXPECT_EQ(info(*f).k, 1u);
+}
+
+// Issue 38: uid 0 is exempt from the bounds only as a real admin (with
+// CAP_SYS_ADMIN in the initial user namespace, as its pidfd vouches for at
+// connect): a rootful container's uid 0 without the capability is one
+// member like any other, while an admin connecting at the same time is
+// not counted with it.
+TEST_F(Socket, RootWithoutCapSysAdminIsBoundedAsAMember)
+{
+	if (geteuid() != 0 || !(gpuslot::creds_of("self").caps >> gpuslot::kCapSysAdmin & 1))
+		GTEST_SKIP() << "needs root with CAP_SYS_ADMIN (an admin) to drop it";
+	stop_server();
+	gpuslot::LockServerOptions o;
+	o.max_conns_per_uid = 4;
+	start_server(o);
+	// An admin (this process) is not that member: more than 4, all served.
+	std::vector<std::unique_ptr<LockFile>> mine;
+	for (int i = 0; i < 6; i++) {
+		mine.push_back(file());
+		gpuslot_version v{};
+		v.size = sizeof(v);
+		EXPECT_EQ(mine.back()->call(GPUSLOT_IOC_VERSION, &v), 0) << "an admin's connection " << i;
+	}
+	EXPECT_EQ(run_helper({"connections-served", dir_.string(), "0", "12", "drop-cap-sys-admin"}),
+		  4)
+		<< "connections of uid 0 without CAP_SYS_ADMIN served";
+	gpuslot_version v{};
+	v.size = sizeof(v);
+	EXPECT_EQ(file()->call(GPUSLOT_IOC_VERSION, &v), 0) << "an admin's 7th connection";
 }
 
 // Issue 38: the passed-connection rule, as the module's for a passed file.
