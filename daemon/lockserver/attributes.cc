@@ -329,9 +329,15 @@ std::string LockServer::fdinfo(const Conn &c) const
 	t += "gpuslot-allowed-mask:\t" + (waits ? hex(c.waiter.core.allowed) : "-") + "\n";
 	t += "gpuslot-hqd-reserved:\t" + std::to_string(c.hqd_reserved) + "\n";
 	t += "gpuslot-hqd-waiting:\t" + std::to_string(c.hqd_waiting ? c.reserve.count : 0) + "\n";
-	// The module's reasons; here the kernel's EPERM is all gpuslotd sees.
+	// The module's reasons: another user's thread is the module's
+	// not-the-openers-user; of the kernel's refusals, EPERM is all
+	// gpuslotd sees.
+	const bool refused = c.state == Conn::holding && c.hold_seq && c.boost_refused_seq == c.hold_seq;
 	t += std::string("gpuslot-boost-refused:\t") +
-	     (c.state == Conn::holding && c.hold_seq && c.boost_refused_seq == c.hold_seq ? "refused-by-the-kernel" : "-") + "\n";
+	     (!refused ? "-"
+	      : c.boost_refusal == refused_other_user ? "not-the-openers-user"
+						      : "refused-by-the-kernel") +
+	     "\n";
 	return t;
 }
 

@@ -35,7 +35,10 @@
 // domain's boost priority under the module's own ledger (kmod/lockcore/boost.c: one
 // record per thread, nesting, the restore rules). The thread id a client
 // names in its request must be a thread of the peer process, checked
-// through a pidfd of the peer taken at connect. Without CAP_SYS_NICE the
+// through a pidfd of the peer taken at connect; and it must be of the
+// connector's effective uid, or hold CAP_SYS_NICE (the module's rule for a
+// passed file: a connection passed to another user's process gives it the
+// slots, not the boost; peers.hpp, may_be_boosted()). Without CAP_SYS_NICE the
 // boost is off and DOMAIN_INFO says boost_priority 0. max_hold_ms ends a
 // boost as in the module, read when the slot is granted; the server's
 // thread runs SCHED_FIFO one above the highest boost_priority of its
@@ -67,6 +70,7 @@
 #include <gpuslot_wire.h>
 
 struct list_head; // kmod's lists, of the lock core
+struct ucred; // <sys/socket.h>
 
 namespace gpuslot {
 
@@ -86,12 +90,13 @@ struct LockServerOptions {
 	// The sockets' group and mode: members of the group may connect.
 	gid_t group = gid_t(-1);
 	mode_t mode = 0660;
-	// Connections: per uid (root is not counted) and in all (0: a fifth
+	// Connections: per uid (an admin's are not counted: uid 0 with
+	// CAP_SYS_ADMIN, not uid 0 alone) and in all (0: a fifth
 	// of RLIMIT_NOFILE, less a reserve: each costs up to five fds, its
 	// socket and pidfds).
 	unsigned int max_conns_per_uid = 256;
 	unsigned int max_conns = 0;
-	// Requests per second a uid other than root and gpuslotd's may make
+	// Requests per second a uid may make (an admin's connections: any)
 	// (a table read costs one more per line), and the burst it may save.
 	unsigned int member_rate = 20000;
 	unsigned int member_burst = 20000;
@@ -168,12 +173,19 @@ public:
 
 	struct Domain;
 	struct Conn;
+	// Why a hold went unboosted (the connection's fdinfo says): the
+	// kernel refused its thread RT, or the thread is another user's than
+	// the connector's, without CAP_SYS_NICE (a passed connection).
+	enum BoostRefusal { refused_by_kernel, refused_other_user };
 	struct Member;
 	struct Orphan;
 
 private:
 	struct Source;
 	void accept_on(Domain &d);
+	// The connector's pidfd, and the member its connection counts as.
+	int peer_pidfd(int fd, const ::ucred &cred, uint64_t *start) const;
+	Member &member_for(uid_t uid, bool admin);
 	// Listeners off while accept fails for want of fds, back on when one
 	// frees or at a retry.
 	void pause_listeners(uint64_t now);
@@ -222,7 +234,7 @@ private:
 	// Also sets the hold's priority when what its waiters lend it
 	// changed (inherit()).
 	void boost(Domain &d, Conn &c, pid_t pid, pid_t tid);
-	void boost_refused(Domain &d, Conn &c, pid_t tid);
+	void boost_refused(Domain &d, Conn &c, pid_t tid, BoostRefusal why);
 	void unboost(Conn &c);
 	// Priority inheritance, as in the module (kmod/lock.c): each holder
 	// runs at least at the highest priority of the queued waiters that
@@ -281,7 +293,8 @@ private:
 	std::vector<std::unique_ptr<Domain>> domains_;
 	std::map<int, std::unique_ptr<Conn>> conns_;
 	std::vector<std::unique_ptr<Source>> sources_;
-	std::map<uid_t, std::unique_ptr<Member>> members_;
+	std::map<uid_t, std::unique_ptr<Member>> members_; // by uid, limited
+	std::unique_ptr<Member> admins_; // admins' connections, not limited
 	unsigned int max_conns_ = 0;
 	bool listeners_paused_ = false;
 	uint64_t accept_backoff_ns_ = 0;

@@ -134,6 +134,33 @@ bool peer_is_admin(pid_t pid, uid_t uid, int pidfd)
 	return peer.euid == self.euid && (peer.caps & self.caps) == self.caps;
 }
 
+bool may_be_boosted(pid_t pid, pid_t tid, int pidfd, uid_t opener_euid)
+{
+	if (pid <= 0 || tid <= 0 || pidfd < 0)
+		return false;
+	const std::string p = std::to_string(pid);
+	std::ifstream in("/proc/" + p + "/task/" + std::to_string(tid) + "/status");
+	bool have_uid = false, have_caps = false;
+	unsigned long real, effective;
+	uint64_t caps = 0;
+	for (std::string line; std::getline(in, line);) {
+		if (std::sscanf(line.c_str(), "Uid: %lu %lu", &real, &effective) == 2)
+			have_uid = true;
+		else if (line.rfind("CapEff:", 0) == 0) {
+			caps = std::strtoull(line.c_str() + 7, nullptr, 16);
+			have_caps = true;
+		}
+	}
+	if (!have_uid || !have_caps)
+		return false;
+	const bool opener = uid_t(effective) == opener_euid;
+	const bool nice_cap = (caps >> kCapSysNice & 1) && user_ns_of(p) == user_ns_of("self") &&
+			      user_ns_of(p).second != 0;
+	// The reads were of the process the pidfd pins only if it still
+	// lives now (its pid not reused in between).
+	return (opener || nice_cap) && pidfd_alive(pidfd);
+}
+
 // An admin now: the message's sender, as the kernel stamped it
 // (SCM_CREDENTIALS: its uid mapped into our user namespace, and its pid),
 // with the capability and user namespace its pidfd vouches for

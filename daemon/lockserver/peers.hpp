@@ -54,4 +54,17 @@ int checked_pidfd(pid_t pid, uid_t uid, uint64_t *start);
 // it cannot be read.
 bool peer_is_admin(pid_t pid, uid_t uid, int pidfd);
 
+// Whether thread @tid of process @pid, pinned by @pidfd, may be boosted
+// for a hold of a connection whose connector had effective uid
+// @opener_euid (SO_PEERCRED): the module's rule for a passed file. The
+// slots travel with the connection (SCM_RIGHTS, fork), the boost does
+// not: only a thread whose effective uid is the opener's, or that has
+// CAP_SYS_NICE in gpuslotd's user namespace (the initial one for the
+// system's gpuslotd: it could make itself RT anyway). Read from
+// /proc/<pid>/task/<tid>/status (the thread's own credentials: a thread of
+// @pid only, else there is no such file) and /proc/<pid>/ns/user, and
+// believed only if @pidfd still names a living process afterwards. False
+// if any of it cannot be read.
+bool may_be_boosted(pid_t pid, pid_t tid, int pidfd, uid_t opener_euid);
+
 } // namespace gpuslot

@@ -3,7 +3,8 @@
 // the lock core, the queue budget, the partitions, the holders) and a
 // connection (the module's struct gpuslot_file: what one open file holds,
 // waits for and has reserved). Shared by the server's commands
-// (lock_server.cc) and its attributes (attributes.cc).
+// (lock_server.cc, commands.cc, dispatch.cc, admission.cc, boost_ops.cc) and its
+// attributes (attributes.cc).
 #pragma once
 
 #include <sys/types.h>
@@ -42,8 +43,11 @@ struct LockServer::Source {
 	Orphan *orphan = nullptr;
 };
 
-// One uid's connections and request budget (root and gpuslotd's own user
-// are not limited).
+// Connections only an admin may take, beyond max_conns.
+constexpr unsigned int kRootReserve = 16;
+
+// One uid's connections and request budget; or the admins' (not limited,
+// LockServer::member_for()).
 struct LockServer::Member {
 	uid_t uid = 0;
 	bool limited = true;
@@ -144,7 +148,7 @@ inline StateDomain *state_domain(void *state, unsigned int i)
 // holder (pid and start time) still lives and the thread still runs at
 // the boost; the hold stays recorded, unboosted. Whether the holder lives;
 // its pidfd in *@pidfd_out if wanted. Lines for the log in *@notes.
-// (lock_server.cc, beside the boost ledger it mirrors.)
+// (boost_ops.cc, beside the boost ledger it mirrors.)
 bool give_back_boost(StateHold &h, unsigned int domain, unsigned int slot,
 		     std::vector<std::string> *notes, int *pidfd_out);
 // A fingerprint of a thread's owner (owner_of()'s text), for the state
@@ -209,7 +213,13 @@ struct LockServer::Conn {
 	uint64_t hold_start_ns = 0;
 	uint64_t hold_max_ns = 0; // the domain's max_hold_ms at the grant; 0: none
 	enum HoldBoost { unboosted, boosted, overrun } hold_boost = unboosted;
-	uint64_t boost_refused_seq = 0; // the hold the kernel refused RT
+	uint64_t boost_refused_seq = 0; // the hold whose boost was refused
+	BoostRefusal boost_refusal = refused_by_kernel; // why
+
+	// Whether the thread of the current message, of a queued ACQUIRE and
+	// of the hold may be boosted (may_be_boosted(), decided as each
+	// ACQUIRE or ACQUIRE_COMPLETE came, from the thread's credentials).
+	bool request_may_boost = false, acquire_may_boost = false, holder_may_boost = false;
 	bool hold_timed = false;
 	std::multimap<uint64_t, Conn *>::iterator hold_deadline;
 	// Hardware queues.

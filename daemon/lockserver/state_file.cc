@@ -3,6 +3,7 @@
 // laid out in server_state.hpp): opened only if gpuslotd can trust it,
 // read, moved aside when it cannot be used, and the holds a dead server
 // left kept for their holders to reclaim.
+#include "boost_ops.hpp"
 #include "lock_server.hpp"
 #include "server_state.hpp"
 
@@ -440,6 +441,39 @@ int LockServer::reclaim(Domain &d, Conn &c, uint64_t allowed)
 		return int(slot);
 	}
 	return -1;
+}
+
+void LockServer::record_hold(const Domain &d, unsigned int slot)
+{
+	if (!state_)
+		return;
+	StateHold &r = state_domain(state_, d.id)->slot[slot];
+	const Conn *c = d.holder[slot];
+	if (!c) {
+		r = {};
+		return;
+	}
+	StateHold h{};
+	h.state = StateHold::held;
+	h.pid = c->holder_pid;
+	h.tid = c->holder_tid;
+	h.start_time = c->holder_pid == c->pid		? c->start_time
+		       : c->holder_pid == c->acquire_pid ? c->acquire_start
+							 : c->request_start;
+	h.client_token = c->client_token;
+	if (const gpuslot_boost_thread *t = c->boost.thread) {
+		h.state = StateHold::boosted;
+		h.prio = t->applied;
+		h.policy = t->saved.policy;
+		h.rt_priority = t->saved.rt_priority;
+		h.nice = t->saved.nice;
+		h.reset_on_fork = t->saved.reset_on_fork;
+		if (t->task) {
+			h.tid = t->task->tid;
+			h.owner = owner_fingerprint(t->task->owner);
+		}
+	}
+	r = h;
 }
 
 void LockServer::record_generation(const Domain &d)

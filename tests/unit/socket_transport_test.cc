@@ -43,6 +43,7 @@
 #include "gpuslot.hpp"
 #include "lock_file.hpp"
 #include "lock_server.hpp"
+#include "peers.hpp"
 
 namespace {
 
@@ -877,18 +878,32 @@ template <class F> int in_child(F f)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-// A program spawned, not forked: a test may have threads of its own here.
-int Socket::try_from_new_client() const
+// socket_client_helper with @args, spawned, not forked: a test may have
+// threads of its own here. @pass_fd, if not -1, is open in it as fd @as.
+// Its exit status (128 + n: signal n; 101: not spawned).
+int run_helper(const std::vector<std::string> &args, int pass_fd = -1, int as = -1)
 {
-	const std::string domain = "0";
-	const char *argv[] = {GPUSLOT_SOCKET_CLIENT_HELPER, "try-acquire", dir_.c_str(),
-			      domain.c_str(), nullptr};
+	std::vector<char *> argv{const_cast<char *>(GPUSLOT_SOCKET_CLIENT_HELPER)};
+	for (const auto &a : args)
+		argv.push_back(const_cast<char *>(a.c_str()));
+	argv.push_back(nullptr);
+	posix_spawn_file_actions_t actions;
+	posix_spawn_file_actions_init(&actions);
+	if (pass_fd >= 0)
+		posix_spawn_file_actions_adddup2(&actions, pass_fd, as); // not close-on-exec
 	pid_t pid;
-	if (posix_spawn(&pid, argv[0], nullptr, nullptr, const_cast<char **>(argv), environ))
+	const int err = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+	posix_spawn_file_actions_destroy(&actions);
+	if (err)
 		return 101;
 	int status = 0;
 	waitpid(pid, &status, 0);
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+int Socket::try_from_new_client() const
+{
+	return run_helper({"try-acquire", dir_.string(), "0"});
 }
 
 std::string read_attr(LockFile &f, const std::string &name)
@@ -1042,6 +1057,76 @@ TEST_F(Socket, ConnectionsPerUidAreBounded)
 	EXPECT_EQ(served, 4) << "connections of one member served";
 	auto f = file(); // root is not that member
 	EXPECT_EQ(info(*f).k, 1u);
+}
+
+// Issue 38: uid 0 is exempt from the bounds only as a real admin (with
+// CAP_SYS_ADMIN in the initial user namespace, as its pidfd vouches for at
+// connect): a rootful container's uid 0 without the capability is one
+// member like any other, while an admin connecting at the same time is
+// not counted with it.
+TEST_F(Socket, RootWithoutCapSysAdminIsBoundedAsAMember)
+{
+	if (geteuid() != 0 || !(gpuslot::creds_of("self").caps >> gpuslot::kCapSysAdmin & 1))
+		GTEST_SKIP() << "needs root with CAP_SYS_ADMIN (an admin) to drop it";
+	stop_server();
+	gpuslot::LockServerOptions o;
+	o.max_conns_per_uid = 4;
+	start_server(o);
+	// An admin (this process) is not that member: more than 4, all served.
+	std::vector<std::unique_ptr<LockFile>> mine;
+	for (int i = 0; i < 6; i++) {
+		mine.push_back(file());
+		gpuslot_version v{};
+		v.size = sizeof(v);
+		EXPECT_EQ(mine.back()->call(GPUSLOT_IOC_VERSION, &v), 0) << "an admin's connection " << i;
+	}
+	EXPECT_EQ(run_helper({"connections-served", dir_.string(), "0", "12", "drop-cap-sys-admin"}),
+		  4)
+		<< "connections of uid 0 without CAP_SYS_ADMIN served";
+	gpuslot_version v{};
+	v.size = sizeof(v);
+	EXPECT_EQ(file()->call(GPUSLOT_IOC_VERSION, &v), 0) << "an admin's 7th connection";
+}
+
+// Issue 38: the passed-connection rule, as the module's for a passed file.
+// A connection opened by this process (uid 0) and passed to a process of
+// another uid gives that process the slot but no boost: its thread holds
+// unboosted, counted in stats/boosts_refused and named in the connection's
+// fdinfo (not-the-openers-user). The baselines: a process of the opener's
+// uid, and one of another uid holding CAP_SYS_NICE (it could make itself
+// RT anyway), are boosted through the same passed connection.
+TEST_F(Socket, AConnectionPassedToAnotherUserGivesTheSlotButNoBoost)
+{
+	if (geteuid() != 0)
+		GTEST_SKIP() << "becoming another user needs root";
+	if (info(*file()).boost_priority == 0)
+		GTEST_SKIP() << "gpuslotd's lock server has no CAP_SYS_NICE here: no boost";
+	struct Case {
+		const char *uid;
+		bool keep_nice;
+		int boosted;
+		const char *refused;
+	};
+	for (const Case k : {Case{"65534", false, 0, "not-the-openers-user"}, Case{"0", false, 1, "-"},
+			     Case{"65534", true, 1, "-"}}) {
+		SCOPED_TRACE(std::string("uid ") + k.uid + (k.keep_nice ? " with CAP_SYS_NICE" : ""));
+		auto f = file();
+		const unsigned long refused = std::stoul(read_attr(*f, "stats/boosts_refused"));
+		std::vector<std::string> args{"acquire-passed", "100", k.uid};
+		if (k.keep_nice)
+			args.push_back("keep-cap-sys-nice");
+		EXPECT_EQ(run_helper(args, f->fd(), 100), k.boosted)
+			<< "0: granted unboosted, 1: granted SCHED_FIFO, 100+: failed";
+		// The helper is gone; its hold stays with the connection, which
+		// this process still has open.
+		const std::string fdinfo = read_attr(*f, "fdinfo");
+		EXPECT_NE(fdinfo.find("gpuslot-state:\theld\n"), std::string::npos) << fdinfo;
+		EXPECT_NE(fdinfo.find(std::string("gpuslot-boost-refused:\t") + k.refused + "\n"),
+			  std::string::npos)
+			<< fdinfo;
+		EXPECT_EQ(std::stoul(read_attr(*f, "stats/boosts_refused")), refused + (k.boosted ? 0 : 1));
+		EXPECT_EQ(release(*f), 0);
+	}
 }
 
 // Item 2: out of fds, the server neither spins on accept nor stops
