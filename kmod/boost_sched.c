@@ -733,8 +733,13 @@ void gpuslot_domain_inherit(struct gpuslot_domain *d)
 		seq = f->hold_seq;
 		prio = gpuslot_hold_prio(READ_ONCE(d->boost_priority),
 					 f->inherit_prio);
-		/* A hold whose boost ran out stays out, inherited or not. */
-		if (f->hold_boost != GPUSLOT_HOLD_OVERRUN)
+		/*
+		 * A hold whose boost ran out stays out, inherited or not, and
+		 * one past max_hold_ms begins none (its clock would end it at
+		 * once, after it ran boosted until the expiry thread came).
+		 */
+		if (f->hold_boost != GPUSLOT_HOLD_OVERRUN &&
+		    !(f->hold_max_ns && !gpuslot_boost_left(f, U64_MAX)))
 			p = get_pid_task(f->holder_tid, PIDTYPE_PID);
 		spin_unlock(&d->lock);
 		if (p && gpuslot_boost_refusal(f, p,

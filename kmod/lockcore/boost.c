@@ -391,8 +391,9 @@ static void gpuslot_boost_end(struct gpuslot_boost_ledger *l,
 }
 
 /*
- * @m's budget now ends at @end, if its boosted threads all run: the other
- * boosted holds of it whose clocks were set later are told.
+ * @m's budget now ends at @end, if its boosted threads all run: its
+ * boosted holds but @except (NULL: none) whose clocks were set later are
+ * told.
  */
 static void gpuslot_member_rearm(struct gpuslot_boost_ledger *l,
 				 struct gpuslot_boost_member *m,
@@ -530,6 +531,7 @@ bool gpuslot_boost_set_prio(struct gpuslot_boost_ledger *l,
 			    unsigned int share, u64 *budget_end_ns)
 {
 	struct gpuslot_boost_thread *t = h->thread;
+	struct gpuslot_boost_member *m;
 	u64 now, end;
 
 	if (seq < h->seq)
@@ -552,12 +554,28 @@ bool gpuslot_boost_set_prio(struct gpuslot_boost_ledger *l,
 		return false;
 	}
 	/* Bring the budget up to now before the boost may start or stop. */
-	gpuslot_budget_settle(l, t->member, now);
+	m = t->member;
+	gpuslot_budget_settle(l, m, now);
+	/*
+	 * Spent, and the hold's clock has not ended it yet (it fires at the
+	 * end, and its work runs a little later): lending raises no boost
+	 * past its member's budget, it ends it, as the expiry would.
+	 */
+	if (gpuslot_budget_spent(m, m->share)) {
+		gpuslot_boost_end(l, h, now);
+		return false;
+	}
 	h->prio = prio;
 	gpuslot_boost_retarget(l, t);
-	end = gpuslot_budget_end(t->member);
+	/*
+	 * The end comes earlier if the thread runs at our boost again (it
+	 * had moved itself above it, and drained nothing): every boosted
+	 * hold of the member whose clock is set later is told, this one
+	 * too, so that none runs boosted past the budget.
+	 */
+	end = gpuslot_budget_end(m);
+	gpuslot_member_rearm(l, m, NULL, end);
 	h->budget_end_ns = end;
-	gpuslot_member_rearm(l, t->member, h, end);
 	if (budget_end_ns)
 		*budget_end_ns = end;
 	return true;

@@ -224,9 +224,12 @@ gpuslot_boost_find(const struct gpuslot_boost_ledger *l,
  * its other holds' highest or gets its saved attributes back. A hold not
  * boosted yet (not begun, or begun without a boost) begins as in
  * gpuslot_boost_begin(), under the same budget, @share; an older hold
- * than one already seen changes nothing. Returns true if @h is boosted
- * after the call; then *@budget_end_ns (if not NULL) is as in
- * gpuslot_boost_begin().
+ * than one already seen changes nothing. A boosted hold whose member's
+ * budget is spent is not raised: its boost ends, as gpuslot_boost_expire()
+ * would end it. Returns true if @h is boosted after the call; then
+ * *@budget_end_ns (if not NULL) is as in gpuslot_boost_begin(), and every
+ * boosted hold of the member whose end that brings forward, @h included,
+ * is told (ops->rearm; without it the caller compares h->budget_end_ns).
  */
 bool gpuslot_boost_set_prio(struct gpuslot_boost_ledger *l,
 			    struct gpuslot_boost_hold *h, u64 seq,

@@ -593,4 +593,65 @@ TEST_F(Ledger, InheritanceIsUnderTheBudget)
 	gpuslot_boost_drain(&l_);
 }
 
+// Review finding 7: a waiter lending its priority to a boosted hold raises
+// it only within its member's budget. Spent (the hold's clock has not fired
+// yet, or fires late), the hold's boost ends instead of rising.
+TEST_F(Ledger, InheritanceEndsABoostedHoldWhoseBudgetIsSpent)
+{
+	task_struct t;
+	gpuslot_boost_hold h{};
+	uint64_t end = 0;
+	ASSERT_TRUE(hold(h, 1, t, 50, true, 50, &end));
+	EXPECT_EQ(end, 1000 * ms);
+	// It spins past the end before the expiry ran; then a waiter lends 80.
+	fake_sched::clock_ns = t.cpu_ns = 1001 * ms;
+	EXPECT_FALSE(gpuslot_boost_set_prio(&l_, &h, 1, &t, 80, 50, &end));
+	EXPECT_TRUE(attrs_are(t, SCHED_OTHER, 0, 0, false));
+	EXPECT_EQ(l_.nr_threads, 0u);
+	EXPECT_EQ(h.thread, nullptr);
+	// The late expiry finds nothing to end, and nothing is boosted again.
+	EXPECT_FALSE(gpuslot_boost_expire(&l_, &h, 1, &end));
+	EXPECT_FALSE(gpuslot_boost_set_prio(&l_, &h, 1, &t, 90, 50, &end));
+	EXPECT_TRUE(attrs_are(t, SCHED_OTHER, 0, 0, false));
+	unhold(h, 1);
+	gpuslot_boost_drain(&l_);
+}
+
+// Review finding 7: when lending makes a boosted hold's budget end earlier
+// than its clock was last set for, the hold's own clock is told too, not
+// only its member's other holds'. Here @b (a member with RLIMIT_RTPRIO)
+// moved itself above its boost, so it was not charged and its clock was
+// set for @a's spinning alone; back below, a waiter's lending boosts it
+// again, and two spinning threads drain the budget twice as fast.
+TEST_F(Ledger, InheritanceBringsTheHoldsOwnClockForward)
+{
+	task_struct a, b;
+	gpuslot_boost_hold ha{}, hb{};
+	uint64_t end = 0;
+	ASSERT_TRUE(hold(ha, 1, a, 50, true, 50, &end));
+	ASSERT_TRUE(hold(hb, 1, b, 50, true, 50, &end));
+	b.attr = {SCHED_FIFO, 60, 0, false}; // its own, above the boost
+	EXPECT_TRUE(gpuslot_boost_set_prio(&l_, &hb, 1, &b, 55, 50, &end));
+	EXPECT_TRUE(attrs_are(b, SCHED_FIFO, 60, 0, false)); // left alone
+	// @a spins 400 ms: 200 ms owed. @b's clock comes to 1000 ms, when the
+	// budget ends if only @a runs.
+	fake_sched::clock_ns = a.cpu_ns = 400 * ms;
+	EXPECT_FALSE(gpuslot_boost_expire(&l_, &hb, 1, &end));
+	EXPECT_EQ(end, 1000 * ms);
+	// @b goes back to SCHED_OTHER; a FIFO-80 waiter lends to its hold.
+	b.attr = {SCHED_OTHER, 0, 0, false};
+	fake_sched::rearmed.clear();
+	ASSERT_TRUE(gpuslot_boost_set_prio(&l_, &hb, 1, &b, 80, 50, &end));
+	EXPECT_TRUE(attrs_are(b, SCHED_FIFO, 80, 0, true));
+	// 300 ms left, drained at 1.5 ns per ns by two threads: 200 ms.
+	EXPECT_EQ(end, 600 * ms);
+	EXPECT_EQ(hb.budget_end_ns, 600 * ms);
+	const auto told = std::find(fake_sched::rearmed.begin(), fake_sched::rearmed.end(),
+				    std::make_pair(&hb, uint64_t(600 * ms)));
+	EXPECT_NE(told, fake_sched::rearmed.end());
+	unhold(ha, 1);
+	unhold(hb, 1);
+	gpuslot_boost_drain(&l_);
+}
+
 } // namespace
