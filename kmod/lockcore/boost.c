@@ -149,7 +149,13 @@ static void gpuslot_budget_settle(const struct gpuslot_boost_ledger *l,
 	if (now > m->at_ns)
 		m->at_ns = now;
 	if (m->share >= 100) {
-		m->spent_ns = 0;
+		/*
+		 * Holds at share 100 need no budget: their boost is not
+		 * charged. What the member owes from holds elsewhere is not
+		 * forgiven: it is paid back at the share it was owed at.
+		 */
+		back = dt * m->owed_share / 100;
+		m->spent_ns = back < m->spent_ns ? m->spent_ns - back : 0;
 		return;
 	}
 	if (n)
@@ -192,6 +198,25 @@ static u64 gpuslot_budget_end(const struct gpuslot_boost_member *m)
 	return m->at_ns + ((cap - m->spent_ns) * 100 + n - 1) / n;
 }
 
+/*
+ * @m runs under @share now. A share below 100 is also the one its debt is
+ * paid back at from now on; 100 (no budget) leaves that as it was: a
+ * member owes only what it ran boosted under a share below 100.
+ */
+static void gpuslot_member_set_share(struct gpuslot_boost_member *m,
+				     unsigned int share)
+{
+	m->share = share;
+	if (share < 100)
+		m->owed_share = share;
+}
+
+/* The share @m pays back at; not 0 while it owes (@spent_ns). */
+static unsigned int gpuslot_member_payback(const struct gpuslot_boost_member *m)
+{
+	return m->share < 100 ? m->share : m->owed_share;
+}
+
 /* The smallest share of the holds of @m's threads: the budget it runs under. */
 static unsigned int gpuslot_member_share(const struct gpuslot_boost_member *m)
 {
@@ -225,11 +250,11 @@ static void gpuslot_member_idle(struct gpuslot_boost_ledger *l,
 {
 	struct gpuslot_boost_member *pos;
 
-	if (!m->spent_ns || m->share >= 100) {
+	if (!m->spent_ns) {
 		gpuslot_member_free(l, m);
 		return;
 	}
-	m->full_at_ns = m->at_ns + m->spent_ns * 100 / m->share;
+	m->full_at_ns = m->at_ns + m->spent_ns * 100 / gpuslot_member_payback(m);
 	list_for_each_entry(pos, &l->idle, idle_node)
 		if (pos->full_at_ns > m->full_at_ns)
 			break;
@@ -261,7 +286,7 @@ gpuslot_member_get(struct gpuslot_boost_ledger *l, struct task_struct *p,
 		if (list_empty(&m->threads)) {
 			/* Idle: its holds' share is this one's now. */
 			list_del_init(&m->idle_node);
-			m->share = share;
+			gpuslot_member_set_share(m, share);
 		}
 		return m;
 	}
@@ -269,7 +294,8 @@ gpuslot_member_get(struct gpuslot_boost_ledger *l, struct task_struct *p,
 	if (!m)
 		return NULL;
 	m->id = id;
-	m->share = share;
+	m->owed_share = 0;
+	gpuslot_member_set_share(m, share);
 	m->spent_ns = 0;
 	m->at_ns = now;
 	INIT_LIST_HEAD(&m->threads);
@@ -387,7 +413,7 @@ static void gpuslot_boost_end(struct gpuslot_boost_ledger *l,
 		if (last)
 			return;
 	}
-	m->share = gpuslot_member_share(m);
+	gpuslot_member_set_share(m, gpuslot_member_share(m));
 }
 
 /*
@@ -472,7 +498,7 @@ bool gpuslot_boost_begin(struct gpuslot_boost_ledger *l,
 	h->thread = t;
 	list_add_tail(&h->node, &t->holds);
 	if (share < m->share)
-		m->share = share;
+		gpuslot_member_set_share(m, share);
 	gpuslot_boost_retarget(l, t);
 	if (!t->applied) {
 		/* The first boost failed: nothing to restore later. */

@@ -61,7 +61,10 @@ struct gpuslot_boost_hold;
  * end and the expiry that ends each boost (the wake-up of the expiry, and
  * the staleness of ops->cputime: a tick). What is overrun is owed and paid
  * back before the next boost. A holder that sleeps boosted (waiting for its
- * GPU work) costs nothing. 100: no budget. The lock itself is not
+ * GPU work) costs nothing. 100: no budget for the holds at that share (their
+ * boost is neither refused nor ended nor charged for it), not forgiveness of
+ * what the member owes from holds elsewhere: that is paid back at the share
+ * it was owed at (@owed_share), as between holds. The lock itself is not
  * affected: a hold whose member's budget is spent keeps its slot, it only
  * runs unboosted. The smallest share of the member's current holds rules;
  * between holds the account pays back at the last one and is freed once
@@ -107,6 +110,7 @@ struct gpuslot_boost_member {
 	u32 id;
 	struct list_head threads;	/* gpuslot_boost_thread.member_node */
 	unsigned int share;		/* the smallest of its holds', or last */
+	unsigned int owed_share;	/* the last @share below 100: payback */
 	u64 spent_ns;			/* boost not yet paid back */
 	u64 at_ns;			/* when @spent_ns was last brought up to date */
 	struct list_head idle_node;	/* in ledger->idle, without threads */

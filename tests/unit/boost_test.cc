@@ -654,4 +654,63 @@ TEST_F(Ledger, InheritanceBringsTheHoldsOwnClockForward)
 	gpuslot_boost_drain(&l_);
 }
 
+// A hold in a domain with max_boost_share 100 needs no budget there, but
+// does not forgive what its member owes from holds elsewhere: the debt is
+// kept, and paid back at the share it was earned under.
+TEST_F(Ledger, AShareOf100ForgivesNoDebt)
+{
+	task_struct t;
+	gpuslot_boost_hold h50{}, h100{};
+	uint64_t end = 0;
+	ASSERT_TRUE(hold(h50, 1, t, 50, true, 50, &end));
+	fake_sched::clock_ns = t.cpu_ns = 1000 * ms;
+	ASSERT_TRUE(gpuslot_boost_expire(&l_, &h50, 1, &end)); // 500 ms owed
+	unhold(h50, 1);
+	// A hold on a GPU with share 100: boosted all the same, no clock.
+	ASSERT_TRUE(hold(h100, 1, t, 50, true, 100, &end));
+	EXPECT_EQ(end, UINT64_MAX);
+	// It spins 100 ms there: not charged, and 50 ms paid back.
+	fake_sched::clock_ns = t.cpu_ns = 1100 * ms;
+	unhold(h100, 1);
+	EXPECT_TRUE(attrs_are(t, SCHED_OTHER, 0, 0, false));
+	// Still owing 450 ms: the account is kept...
+	EXPECT_EQ(l_.nr_members, 1u);
+	// ...and a hold at share 50 has 50 ms of budget: 100 ms of boost.
+	ASSERT_TRUE(hold(h50, 2, t, 50, true, 50, &end));
+	EXPECT_EQ(end, 1200 * ms);
+	unhold(h50, 2);
+	// Idle, the account pays back at 50 % and goes once full (1100 ms +
+	// 450 ms x 2).
+	fake_sched::clock_ns = 1999 * ms;
+	gpuslot_boost_finish(&l_, &h50, 2);
+	EXPECT_EQ(l_.nr_members, 1u);
+	fake_sched::clock_ns = 2000 * ms;
+	gpuslot_boost_finish(&l_, &h50, 2);
+	EXPECT_EQ(l_.nr_members, 0u);
+}
+
+// Idle after a hold at share 100, an account that owes still pays back at
+// the share it owes at, and is kept until full.
+TEST_F(Ledger, AnAccountLastHeldAtShare100KeepsItsDebt)
+{
+	task_struct t;
+	gpuslot_boost_hold h50{}, h100{};
+	uint64_t end = 0;
+	ASSERT_TRUE(hold(h50, 1, t, 50, true, 50, &end));
+	fake_sched::clock_ns = t.cpu_ns = 1000 * ms;
+	ASSERT_TRUE(gpuslot_boost_expire(&l_, &h50, 1, &end)); // 500 ms owed
+	unhold(h50, 1);
+	ASSERT_TRUE(hold(h100, 1, t, 50, true, 100, &end));
+	unhold(h100, 1); // no time passed: still 500 ms owed
+	EXPECT_EQ(l_.nr_members, 1u);
+	EXPECT_FALSE(hold(h50, 2, t, 50, true, 50, &end));
+	unhold(h50, 2);
+	fake_sched::clock_ns = 1999 * ms;
+	gpuslot_boost_finish(&l_, &h50, 2);
+	EXPECT_EQ(l_.nr_members, 1u);
+	fake_sched::clock_ns = 2000 * ms;
+	gpuslot_boost_finish(&l_, &h50, 2);
+	EXPECT_EQ(l_.nr_members, 0u);
+}
+
 } // namespace
