@@ -12,6 +12,7 @@
  * a domain's lock.
  */
 #include <linux/capability.h>
+#include <linux/cpumask.h>
 #include <linux/cred.h>
 #include <linux/hrtimer.h>
 #include <linux/ktime.h>
@@ -279,6 +280,12 @@ static void gpuslot_sched_free_member(struct gpuslot_boost_member *m)
 
 static void gpuslot_sched_rearm(struct gpuslot_boost_hold *h, u64 budget_end_ns);
 
+/* CPU hotplug may change it between calls: each reads it anew. */
+static unsigned int gpuslot_sched_nr_cpus(void)
+{
+	return num_online_cpus();
+}
+
 static u64 gpuslot_sched_now(void)
 {
 	return ktime_get_ns();
@@ -339,6 +346,7 @@ static const struct gpuslot_boost_ops gpuslot_sched_ops = {
 	.new_member = gpuslot_sched_new_member,
 	.free_member = gpuslot_sched_free_member,
 	.rearm = gpuslot_sched_rearm,
+	.nr_cpus = gpuslot_sched_nr_cpus,
 };
 
 int gpuslot_boost_setup(void)

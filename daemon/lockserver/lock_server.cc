@@ -348,6 +348,7 @@ const gpuslot_boost_ops task_ops = {
 	.new_member = task_new_member,
 	.free_member = task_free_member,
 	.rearm = nullptr,
+	.nr_cpus = nullptr, // waiters are boosted at their grant here, not asleep
 };
 
 // CAP_SYS_NICE in our effective set: without it there is no boost.

@@ -102,6 +102,20 @@ static u64 gpuslot_boost_cputime(const struct gpuslot_boost_ledger *l,
 	return l->ops->cputime ? l->ops->cputime(p) : now;
 }
 
+/*
+ * How many of @n boosted threads can run at once: their CPU time, and
+ * the budget's drain, come from at most that many CPUs. Without it a
+ * member with many waiters asleep boosted (each counted as if it ran)
+ * had the clocks of its holds set a few microseconds ahead, and each
+ * expiry, finding nothing spent, set them as close again.
+ */
+static u64 gpuslot_boost_running(const struct gpuslot_boost_ledger *l, u64 n)
+{
+	u64 cpus = l->ops->nr_cpus ? l->ops->nr_cpus() : 0;
+
+	return cpus && cpus < n ? cpus : n;
+}
+
 static unsigned int gpuslot_member_bucket(u32 id)
 {
 	return (unsigned int)(((u64)id * 0x61C8864680B583EBULL) >> 58);
@@ -158,8 +172,12 @@ static void gpuslot_budget_settle(const struct gpuslot_boost_ledger *l,
 		m->spent_ns = back < m->spent_ns ? m->spent_ns - back : 0;
 		return;
 	}
-	if (n)
-		run = ran / n < dt ? ran / n : dt;	/* how long it took */
+	if (n) {
+		/* How long it took, at the least. */
+		run = ran / gpuslot_boost_running(l, n);
+		if (run > dt)
+			run = dt;
+	}
 	back = (dt - run) * m->share / 100;		/* before it ran */
 	m->spent_ns = back < m->spent_ns ? m->spent_ns - back : 0;
 	m->spent_ns += ran - run * m->share / 100;	/* refill while it ran */
@@ -175,7 +193,8 @@ static bool gpuslot_budget_spent(const struct gpuslot_boost_member *m,
  * When @m's budget, settled, runs out if every boosted thread of it stays
  * on a CPU all the while (the earliest it can); U64_MAX: never.
  */
-static u64 gpuslot_budget_end(const struct gpuslot_boost_member *m)
+static u64 gpuslot_budget_end(const struct gpuslot_boost_ledger *l,
+			      const struct gpuslot_boost_member *m)
 {
 	u64 cap = gpuslot_budget_cap(m->share);
 	const struct gpuslot_boost_thread *t;
@@ -187,8 +206,7 @@ static u64 gpuslot_budget_end(const struct gpuslot_boost_member *m)
 		return m->at_ns;
 	list_for_each_entry(t, &m->threads, member_node)
 		n += t->boosting;
-	if (!n)
-		n = 1;
+	n = n ? gpuslot_boost_running(l, n) : 1;
 	/*
 	 * Rounded up: with several threads a remainder of a few ns would
 	 * round to "now", and a caller that looks again at the end it is
@@ -507,7 +525,7 @@ bool gpuslot_boost_begin(struct gpuslot_boost_ledger *l,
 		gpuslot_boost_free(l, t);
 		return false;
 	}
-	end = gpuslot_budget_end(m);
+	end = gpuslot_budget_end(l, m);
 	h->budget_end_ns = end;
 	gpuslot_member_rearm(l, m, h, end);
 	if (budget_end_ns)
@@ -528,7 +546,7 @@ bool gpuslot_boost_expire(struct gpuslot_boost_ledger *l,
 		return false;
 	gpuslot_budget_settle(l, t->member, now);
 	if (!gpuslot_budget_spent(t->member, t->member->share)) {
-		*budget_end_ns = gpuslot_budget_end(t->member);
+		*budget_end_ns = gpuslot_budget_end(l, t->member);
 		h->budget_end_ns = *budget_end_ns;
 		return false;
 	}
@@ -599,7 +617,7 @@ bool gpuslot_boost_set_prio(struct gpuslot_boost_ledger *l,
 	 * hold of the member whose clock is set later is told, this one
 	 * too, so that none runs boosted past the budget.
 	 */
-	end = gpuslot_budget_end(m);
+	end = gpuslot_budget_end(l, m);
 	gpuslot_member_rearm(l, m, NULL, end);
 	h->budget_end_ns = end;
 	if (budget_end_ns)

@@ -43,7 +43,8 @@ struct gpuslot_boost_hold;
  * per member, its real uid when a thread of it is first boosted
  * (ops->member_id), that every boosted thread of the member charges, so
  * that new threads, several threads at once and several processes get no
- * more than one thread would. It fills at that share of real time, up to
+ * more than one thread would (and drain it no faster than ops->nr_cpus
+ * of them could, however many are boosted). It fills at that share of real time, up to
  * that share of GPUSLOT_BOOST_WINDOW_NS (the cap), and drains by the CPU
  * time the member's threads use while boosted (ops->cputime; without it,
  * by the time each is boosted). A boost begins only with budget left and
@@ -102,6 +103,13 @@ struct gpuslot_boost_ops {
 	 * fire by then. NULL: the caller reads h->budget_end_ns itself.
 	 */
 	void (*rearm)(struct gpuslot_boost_hold *h, u64 budget_end_ns);
+	/*
+	 * How many threads can run at once (the CPUs online): a member's
+	 * budget drains no faster than that many of its threads, however
+	 * many are boosted (a waiter sleeps boosted, to wake so). NULL or
+	 * 0: no limit.
+	 */
+	unsigned int (*nr_cpus)(void);
 };
 
 /* The boost budget of one member; see above. */

@@ -25,6 +25,7 @@ protected:
 		EXPECT_EQ(l_.nr_members, 0u);
 		EXPECT_EQ(fake_sched::members, 0);
 		fake_sched::rearmed.clear();
+		fake_sched::cpus = 0;
 	}
 
 	bool hold(gpuslot_boost_hold &h, uint64_t seq, task_struct &t,
@@ -711,6 +712,42 @@ TEST_F(Ledger, AnAccountLastHeldAtShare100KeepsItsDebt)
 	fake_sched::clock_ns = 2000 * ms;
 	gpuslot_boost_finish(&l_, &h50, 2);
 	EXPECT_EQ(l_.nr_members, 0u);
+}
+
+// A member's waiters sleep boosted (the module boosts a waiter before it
+// sleeps, so that it wakes so), and each counts as a boosted thread. The
+// budget's end was computed as if all of them ran at once: with 100 of
+// them a holder's clock was set 5 ms ahead, not 143 ms, and brought
+// forward for every hold at every new waiter. On a host of 4 CPUs at most
+// 4 run at once.
+TEST_F(Ledger, ThreadsAsleepBoostedDrainNoMoreThanTheCPUs)
+{
+	fake_sched::cpus = 4;
+	task_struct holder;
+	gpuslot_boost_hold h{};
+	uint64_t end = 0;
+	ASSERT_TRUE(hold(h, 1, holder, 50, true, 50, &end));
+	EXPECT_EQ(end, 1000 * ms);
+	std::vector<task_struct> waiters(100);
+	std::vector<gpuslot_boost_hold> wh(waiters.size());
+	for (size_t i = 0; i < waiters.size(); i++)
+		ASSERT_TRUE(hold(wh[i], 1, waiters[i], 50, true, 50, &end));
+	// 500 ms drained by 4 CPUs, refilled at 0.5: 142.86 ms.
+	EXPECT_EQ(end, 142857143u);
+	EXPECT_EQ(h.budget_end_ns, end);
+	// Clocks came forward only while fewer threads than CPUs were boosted.
+	EXPECT_EQ(fake_sched::rearmed.size(), 1u + 2 + 3);
+	// The holder spins 100 ms alone. Its CPU time is taken to have come
+	// last, on 4 CPUs at once (25 ms, not 1 ms as from 101 threads): 100 ms
+	// charged less 12.5 ms refilled meanwhile, 412.5 ms left, drained at
+	// 3.5 ns per ns: 117.86 ms more.
+	fake_sched::clock_ns = holder.cpu_ns = 100 * ms;
+	EXPECT_FALSE(gpuslot_boost_expire(&l_, &h, 1, &end));
+	EXPECT_EQ(end, 217857143u);
+	unhold(h, 1);
+	for (size_t i = 0; i < waiters.size(); i++)
+		unhold(wh[i], 1);
+	gpuslot_boost_drain(&l_);
 }
 
 } // namespace
