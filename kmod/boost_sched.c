@@ -41,6 +41,28 @@
  * waiter on every kernel, and what it guards is bounded: one ledger call,
  * at most two sched_setattr_nocheck(), and no allocation (the records a
  * boost needs are made before it is taken: gpuslot_boost_lock_to_begin()).
+ *
+ * The walks under it, all bounded by one member's limits: a call settles
+ * the budget of one member, reading the CPU time of each of its boosted
+ * threads once (gpuslot_sched_cputime()), and may tell each of its boosted
+ * holds that the budget ends earlier (gpuslot_sched_rearm(): the hold's
+ * domain lock and an hrtimer); it looks a thread and an account up in a
+ * hash bucket, and walks the accounts that still owe (one per uid at
+ * most). A uid has at most GPUSLOT_MAX_DOMAINS x
+ * (GPUSLOT_MAX_WAITERS_PER_USER waiters asleep boosted + GPUSLOT_MAX_SLOTS
+ * holds) = 5120 records; no call walks another member's. Measured in user
+ * space over the fake scheduler (tests/unit/boost_test.cc,
+ * OneMembersWorstCaseIsBoundedWork): tens of microseconds for 5120; here
+ * each record costs a read of its task_struct, of the order of a
+ * millisecond in all if cold (not measured).
+ *
+ * Why one lock, not one per GPU: a member's account and a thread's record
+ * span GPUs, and every walk is over one member's records on all of them.
+ * Per-GPU locks would have to be taken together, in domain order, for
+ * every call on a member that holds or waits on several GPUs: the same
+ * serialisation, a lock order more, and no shorter walk; what they would
+ * save is the contention between members on different GPUs, one such call
+ * at a time.
  */
 static DEFINE_RT_MUTEX(gpuslot_boost_lock);
 static struct gpuslot_boost_ledger gpuslot_ledger;

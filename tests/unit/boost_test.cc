@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <deque>
+#include <memory>
 #include <vector>
 
 #include "fake_sched.hpp"
@@ -747,6 +750,56 @@ TEST_F(Ledger, ThreadsAsleepBoostedDrainNoMoreThanTheCPUs)
 	unhold(h, 1);
 	for (size_t i = 0; i < waiters.size(); i++)
 		unhold(wh[i], 1);
+	gpuslot_boost_drain(&l_);
+}
+
+// The ledger's lock (kmod/boost_sched.c) is one for every GPU; what it
+// guards must be short and bounded. The longest walk is of one member's
+// records: the worst case the per-uid limits allow is 16 GPUs x (256
+// waiters asleep boosted + 64 holders), 5120 threads of one uid, each with
+// its own hold. A ledger call visits each of that member's records a
+// bounded number of times (the budget's settling reads each one's CPU
+// time once) and no record of another member. Counted here; the time is
+// printed (this host, the fake scheduler: a measurement, not asserted).
+TEST_F(Ledger, OneMembersWorstCaseIsBoundedWork)
+{
+	constexpr size_t kRecords = 16 * (256 + 64);
+	fake_sched::cpus = 4;
+	auto tasks = std::make_unique<task_struct[]>(kRecords);
+	auto holds = std::make_unique<gpuslot_boost_hold[]>(kRecords);
+	task_struct other; // another member, boosted too
+	other.uid = tasks[0].uid + 1;
+	gpuslot_boost_hold oh{};
+	ASSERT_TRUE(hold(oh, 1, other, 50, true, 50));
+	for (size_t i = 0; i + 1 < kRecords; i++)
+		ASSERT_TRUE(hold(holds[i], 1, tasks[i], 50, true, 50));
+	fake_sched::clock_ns = 10 * ms;
+	fake_sched::cputime_calls = 0;
+	fake_sched::rearmed.clear();
+	const auto t0 = std::chrono::steady_clock::now();
+	ASSERT_TRUE(hold(holds[kRecords - 1], 1, tasks[kRecords - 1], 50, true, 50));
+	const auto t1 = std::chrono::steady_clock::now();
+	// Each record of the member once, and the new thread's own.
+	EXPECT_EQ(fake_sched::cputime_calls, kRecords);
+	EXPECT_TRUE(fake_sched::rearmed.empty()); // 4 CPUs were busy already
+	uint64_t end;
+	fake_sched::cputime_calls = 0;
+	const auto t2 = std::chrono::steady_clock::now();
+	EXPECT_FALSE(gpuslot_boost_expire(&l_, &holds[0], 1, &end));
+	const auto t3 = std::chrono::steady_clock::now();
+	EXPECT_EQ(fake_sched::cputime_calls, kRecords);
+	fake_sched::cputime_calls = 0;
+	const auto t4 = std::chrono::steady_clock::now();
+	unhold(holds[kRecords - 1], 1);
+	const auto t5 = std::chrono::steady_clock::now();
+	EXPECT_EQ(fake_sched::cputime_calls, kRecords);
+	using us = std::chrono::duration<double, std::micro>;
+	std::printf("ledger, %zu records of one member: begin %.1f us, expire %.1f us, "
+		    "finish %.1f us (this host, fake scheduler)\n",
+		    kRecords, us(t1 - t0).count(), us(t3 - t2).count(), us(t5 - t4).count());
+	for (size_t i = 0; i + 1 < kRecords; i++)
+		unhold(holds[i], 1);
+	unhold(oh, 1);
 	gpuslot_boost_drain(&l_);
 }
 
