@@ -155,6 +155,13 @@ static bool gpuslot_policy_rt(unsigned int policy)
 	return policy == SCHED_FIFO || policy == SCHED_RR;
 }
 
+/*
+ * Read without the task's locks, as sched_getattr() reads them (under RCU
+ * alone; we hold a reference): the thread may change its own attributes
+ * meanwhile, and what is read is then from before or after that change,
+ * as if it came after or before the ledger's call. Each field is one word
+ * (sched_reset_on_fork one bit of one), so no read tears.
+ */
 static void gpuslot_sched_get(struct task_struct *p,
 			      struct gpuslot_sched_attr *a)
 {
@@ -325,7 +332,16 @@ static u64 gpuslot_sched_now(void)
  * task's runtime is brought up to date only by the remote tick, about once
  * a second, and exec_start with it, so the sum stays right there too.
  * max_hold_ms, a clock of its own, is not affected.
+ *
+ * Read without the run queue's lock (the scheduler's own readers take it,
+ * and it is not ours to take): the record holds a reference to @p, so the
+ * memory is valid; each read is one load on a 64-bit kernel (the module
+ * is 64-bit only: below); and a read that races with an update of the two
+ * fields counts the time since exec_start twice (errs high) or misses at
+ * most that time (up to a tick, the staleness boost.h's bound allows).
  */
+static_assert(IS_ENABLED(CONFIG_64BIT),
+	      "sum_exec_runtime and exec_start are read as single loads");
 static u64 gpuslot_sched_cputime(struct task_struct *p)
 {
 	u64 ns = READ_ONCE(p->se.sum_exec_runtime), start, now;
