@@ -13,6 +13,7 @@
  * a domain's lock.
  */
 #include <linux/capability.h>
+#include <linux/cpumask.h>
 #include <linux/cred.h>
 #include <linux/hrtimer.h>
 #include <linux/ktime.h>
@@ -41,6 +42,28 @@
  * waiter on every kernel, and what it guards is bounded: one ledger call,
  * at most two sched_setattr_nocheck(), and no allocation (the records a
  * boost needs are made before it is taken: gpuslot_boost_lock_to_begin()).
+ *
+ * The walks under it, all bounded by one member's limits: a call settles
+ * the budget of one member, reading the CPU time of each of its boosted
+ * threads once (gpuslot_sched_cputime()), and may tell each of its boosted
+ * holds that the budget ends earlier (gpuslot_sched_rearm(): the hold's
+ * domain lock and an hrtimer); it looks a thread and an account up in a
+ * hash bucket, and walks the accounts that still owe (one per uid at
+ * most). A uid has at most GPUSLOT_MAX_DOMAINS x
+ * (GPUSLOT_MAX_WAITERS_PER_USER waiters asleep boosted + GPUSLOT_MAX_SLOTS
+ * holds) = 5120 records; no call walks another member's. Measured in user
+ * space over the fake scheduler (tests/unit/boost_test.cc,
+ * OneMembersWorstCaseIsBoundedWork): tens of microseconds for 5120; here
+ * each record costs a read of its task_struct, of the order of a
+ * millisecond in all if cold (not measured).
+ *
+ * Why one lock, not one per GPU: a member's account and a thread's record
+ * span GPUs, and every walk is over one member's records on all of them.
+ * Per-GPU locks would have to be taken together, in domain order, for
+ * every call on a member that holds or waits on several GPUs: the same
+ * serialisation, a lock order more, and no shorter walk; what they would
+ * save is the contention between members on different GPUs, one such call
+ * at a time.
  */
 static DEFINE_RT_MUTEX(gpuslot_boost_lock);
 static struct gpuslot_boost_ledger gpuslot_ledger;
@@ -135,6 +158,13 @@ static bool gpuslot_policy_rt(unsigned int policy)
 	return policy == SCHED_FIFO || policy == SCHED_RR;
 }
 
+/*
+ * Read without the task's locks, as sched_getattr() reads them (under RCU
+ * alone; we hold a reference): the thread may change its own attributes
+ * meanwhile, and what is read is then from before or after that change,
+ * as if it came after or before the ledger's call. Each field is one word
+ * (sched_reset_on_fork one bit of one), so no read tears.
+ */
 static void gpuslot_sched_get(struct task_struct *p,
 			      struct gpuslot_sched_attr *a)
 {
@@ -284,6 +314,12 @@ static void gpuslot_sched_free_member(struct gpuslot_boost_member *m)
 
 static void gpuslot_sched_rearm(struct gpuslot_boost_hold *h, u64 budget_end_ns);
 
+/* CPU hotplug may change it between calls: each reads it anew. */
+static unsigned int gpuslot_sched_nr_cpus(void)
+{
+	return num_online_cpus();
+}
+
 static u64 gpuslot_sched_now(void)
 {
 	return ktime_get_ns();
@@ -301,7 +337,16 @@ static u64 gpuslot_sched_now(void)
  * task's runtime is brought up to date only by the remote tick, about once
  * a second, and exec_start with it, so the sum stays right there too.
  * max_hold_ms, a clock of its own, is not affected.
+ *
+ * Read without the run queue's lock (the scheduler's own readers take it,
+ * and it is not ours to take): the record holds a reference to @p, so the
+ * memory is valid; each read is one load on a 64-bit kernel (the module
+ * is 64-bit only: below); and a read that races with an update of the two
+ * fields counts the time since exec_start twice (errs high) or misses at
+ * most that time (up to a tick, the staleness boost.h's bound allows).
  */
+static_assert(IS_ENABLED(CONFIG_64BIT),
+	      "sum_exec_runtime and exec_start are read as single loads");
 static u64 gpuslot_sched_cputime(struct task_struct *p)
 {
 	u64 ns = READ_ONCE(p->se.sum_exec_runtime), start, now;
@@ -344,6 +389,7 @@ static const struct gpuslot_boost_ops gpuslot_sched_ops = {
 	.new_member = gpuslot_sched_new_member,
 	.free_member = gpuslot_sched_free_member,
 	.rearm = gpuslot_sched_rearm,
+	.nr_cpus = gpuslot_sched_nr_cpus,
 };
 
 int gpuslot_boost_setup(void)
@@ -744,8 +790,13 @@ void gpuslot_domain_inherit(struct gpuslot_domain *d)
 		seq = f->hold_seq;
 		prio = gpuslot_hold_prio(READ_ONCE(d->boost_priority),
 					 f->inherit_prio);
-		/* A hold whose boost ran out stays out, inherited or not. */
-		if (f->hold_boost != GPUSLOT_HOLD_OVERRUN)
+		/*
+		 * A hold whose boost ran out stays out, inherited or not, and
+		 * one past max_hold_ms begins none (its clock would end it at
+		 * once, after it ran boosted until the expiry thread came).
+		 */
+		if (f->hold_boost != GPUSLOT_HOLD_OVERRUN &&
+		    !(f->hold_max_ns && !gpuslot_boost_left(f, U64_MAX)))
 			p = get_pid_task(f->holder_tid, PIDTYPE_PID);
 		spin_unlock(&d->lock);
 		if (p && gpuslot_boost_refusal(f, p,

@@ -299,6 +299,7 @@ const gpuslot_boost_ops task_ops = {
 	.new_member = task_new_member,
 	.free_member = task_free_member,
 	.rearm = nullptr,
+	.nr_cpus = nullptr, // waiters are boosted at their grant here, not asleep
 };
 
 } // namespace
@@ -440,11 +441,12 @@ void LockServer::boost(Domain &d, Conn &c, pid_t pid, pid_t tid)
 	if (c.boost.thread && c.boost.thread->applied >= server_priority_)
 		run_above_boosts();
 	// Another thread of the member boosted now drains its budget too:
-	// the clocks of its other boosted holds come forward.
+	// the clocks of its boosted holds come forward, this one's too (its
+	// thread may run at our boost again after it had moved above it).
 	if (boosted)
 		for (auto &od : domains_)
 			for (Conn *h : od->holder)
-				if (h && h != &c && h->hold_boost == Conn::boosted && h->boost.thread &&
+				if (h && h->hold_boost == Conn::boosted && h->boost.thread &&
 				    h->boost.budget_end_ns != UINT64_MAX &&
 				    (!h->hold_timed || h->hold_deadline->first > h->boost.budget_end_ns)) {
 					if (h->hold_timed)

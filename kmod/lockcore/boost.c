@@ -102,6 +102,20 @@ static u64 gpuslot_boost_cputime(const struct gpuslot_boost_ledger *l,
 	return l->ops->cputime ? l->ops->cputime(p) : now;
 }
 
+/*
+ * How many of @n boosted threads can run at once: their CPU time, and
+ * the budget's drain, come from at most that many CPUs. Without it a
+ * member with many waiters asleep boosted (each counted as if it ran)
+ * had the clocks of its holds set a few microseconds ahead, and each
+ * expiry, finding nothing spent, set them as close again.
+ */
+static u64 gpuslot_boost_running(const struct gpuslot_boost_ledger *l, u64 n)
+{
+	u64 cpus = l->ops->nr_cpus ? l->ops->nr_cpus() : 0;
+
+	return cpus && cpus < n ? cpus : n;
+}
+
 static unsigned int gpuslot_member_bucket(u32 id)
 {
 	return (unsigned int)(((u64)id * 0x61C8864680B583EBULL) >> 58);
@@ -149,11 +163,21 @@ static void gpuslot_budget_settle(const struct gpuslot_boost_ledger *l,
 	if (now > m->at_ns)
 		m->at_ns = now;
 	if (m->share >= 100) {
-		m->spent_ns = 0;
+		/*
+		 * Holds at share 100 need no budget: their boost is not
+		 * charged. What the member owes from holds elsewhere is not
+		 * forgiven: it is paid back at the share it was owed at.
+		 */
+		back = dt * m->owed_share / 100;
+		m->spent_ns = back < m->spent_ns ? m->spent_ns - back : 0;
 		return;
 	}
-	if (n)
-		run = ran / n < dt ? ran / n : dt;	/* how long it took */
+	if (n) {
+		/* How long it took, at the least. */
+		run = ran / gpuslot_boost_running(l, n);
+		if (run > dt)
+			run = dt;
+	}
 	back = (dt - run) * m->share / 100;		/* before it ran */
 	m->spent_ns = back < m->spent_ns ? m->spent_ns - back : 0;
 	m->spent_ns += ran - run * m->share / 100;	/* refill while it ran */
@@ -169,7 +193,8 @@ static bool gpuslot_budget_spent(const struct gpuslot_boost_member *m,
  * When @m's budget, settled, runs out if every boosted thread of it stays
  * on a CPU all the while (the earliest it can); U64_MAX: never.
  */
-static u64 gpuslot_budget_end(const struct gpuslot_boost_member *m)
+static u64 gpuslot_budget_end(const struct gpuslot_boost_ledger *l,
+			      const struct gpuslot_boost_member *m)
 {
 	u64 cap = gpuslot_budget_cap(m->share);
 	const struct gpuslot_boost_thread *t;
@@ -181,8 +206,7 @@ static u64 gpuslot_budget_end(const struct gpuslot_boost_member *m)
 		return m->at_ns;
 	list_for_each_entry(t, &m->threads, member_node)
 		n += t->boosting;
-	if (!n)
-		n = 1;
+	n = n ? gpuslot_boost_running(l, n) : 1;
 	/*
 	 * Rounded up: with several threads a remainder of a few ns would
 	 * round to "now", and a caller that looks again at the end it is
@@ -190,6 +214,25 @@ static u64 gpuslot_budget_end(const struct gpuslot_boost_member *m)
 	 */
 	n = 100 * n - m->share;
 	return m->at_ns + ((cap - m->spent_ns) * 100 + n - 1) / n;
+}
+
+/*
+ * @m runs under @share now. A share below 100 is also the one its debt is
+ * paid back at from now on; 100 (no budget) leaves that as it was: a
+ * member owes only what it ran boosted under a share below 100.
+ */
+static void gpuslot_member_set_share(struct gpuslot_boost_member *m,
+				     unsigned int share)
+{
+	m->share = share;
+	if (share < 100)
+		m->owed_share = share;
+}
+
+/* The share @m pays back at; not 0 while it owes (@spent_ns). */
+static unsigned int gpuslot_member_payback(const struct gpuslot_boost_member *m)
+{
+	return m->share < 100 ? m->share : m->owed_share;
 }
 
 /* The smallest share of the holds of @m's threads: the budget it runs under. */
@@ -225,11 +268,11 @@ static void gpuslot_member_idle(struct gpuslot_boost_ledger *l,
 {
 	struct gpuslot_boost_member *pos;
 
-	if (!m->spent_ns || m->share >= 100) {
+	if (!m->spent_ns) {
 		gpuslot_member_free(l, m);
 		return;
 	}
-	m->full_at_ns = m->at_ns + m->spent_ns * 100 / m->share;
+	m->full_at_ns = m->at_ns + m->spent_ns * 100 / gpuslot_member_payback(m);
 	list_for_each_entry(pos, &l->idle, idle_node)
 		if (pos->full_at_ns > m->full_at_ns)
 			break;
@@ -261,7 +304,7 @@ gpuslot_member_get(struct gpuslot_boost_ledger *l, struct task_struct *p,
 		if (list_empty(&m->threads)) {
 			/* Idle: its holds' share is this one's now. */
 			list_del_init(&m->idle_node);
-			m->share = share;
+			gpuslot_member_set_share(m, share);
 		}
 		return m;
 	}
@@ -269,7 +312,8 @@ gpuslot_member_get(struct gpuslot_boost_ledger *l, struct task_struct *p,
 	if (!m)
 		return NULL;
 	m->id = id;
-	m->share = share;
+	m->owed_share = 0;
+	gpuslot_member_set_share(m, share);
 	m->spent_ns = 0;
 	m->at_ns = now;
 	INIT_LIST_HEAD(&m->threads);
@@ -387,12 +431,13 @@ static void gpuslot_boost_end(struct gpuslot_boost_ledger *l,
 		if (last)
 			return;
 	}
-	m->share = gpuslot_member_share(m);
+	gpuslot_member_set_share(m, gpuslot_member_share(m));
 }
 
 /*
- * @m's budget now ends at @end, if its boosted threads all run: the other
- * boosted holds of it whose clocks were set later are told.
+ * @m's budget now ends at @end, if its boosted threads all run: its
+ * boosted holds but @except (NULL: none) whose clocks were set later are
+ * told.
  */
 static void gpuslot_member_rearm(struct gpuslot_boost_ledger *l,
 				 struct gpuslot_boost_member *m,
@@ -471,7 +516,7 @@ bool gpuslot_boost_begin(struct gpuslot_boost_ledger *l,
 	h->thread = t;
 	list_add_tail(&h->node, &t->holds);
 	if (share < m->share)
-		m->share = share;
+		gpuslot_member_set_share(m, share);
 	gpuslot_boost_retarget(l, t);
 	if (!t->applied) {
 		/* The first boost failed: nothing to restore later. */
@@ -480,7 +525,7 @@ bool gpuslot_boost_begin(struct gpuslot_boost_ledger *l,
 		gpuslot_boost_free(l, t);
 		return false;
 	}
-	end = gpuslot_budget_end(m);
+	end = gpuslot_budget_end(l, m);
 	h->budget_end_ns = end;
 	gpuslot_member_rearm(l, m, h, end);
 	if (budget_end_ns)
@@ -501,7 +546,7 @@ bool gpuslot_boost_expire(struct gpuslot_boost_ledger *l,
 		return false;
 	gpuslot_budget_settle(l, t->member, now);
 	if (!gpuslot_budget_spent(t->member, t->member->share)) {
-		*budget_end_ns = gpuslot_budget_end(t->member);
+		*budget_end_ns = gpuslot_budget_end(l, t->member);
 		h->budget_end_ns = *budget_end_ns;
 		return false;
 	}
@@ -530,6 +575,7 @@ bool gpuslot_boost_set_prio(struct gpuslot_boost_ledger *l,
 			    unsigned int share, u64 *budget_end_ns)
 {
 	struct gpuslot_boost_thread *t = h->thread;
+	struct gpuslot_boost_member *m;
 	u64 now, end;
 
 	if (seq < h->seq)
@@ -552,12 +598,28 @@ bool gpuslot_boost_set_prio(struct gpuslot_boost_ledger *l,
 		return false;
 	}
 	/* Bring the budget up to now before the boost may start or stop. */
-	gpuslot_budget_settle(l, t->member, now);
+	m = t->member;
+	gpuslot_budget_settle(l, m, now);
+	/*
+	 * Spent, and the hold's clock has not ended it yet (it fires at the
+	 * end, and its work runs a little later): lending raises no boost
+	 * past its member's budget, it ends it, as the expiry would.
+	 */
+	if (gpuslot_budget_spent(m, m->share)) {
+		gpuslot_boost_end(l, h, now);
+		return false;
+	}
 	h->prio = prio;
 	gpuslot_boost_retarget(l, t);
-	end = gpuslot_budget_end(t->member);
+	/*
+	 * The end comes earlier if the thread runs at our boost again (it
+	 * had moved itself above it, and drained nothing): every boosted
+	 * hold of the member whose clock is set later is told, this one
+	 * too, so that none runs boosted past the budget.
+	 */
+	end = gpuslot_budget_end(l, m);
+	gpuslot_member_rearm(l, m, NULL, end);
 	h->budget_end_ns = end;
-	gpuslot_member_rearm(l, t->member, h, end);
 	if (budget_end_ns)
 		*budget_end_ns = end;
 	return true;

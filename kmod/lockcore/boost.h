@@ -43,7 +43,8 @@ struct gpuslot_boost_hold;
  * per member, its real uid when a thread of it is first boosted
  * (ops->member_id), that every boosted thread of the member charges, so
  * that new threads, several threads at once and several processes get no
- * more than one thread would. It fills at that share of real time, up to
+ * more than one thread would (and drain it no faster than ops->nr_cpus
+ * of them could, however many are boosted). It fills at that share of real time, up to
  * that share of GPUSLOT_BOOST_WINDOW_NS (the cap), and drains by the CPU
  * time the member's threads use while boosted (ops->cputime; without it,
  * by the time each is boosted). A boost begins only with budget left and
@@ -61,7 +62,10 @@ struct gpuslot_boost_hold;
  * end and the expiry that ends each boost (the wake-up of the expiry, and
  * the staleness of ops->cputime: a tick). What is overrun is owed and paid
  * back before the next boost. A holder that sleeps boosted (waiting for its
- * GPU work) costs nothing. 100: no budget. The lock itself is not
+ * GPU work) costs nothing. 100: no budget for the holds at that share (their
+ * boost is neither refused nor ended nor charged for it), not forgiveness of
+ * what the member owes from holds elsewhere: that is paid back at the share
+ * it was owed at (@owed_share), as between holds. The lock itself is not
  * affected: a hold whose member's budget is spent keeps its slot, it only
  * runs unboosted. The smallest share of the member's current holds rules;
  * between holds the account pays back at the last one and is freed once
@@ -99,6 +103,13 @@ struct gpuslot_boost_ops {
 	 * fire by then. NULL: the caller reads h->budget_end_ns itself.
 	 */
 	void (*rearm)(struct gpuslot_boost_hold *h, u64 budget_end_ns);
+	/*
+	 * How many threads can run at once (the CPUs online): a member's
+	 * budget drains no faster than that many of its threads, however
+	 * many are boosted (a waiter sleeps boosted, to wake so). NULL or
+	 * 0: no limit.
+	 */
+	unsigned int (*nr_cpus)(void);
 };
 
 /* The boost budget of one member; see above. */
@@ -107,6 +118,7 @@ struct gpuslot_boost_member {
 	u32 id;
 	struct list_head threads;	/* gpuslot_boost_thread.member_node */
 	unsigned int share;		/* the smallest of its holds', or last */
+	unsigned int owed_share;	/* the last @share below 100: payback */
 	u64 spent_ns;			/* boost not yet paid back */
 	u64 at_ns;			/* when @spent_ns was last brought up to date */
 	struct list_head idle_node;	/* in ledger->idle, without threads */
@@ -224,9 +236,12 @@ gpuslot_boost_find(const struct gpuslot_boost_ledger *l,
  * its other holds' highest or gets its saved attributes back. A hold not
  * boosted yet (not begun, or begun without a boost) begins as in
  * gpuslot_boost_begin(), under the same budget, @share; an older hold
- * than one already seen changes nothing. Returns true if @h is boosted
- * after the call; then *@budget_end_ns (if not NULL) is as in
- * gpuslot_boost_begin().
+ * than one already seen changes nothing. A boosted hold whose member's
+ * budget is spent is not raised: its boost ends, as gpuslot_boost_expire()
+ * would end it. Returns true if @h is boosted after the call; then
+ * *@budget_end_ns (if not NULL) is as in gpuslot_boost_begin(), and every
+ * boosted hold of the member whose end that brings forward, @h included,
+ * is told (ops->rearm; without it the caller compares h->budget_end_ns).
  */
 bool gpuslot_boost_set_prio(struct gpuslot_boost_ledger *l,
 			    struct gpuslot_boost_hold *h, u64 seq,

@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <deque>
+#include <memory>
 #include <vector>
 
 #include "fake_sched.hpp"
@@ -25,6 +28,7 @@ protected:
 		EXPECT_EQ(l_.nr_members, 0u);
 		EXPECT_EQ(fake_sched::members, 0);
 		fake_sched::rearmed.clear();
+		fake_sched::cpus = 0;
 	}
 
 	bool hold(gpuslot_boost_hold &h, uint64_t seq, task_struct &t,
@@ -590,6 +594,212 @@ TEST_F(Ledger, InheritanceIsUnderTheBudget)
 	EXPECT_FALSE(gpuslot_boost_set_prio(&l_, &h, 1, &t, 80, 50, &end));
 	EXPECT_TRUE(attrs_are(t, SCHED_OTHER, 0, 0, false));
 	unhold(h, 1);
+	gpuslot_boost_drain(&l_);
+}
+
+// Review finding 7: a waiter lending its priority to a boosted hold raises
+// it only within its member's budget. Spent (the hold's clock has not fired
+// yet, or fires late), the hold's boost ends instead of rising.
+TEST_F(Ledger, InheritanceEndsABoostedHoldWhoseBudgetIsSpent)
+{
+	task_struct t;
+	gpuslot_boost_hold h{};
+	uint64_t end = 0;
+	ASSERT_TRUE(hold(h, 1, t, 50, true, 50, &end));
+	EXPECT_EQ(end, 1000 * ms);
+	// It spins past the end before the expiry ran; then a waiter lends 80.
+	fake_sched::clock_ns = t.cpu_ns = 1001 * ms;
+	EXPECT_FALSE(gpuslot_boost_set_prio(&l_, &h, 1, &t, 80, 50, &end));
+	EXPECT_TRUE(attrs_are(t, SCHED_OTHER, 0, 0, false));
+	EXPECT_EQ(l_.nr_threads, 0u);
+	EXPECT_EQ(h.thread, nullptr);
+	// The late expiry finds nothing to end, and nothing is boosted again.
+	EXPECT_FALSE(gpuslot_boost_expire(&l_, &h, 1, &end));
+	EXPECT_FALSE(gpuslot_boost_set_prio(&l_, &h, 1, &t, 90, 50, &end));
+	EXPECT_TRUE(attrs_are(t, SCHED_OTHER, 0, 0, false));
+	unhold(h, 1);
+	gpuslot_boost_drain(&l_);
+}
+
+// Review finding 7: when lending makes a boosted hold's budget end earlier
+// than its clock was last set for, the hold's own clock is told too, not
+// only its member's other holds'. Here @b (a member with RLIMIT_RTPRIO)
+// moved itself above its boost, so it was not charged and its clock was
+// set for @a's spinning alone; back below, a waiter's lending boosts it
+// again, and two spinning threads drain the budget twice as fast.
+TEST_F(Ledger, InheritanceBringsTheHoldsOwnClockForward)
+{
+	task_struct a, b;
+	gpuslot_boost_hold ha{}, hb{};
+	uint64_t end = 0;
+	ASSERT_TRUE(hold(ha, 1, a, 50, true, 50, &end));
+	ASSERT_TRUE(hold(hb, 1, b, 50, true, 50, &end));
+	b.attr = {SCHED_FIFO, 60, 0, false}; // its own, above the boost
+	EXPECT_TRUE(gpuslot_boost_set_prio(&l_, &hb, 1, &b, 55, 50, &end));
+	EXPECT_TRUE(attrs_are(b, SCHED_FIFO, 60, 0, false)); // left alone
+	// @a spins 400 ms: 200 ms owed. @b's clock comes to 1000 ms, when the
+	// budget ends if only @a runs.
+	fake_sched::clock_ns = a.cpu_ns = 400 * ms;
+	EXPECT_FALSE(gpuslot_boost_expire(&l_, &hb, 1, &end));
+	EXPECT_EQ(end, 1000 * ms);
+	// @b goes back to SCHED_OTHER; a FIFO-80 waiter lends to its hold.
+	b.attr = {SCHED_OTHER, 0, 0, false};
+	fake_sched::rearmed.clear();
+	ASSERT_TRUE(gpuslot_boost_set_prio(&l_, &hb, 1, &b, 80, 50, &end));
+	EXPECT_TRUE(attrs_are(b, SCHED_FIFO, 80, 0, true));
+	// 300 ms left, drained at 1.5 ns per ns by two threads: 200 ms.
+	EXPECT_EQ(end, 600 * ms);
+	EXPECT_EQ(hb.budget_end_ns, 600 * ms);
+	const auto told = std::find(fake_sched::rearmed.begin(), fake_sched::rearmed.end(),
+				    std::make_pair(&hb, uint64_t(600 * ms)));
+	EXPECT_NE(told, fake_sched::rearmed.end());
+	unhold(ha, 1);
+	unhold(hb, 1);
+	gpuslot_boost_drain(&l_);
+}
+
+// A hold in a domain with max_boost_share 100 needs no budget there, but
+// does not forgive what its member owes from holds elsewhere: the debt is
+// kept, and paid back at the share it was earned under.
+TEST_F(Ledger, AShareOf100ForgivesNoDebt)
+{
+	task_struct t;
+	gpuslot_boost_hold h50{}, h100{};
+	uint64_t end = 0;
+	ASSERT_TRUE(hold(h50, 1, t, 50, true, 50, &end));
+	fake_sched::clock_ns = t.cpu_ns = 1000 * ms;
+	ASSERT_TRUE(gpuslot_boost_expire(&l_, &h50, 1, &end)); // 500 ms owed
+	unhold(h50, 1);
+	// A hold on a GPU with share 100: boosted all the same, no clock.
+	ASSERT_TRUE(hold(h100, 1, t, 50, true, 100, &end));
+	EXPECT_EQ(end, UINT64_MAX);
+	// It spins 100 ms there: not charged, and 50 ms paid back.
+	fake_sched::clock_ns = t.cpu_ns = 1100 * ms;
+	unhold(h100, 1);
+	EXPECT_TRUE(attrs_are(t, SCHED_OTHER, 0, 0, false));
+	// Still owing 450 ms: the account is kept...
+	EXPECT_EQ(l_.nr_members, 1u);
+	// ...and a hold at share 50 has 50 ms of budget: 100 ms of boost.
+	ASSERT_TRUE(hold(h50, 2, t, 50, true, 50, &end));
+	EXPECT_EQ(end, 1200 * ms);
+	unhold(h50, 2);
+	// Idle, the account pays back at 50 % and goes once full (1100 ms +
+	// 450 ms x 2).
+	fake_sched::clock_ns = 1999 * ms;
+	gpuslot_boost_finish(&l_, &h50, 2);
+	EXPECT_EQ(l_.nr_members, 1u);
+	fake_sched::clock_ns = 2000 * ms;
+	gpuslot_boost_finish(&l_, &h50, 2);
+	EXPECT_EQ(l_.nr_members, 0u);
+}
+
+// Idle after a hold at share 100, an account that owes still pays back at
+// the share it owes at, and is kept until full.
+TEST_F(Ledger, AnAccountLastHeldAtShare100KeepsItsDebt)
+{
+	task_struct t;
+	gpuslot_boost_hold h50{}, h100{};
+	uint64_t end = 0;
+	ASSERT_TRUE(hold(h50, 1, t, 50, true, 50, &end));
+	fake_sched::clock_ns = t.cpu_ns = 1000 * ms;
+	ASSERT_TRUE(gpuslot_boost_expire(&l_, &h50, 1, &end)); // 500 ms owed
+	unhold(h50, 1);
+	ASSERT_TRUE(hold(h100, 1, t, 50, true, 100, &end));
+	unhold(h100, 1); // no time passed: still 500 ms owed
+	EXPECT_EQ(l_.nr_members, 1u);
+	EXPECT_FALSE(hold(h50, 2, t, 50, true, 50, &end));
+	unhold(h50, 2);
+	fake_sched::clock_ns = 1999 * ms;
+	gpuslot_boost_finish(&l_, &h50, 2);
+	EXPECT_EQ(l_.nr_members, 1u);
+	fake_sched::clock_ns = 2000 * ms;
+	gpuslot_boost_finish(&l_, &h50, 2);
+	EXPECT_EQ(l_.nr_members, 0u);
+}
+
+// A member's waiters sleep boosted (the module boosts a waiter before it
+// sleeps, so that it wakes so), and each counts as a boosted thread. The
+// budget's end was computed as if all of them ran at once: with 100 of
+// them a holder's clock was set 5 ms ahead, not 143 ms, and brought
+// forward for every hold at every new waiter. On a host of 4 CPUs at most
+// 4 run at once.
+TEST_F(Ledger, ThreadsAsleepBoostedDrainNoMoreThanTheCPUs)
+{
+	fake_sched::cpus = 4;
+	task_struct holder;
+	gpuslot_boost_hold h{};
+	uint64_t end = 0;
+	ASSERT_TRUE(hold(h, 1, holder, 50, true, 50, &end));
+	EXPECT_EQ(end, 1000 * ms);
+	std::vector<task_struct> waiters(100);
+	std::vector<gpuslot_boost_hold> wh(waiters.size());
+	for (size_t i = 0; i < waiters.size(); i++)
+		ASSERT_TRUE(hold(wh[i], 1, waiters[i], 50, true, 50, &end));
+	// 500 ms drained by 4 CPUs, refilled at 0.5: 142.86 ms.
+	EXPECT_EQ(end, 142857143u);
+	EXPECT_EQ(h.budget_end_ns, end);
+	// Clocks came forward only while fewer threads than CPUs were boosted.
+	EXPECT_EQ(fake_sched::rearmed.size(), 1u + 2 + 3);
+	// The holder spins 100 ms alone. Its CPU time is taken to have come
+	// last, on 4 CPUs at once (25 ms, not 1 ms as from 101 threads): 100 ms
+	// charged less 12.5 ms refilled meanwhile, 412.5 ms left, drained at
+	// 3.5 ns per ns: 117.86 ms more.
+	fake_sched::clock_ns = holder.cpu_ns = 100 * ms;
+	EXPECT_FALSE(gpuslot_boost_expire(&l_, &h, 1, &end));
+	EXPECT_EQ(end, 217857143u);
+	unhold(h, 1);
+	for (size_t i = 0; i < waiters.size(); i++)
+		unhold(wh[i], 1);
+	gpuslot_boost_drain(&l_);
+}
+
+// The ledger's lock (kmod/boost_sched.c) is one for every GPU; what it
+// guards must be short and bounded. The longest walk is of one member's
+// records: the worst case the per-uid limits allow is 16 GPUs x (256
+// waiters asleep boosted + 64 holders), 5120 threads of one uid, each with
+// its own hold. A ledger call visits each of that member's records a
+// bounded number of times (the budget's settling reads each one's CPU
+// time once) and no record of another member. Counted here; the time is
+// printed (this host, the fake scheduler: a measurement, not asserted).
+TEST_F(Ledger, OneMembersWorstCaseIsBoundedWork)
+{
+	constexpr size_t kRecords = 16 * (256 + 64);
+	fake_sched::cpus = 4;
+	auto tasks = std::make_unique<task_struct[]>(kRecords);
+	auto holds = std::make_unique<gpuslot_boost_hold[]>(kRecords);
+	task_struct other; // another member, boosted too
+	other.uid = tasks[0].uid + 1;
+	gpuslot_boost_hold oh{};
+	ASSERT_TRUE(hold(oh, 1, other, 50, true, 50));
+	for (size_t i = 0; i + 1 < kRecords; i++)
+		ASSERT_TRUE(hold(holds[i], 1, tasks[i], 50, true, 50));
+	fake_sched::clock_ns = 10 * ms;
+	fake_sched::cputime_calls = 0;
+	fake_sched::rearmed.clear();
+	const auto t0 = std::chrono::steady_clock::now();
+	ASSERT_TRUE(hold(holds[kRecords - 1], 1, tasks[kRecords - 1], 50, true, 50));
+	const auto t1 = std::chrono::steady_clock::now();
+	// Each record of the member once, and the new thread's own.
+	EXPECT_EQ(fake_sched::cputime_calls, kRecords);
+	EXPECT_TRUE(fake_sched::rearmed.empty()); // 4 CPUs were busy already
+	uint64_t end;
+	fake_sched::cputime_calls = 0;
+	const auto t2 = std::chrono::steady_clock::now();
+	EXPECT_FALSE(gpuslot_boost_expire(&l_, &holds[0], 1, &end));
+	const auto t3 = std::chrono::steady_clock::now();
+	EXPECT_EQ(fake_sched::cputime_calls, kRecords);
+	fake_sched::cputime_calls = 0;
+	const auto t4 = std::chrono::steady_clock::now();
+	unhold(holds[kRecords - 1], 1);
+	const auto t5 = std::chrono::steady_clock::now();
+	EXPECT_EQ(fake_sched::cputime_calls, kRecords);
+	using us = std::chrono::duration<double, std::micro>;
+	std::printf("ledger, %zu records of one member: begin %.1f us, expire %.1f us, "
+		    "finish %.1f us (this host, fake scheduler)\n",
+		    kRecords, us(t1 - t0).count(), us(t3 - t2).count(), us(t5 - t4).count());
+	for (size_t i = 0; i + 1 < kRecords; i++)
+		unhold(holds[i], 1);
+	unhold(oh, 1);
 	gpuslot_boost_drain(&l_);
 }
 

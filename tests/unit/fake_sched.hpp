@@ -96,8 +96,12 @@ inline uint64_t now()
 	return clock_ns;
 }
 
+// cputime() calls: one per record a settling of the budget walks.
+inline unsigned long cputime_calls = 0;
+
 inline uint64_t cputime(task_struct *p)
 {
+	cputime_calls++;
 	return p->cpu_ns;
 }
 
@@ -129,6 +133,14 @@ inline void rearm(gpuslot_boost_hold *h, uint64_t budget_end_ns)
 	rearmed.emplace_back(h, budget_end_ns);
 }
 
+// The CPUs the fake host has (0: as many as there are threads).
+inline unsigned int cpus = 0;
+
+inline unsigned int nr_cpus()
+{
+	return cpus;
+}
+
 inline const gpuslot_boost_ops ops = {
 	.get_attr = get_attr,
 	.set_attr = set_attr,
@@ -142,6 +154,7 @@ inline const gpuslot_boost_ops ops = {
 	.new_member = new_member,
 	.free_member = free_member,
 	.rearm = rearm,
+	.nr_cpus = nr_cpus,
 };
 
 } // namespace fake_sched
