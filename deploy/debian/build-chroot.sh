@@ -1,19 +1,22 @@
 #!/bin/bash
 # The chroot `make deb DIST=... ARCH=...` builds in: Debian DIST (bookworm or
 # trixie) for amd64 with that release's own toolchain, debhelper and
-# lintian, gpuslot's build dependencies for amd64, and for arm64 by
-# cross-compiling (crossbuild-essential-arm64 and the arm64 -dev packages
-# through multiarch). In two cached stages under CACHE:
+# lintian, and gpuslot's build dependencies for ARCH: amd64's, or for arm64
+# a cross-compiler (crossbuild-essential-arm64) and the arm64 -dev packages
+# through multiarch. In two cached stages under CACHE:
 #   1. debootstrap --variant=buildd: keyed by release, package list, mirror;
-#   2. the build dependencies of deploy/debian/control, for amd64 and arm64:
-#      keyed by stage 1, control and this script.
+#   2. the build dependencies of deploy/debian/control for ARCH: keyed by
+#      stage 1, ARCH, control and this script. One per ARCH: the amd64 and
+#      arm64 -dev packages of a release are not always co-installable (a
+#      binNMU of one architecture only makes their shared files differ, as
+#      trixie's libpsl-dev).
 # Cross-building, not a qemu-user arm64 chroot: the compiler runs natively
-# (an emulated g++ builds gpuslot's C++20 about ten times slower), and one
-# chroot serves both architectures.
+# (an emulated g++ builds gpuslot's C++20 many times slower), and the
+# release's stage 1 serves both architectures.
 #
-# usage: build-chroot.sh --print-dir|--build CACHE DIST
+# usage: build-chroot.sh --print-dir|--build CACHE DIST ARCH
 set -euo pipefail
-mode=$1 cache=$2 dist=$3
+mode=$1 cache=$2 dist=$3 arch=${4:-amd64}
 here=$(cd "$(dirname "$0")" && pwd)
 case $dist in
 bookworm | trixie) ;;
@@ -24,7 +27,7 @@ mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 # their virtual dependencies (perl-openssl-abi-3).
 packages=fakeroot
 stage1=$cache/deb-chroot-$dist-$(echo "$dist $packages $mirror" | sha256sum | cut -c1-12)
-dir=$cache/deb-build-$dist-$({ echo "$stage1"; cat "$here/control" "$0"; } | sha256sum | cut -c1-12)
+dir=$cache/deb-build-$dist-$arch-$({ echo "$stage1 $arch"; cat "$here/control" "$0"; } | sha256sum | cut -c1-12)
 if [ "$mode" = --print-dir ]; then
 	echo "$dir"
 	exit 0
@@ -68,16 +71,19 @@ $sudo cp "$here/control" "$work/root/tmp/src/debian/control"
 $sudo cp /etc/resolv.conf "$work/root/etc/resolv.conf" 2>/dev/null || true
 in_chroot "$work/root" sh -ec '
 	export DEBIAN_FRONTEND=noninteractive
-	dpkg --add-architecture arm64
+	[ "$1" = amd64 ] || dpkg --add-architecture "$1"
 	apt-get update -q
 	apt-get -y -q dist-upgrade
 	apt-get -y -q --no-install-recommends install lintian debhelper
 	cd /tmp/src
-	apt-get -y -q --no-install-recommends build-dep .
-	apt-get -y -q --no-install-recommends install crossbuild-essential-arm64
-	apt-get -y -q --no-install-recommends build-dep -a arm64 .
+	if [ "$1" = amd64 ]; then
+		apt-get -y -q --no-install-recommends build-dep .
+	else
+		apt-get -y -q --no-install-recommends install crossbuild-essential-"$1"
+		apt-get -y -q --no-install-recommends build-dep -a "$1" .
+	fi
 	apt-get clean
-	rm -rf /tmp/src'
+	rm -rf /tmp/src' _ "$arch"
 touch "$work/ready"
 mv "$work" "$dir"
 echo "build chroot: built $dir"

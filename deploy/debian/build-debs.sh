@@ -32,8 +32,8 @@ if [ "$dist" = bookworm ] && [ "$arch" = amd64 ] && [ "${VERSION_CODENAME:-}" = 
 else
 	sudo=
 	[ "$(id -u)" -eq 0 ] || sudo=sudo
-	bash "$root/deploy/debian/build-chroot.sh" --build "$cache" "$dist"
-	chroot_dir=$(bash "$root/deploy/debian/build-chroot.sh" --print-dir "$cache" "$dist")
+	bash "$root/deploy/debian/build-chroot.sh" --build "$cache" "$dist" "$arch"
+	chroot_dir=$(bash "$root/deploy/debian/build-chroot.sh" --print-dir "$cache" "$dist" "$arch")
 	# A copy of the cached chroot per build: the cache never changes, and
 	# two builds never share one.
 	work=$(mktemp -d "$out/chroot.XXXXXX")
