@@ -17,8 +17,12 @@
 #   make modules              gpuslot.ko for $(KVER)
 #   make demo                 the whole system at work in the test VM
 #   make install / uninstall  the product under $(DESTDIR)$(PREFIX) (/usr/local)
-#   make deb                  Debian packages in build/deb
-#   make test-system          packages on a booted Debian 12 with systemd (VM)
+#   make deb                  Debian packages in build/deb; DIST=bookworm|trixie,
+#                             ARCH=amd64|arm64 (build/deb-DIST-ARCH)
+#   make test-system          packages on a booted Debian 12 with systemd (VM);
+#                             DIST=trixie: on a booted Debian 13
+#   make test-toolchains      the userspace with GCC 11 and Clang 14, with and
+#                             without prometheus-cpp; one build's unit tests
 #
 # Every entry point installs its Debian packages first (tests/install-deps.sh).
 
@@ -119,7 +123,7 @@ test-arm64:
 .PHONY: all deps modules kernel-chroot debug-kernel userspace test test-unit test-vm test-socket \
 	test-python test-python-vm test-cdi-metrics test-no-metrics fuzz \
 	bench bench-host check-kernel-style demo clean release install uninstall \
-	deb test-system
+	deb test-system test-toolchains
 
 all: modules userspace
 
@@ -299,14 +303,29 @@ uninstall:
 	-sed 's|^|$(DESTDIR)|' $(RELEASE)/install_manifest.txt | xargs -d '\n' -n1 dirname | \
 		sort -u | xargs -d '\n' rmdir -p --ignore-fail-on-non-empty 2>/dev/null
 
+# The Debian packages for DIST (bookworm, default, or trixie) and ARCH
+# (amd64, default, or arm64; ARCH=aarch64 is arm64). bookworm amd64 builds
+# on this host into $(BUILD)/deb; the others in a chroot of DIST
+# (deploy/debian/build-chroot.sh, cached in ~/.cache/gpuslot), arm64
+# cross-built there, into $(BUILD)/deb-DIST-ARCH. lintian checks each.
+DIST ?= bookworm
+DEB_ARCH ?= $(if $(filter arm64 aarch64,$(ARCH)),arm64,amd64)
+DEB_DIR := $(BUILD)/deb$(if $(filter bookworm-amd64,$(DIST)-$(DEB_ARCH)),,-$(DIST)-$(DEB_ARCH))
 deb: deps
-	bash deploy/debian/build-debs.sh $(BUILD)/deb
+	bash deploy/debian/build-debs.sh $(DEB_DIR) $(DIST) $(DEB_ARCH) $(DEBUG_KERNEL_CACHE)
 
-# The packages on a Debian 12 rootfs booted with systemd (tests/system/),
-# after lintian found no error in them.
+# The packages on a Debian DIST rootfs (12 or 13, amd64) booted with
+# systemd (tests/system/); `make deb` has linted them.
 test-system: deb
-	lintian --fail-on error $(BUILD)/deb/*.changes
-	bash tests/system/run-system-test.sh $(BUILD)/deb $(BUILD)/system $(DEBUG_KERNEL_CACHE)
+	@[ "$(DEB_ARCH)" = amd64 ] || { echo "make test-system: amd64 only (ARCH=$(ARCH))"; exit 1; }
+	bash tests/system/run-system-test.sh $(DEB_DIR) $(BUILD)/system$(if $(filter trixie,$(DIST)),-trixie) \
+		$(DEBUG_KERNEL_CACHE) $(DIST)
+
+# The userspace with the other compilers of the toolchain floor (GCC 11,
+# Clang 14), with and without prometheus-cpp; the unit tests of one
+# (tests/toolchains.sh; TOOLCHAINS= picks builds).
+test-toolchains: deps
+	bash tests/toolchains.sh $(BUILD)/toolchains $(TOOLCHAINS)
 
 clean:
 	-$(MAKE) -C kmod KDIR=$(KDIR) clean

@@ -13,6 +13,8 @@ packages=(
 	linux-image-rt-amd64 linux-headers-rt-amd64
 	linux-image-6.12-amd64 linux-headers-6.12-amd64
 	clang libclang-rt-14-dev
+	# the toolchain floor (make test-toolchains): Ubuntu 22.04's GCC 11
+	g++-11
 	qemu-system-x86 busybox-static cpio kmod sparse
 	libelf-dev libssl-dev bc flex bison xz-utils
 	python3 python3-pytest python3-pytest-timeout python3-setuptools python3-pip python3-numpy python3-matplotlib

@@ -29,6 +29,12 @@
 #              qemu-system-aarch64 (make test-vm ARCH=arm64)
 #   fuzz       the lock core's fuzzer for FUZZ_SECONDS; counts as one test
 #   system     the Debian packages on a booted Debian 12 with systemd
+#   system-trixie  the same on a booted Debian 13 (its packages built in a
+#              trixie chroot)
+#   deb-DIST-ARCH  the Debian packages for DIST (bookworm, trixie) and ARCH
+#              (amd64, arm64), lintian-clean; counts as one test
+#   toolchains the userspace with GCC 11 and Clang 14, with and without
+#              prometheus-cpp, and the GCC 11 build's unit tests
 set -uo pipefail
 cd "$(dirname "$0")/.."
 logs=${BUILD:-$PWD/build}/logs
@@ -51,6 +57,10 @@ for step in $steps; do
 	vm-*) make --no-print-directory test-vm KERNEL="${step#vm-}" 2>&1 | tee "$log" ;;
 	fuzz) make --no-print-directory fuzz 2>&1 | tee "$log" ;;
 	system) make --no-print-directory test-system 2>&1 | tee "$log" ;;
+	system-trixie) make --no-print-directory test-system DIST=trixie 2>&1 | tee "$log" ;;
+	deb-*-*) dist=${step#deb-} && make --no-print-directory deb DIST="${dist%-*}" \
+		ARCH="${dist#*-}" 2>&1 | tee "$log" ;;
+	toolchains) make --no-print-directory test-toolchains 2>&1 | tee "$log" ;;
 	*) echo "run-tests: unknown step $step" | tee "$log"; false ;;
 	esac
 	rc=${PIPESTATUS[0]}
@@ -62,10 +72,10 @@ for step in $steps; do
 			's/.*tests passed, \([0-9]*\) tests failed out of \([0-9]*\).*/\1 \2/p' \
 			"$log" | tail -n 1)
 		failed=${failed:-0} passed=$((${total:-0} - failed)) ;;
-	vm-* | system | socket | python* | cdi-metrics | no-metrics)	read -r passed failed < <(sed -n \
+	vm-* | system* | socket | python* | cdi-metrics | no-metrics | toolchains)	read -r passed failed < <(sed -n \
 			's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$log" | tail -n 1)
 		passed=${passed:-0} failed=${failed:-0} ;;
-	fuzz)	[ "$rc" -eq 0 ] && passed=1 ;;
+	fuzz | deb-*)	[ "$rc" -eq 0 ] && passed=1 ;;
 	esac
 	# A step that failed without a failed test (a build, a boot) counts.
 	[ "$rc" -eq 0 ] || [ "$failed" -gt 0 ] || failed=1

@@ -1,10 +1,17 @@
 #!/bin/bash
 # make deb: stage the source tree with deploy/debian as debian/ and build
-# the packages with dpkg-buildpackage (debhelper, dh-dkms, dh-python).
-# usage: build-debs.sh OUTDIR
+# the packages with dpkg-buildpackage (debhelper, dh-dkms, dh-python), then
+# check them with lintian: any error or warning fails.
+#   DIST=bookworm ARCH=amd64 on a Debian 12 amd64 host: on the host, as
+#   before. Any other pair: in a DIST chroot (build-chroot.sh, cached in
+#   CACHE) with that release's toolchain and lintian; arm64 cross-built
+#   there (dpkg-buildpackage -a arm64).
+# usage: build-debs.sh OUTDIR [DIST ARCH CACHE]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-out=$1
+out=$1 dist=${2:-bookworm} arch=${3:-amd64} cache=${4:-$HOME/.cache/gpuslot}
+case $dist in bookworm | trixie) ;; *) echo "make deb: DIST=$dist: use bookworm or trixie" >&2; exit 1 ;; esac
+case $arch in amd64 | arm64) ;; *) echo "make deb: ARCH=$arch: use amd64 or arm64" >&2; exit 1 ;; esac
 stage=$out/gpuslot-1.0.0
 rm -rf "$out"
 mkdir -p "$stage"
@@ -12,6 +19,37 @@ mkdir -p "$stage"
 (cd "$root" && { git ls-files -co --exclude-standard 2>/dev/null || find . -path ./build -prune -o -type f -print; } |
 	grep -v '^build/' | tar -cf - -T -) | tar -xf - -C "$stage"
 cp -r "$root/deploy/debian" "$stage/debian"
-rm -f "$stage/debian/build-debs.sh"
-(cd "$stage" && dpkg-buildpackage -us -uc -b -j"$(nproc)")
+rm -f "$stage/debian/build-debs.sh" "$stage/debian/build-chroot.sh"
+
+# lintian's verdict: every tag it prints (overrides in debian/*.lintian-
+# overrides say why) but only errors and warnings fail.
+lint='lintian --fail-on error,warning --display-info'
+. /etc/os-release
+if [ "$dist" = bookworm ] && [ "$arch" = amd64 ] && [ "${VERSION_CODENAME:-}" = bookworm ] &&
+	[ "$(dpkg --print-architecture)" = amd64 ]; then
+	(cd "$stage" && dpkg-buildpackage -us -uc -b -j"$(nproc)")
+	$lint "$out"/*.changes
+else
+	sudo=
+	[ "$(id -u)" -eq 0 ] || sudo=sudo
+	bash "$root/deploy/debian/build-chroot.sh" --build "$cache" "$dist" "$arch"
+	chroot_dir=$(bash "$root/deploy/debian/build-chroot.sh" --print-dir "$cache" "$dist" "$arch")
+	# A copy of the cached chroot per build: the cache never changes, and
+	# two builds never share one.
+	work=$(mktemp -d "$out/chroot.XXXXXX")
+	trap '$sudo umount -l "$work/root/proc" 2>/dev/null; $sudo rm -rf "$work"' EXIT
+	$sudo cp -a "$chroot_dir/root" "$work/root"
+	$sudo mkdir -p "$work/root/build"
+	$sudo cp -a "$stage" "$work/root/build/"
+	cross=
+	[ "$arch" = amd64 ] || cross="-a $arch -Pcross,nocheck"
+	$sudo mount --bind /proc "$work/root/proc"
+	echo "make deb: building for Debian $dist $arch in a chroot of $dist ($chroot_dir)"
+	# shellcheck disable=SC2086 # $cross is words
+	$sudo timeout -k 10 "${DEB_TIMEOUT:-3600}" chroot "$work/root" sh -ec "cd /build/gpuslot-1.0.0 &&
+		dpkg-buildpackage -us -uc -b $cross -j$(nproc) && cd .. && $lint *.changes"
+	$sudo umount -l "$work/root/proc"
+	$sudo cp "$work/root/build/"*.deb "$work/root/build/"*.changes "$work/root/build/"*.buildinfo "$out/"
+	$sudo chown "$(id -u):$(id -g)" "$out"/*.deb "$out"/*.changes "$out"/*.buildinfo
+fi
 ls -1 "$out"/*.deb

@@ -242,21 +242,22 @@ public:
 		// At least the size field goes, which gpuslotd checks as the
 		// module does.
 		const uint32_t sent = std::max<uint32_t>(size, sizeof(size));
-		std::vector<char> msg(sizeof(gpuslot_wire) + sent);
 		const bool layout = cmd == GPUSLOT_IOC_SET_LAYOUT || cmd == GPUSLOT_IOC_GET_LAYOUT;
 		gpuslot_layout *l = layout ? static_cast<gpuslot_layout *>(arg) : nullptr;
 		if (layout && size < GPUSLOT_LAYOUT_SIZE_VER0)
 			return EINVAL;
+		size_t tail = 0;
 		if (cmd == GPUSLOT_IOC_SET_LAYOUT) {
 			if (l->nr_partitions > GPUSLOT_MAX_SLOTS)
 				return EINVAL;
-			const size_t tail = l->nr_partitions * sizeof(gpuslot_partition);
-			msg.resize(msg.size() + tail);
-			if (tail) // no partitions may come with a null pointer
-				std::memcpy(msg.data() + sizeof(gpuslot_wire) + size,
-					    reinterpret_cast<const void *>(uintptr_t(l->partitions)),
-					    tail);
+			tail = l->nr_partitions * sizeof(gpuslot_partition);
 		}
+		// Sized once: GCC 14 (Debian 13) sees no bound on a resize() by
+		// the tail and fails the build with -Wstringop-overflow.
+		std::vector<char> msg(sizeof(gpuslot_wire) + sent + tail);
+		if (tail) // no partitions may come with a null pointer
+			std::memcpy(msg.data() + sizeof(gpuslot_wire) + size,
+				    reinterpret_cast<const void *>(uintptr_t(l->partitions)), tail);
 		std::memcpy(msg.data() + sizeof(gpuslot_wire), arg, std::min<uint32_t>(size, sent));
 		host_deadline(cmd, msg.data() + sizeof(gpuslot_wire), size);
 		std::vector<char> reply;

@@ -1,16 +1,19 @@
 #!/bin/bash
-# The Debian 12 root file system of the system test, in two cached stages:
+# The root file system of the system test, Debian 12 (bookworm, Linux 6.1)
+# or Debian 13 (trixie, Linux 6.12), each with its own kernel and headers,
+# in two cached stages:
 #   1. debootstrap: systemd as PID 1, udev, DKMS with a compiler, Debian's
 #      kernel with its headers, and what the gpuslot packages depend on (the
 #      VM installs them offline); cached by the hash of the package list.
 #   2. the image: a unit that runs the test payload from a second disk and
 #      powers off; cached by the hash of this script.
 #
-# usage: build-rootfs.sh --print-dir CACHE | --build CACHE
+# usage: build-rootfs.sh --print-dir CACHE [DIST] | --build CACHE [DIST]
+# DIST is bookworm (default) or trixie.
 # The image directory holds base.img, vmlinuz, initrd.img, kernel-release.
 set -euo pipefail
 
-mode=$1 cache=$2
+mode=$1 cache=$2 dist=${3:-bookworm}
 packages=systemd,systemd-sysv,udev,dbus,kmod,dkms,build-essential,pkg-config
 packages=$packages,linux-image-amd64,linux-headers-amd64,initramfs-tools
 packages=$packages,procps,util-linux,passwd,e2fsprogs,ca-certificates
@@ -19,8 +22,18 @@ packages=$packages,libinih1,libdrm-amdgpu1,libsystemd0,python3,man-db
 packages=$packages,libprometheus-cpp-core1.0,libprometheus-cpp-pull1.0
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 
-stage1=$cache/debian12-$(echo "$packages $mirror" | sha256sum | cut -c1-12)
-dir=$cache/rootfs-$(sha256sum "$0" | cut -c1-12)
+case $dist in
+bookworm)
+	stage1=$cache/debian12-$(echo "$packages $mirror" | sha256sum | cut -c1-12)
+	dir=$cache/rootfs-$(sha256sum "$0" | cut -c1-12) ;;
+trixie)
+	# openssl: trixie's DKMS signs the modules it builds with a key of
+	# its own, which it makes with openssl.
+	packages=$packages,openssl
+	stage1=$cache/debian13-$(echo "$packages $mirror" | sha256sum | cut -c1-12)
+	dir=$cache/rootfs-trixie-$(sha256sum "$0" | cut -c1-12) ;;
+*) echo "build-rootfs: DIST=$dist: use bookworm or trixie" >&2; exit 1 ;;
+esac
 if [ "$mode" = --print-dir ]; then
 	echo "$dir"
 	exit 0
@@ -33,13 +46,13 @@ sudo=
 if [ ! -d "$stage1/root" ]; then
 	$sudo rm -rf "$stage1.tmp"
 	mkdir -p "$stage1.tmp"
-	echo "system rootfs: debootstrap bookworm into $stage1.tmp (about 10 minutes, once)"
-	$sudo debootstrap --variant=minbase --include="$packages" bookworm "$stage1.tmp/root" "$mirror"
-	# The same kernel as the rest of Debian 12: with its updates.
+	echo "system rootfs: debootstrap $dist into $stage1.tmp (about 10 minutes, once)"
+	$sudo debootstrap --variant=minbase --include="$packages" "$dist" "$stage1.tmp/root" "$mirror"
+	# The same kernel as the rest of the release: with its updates.
 	$sudo tee "$stage1.tmp/root/etc/apt/sources.list" >/dev/null <<SRC
-deb $mirror bookworm main
-deb $mirror bookworm-updates main
-deb http://deb.debian.org/debian-security bookworm-security main
+deb $mirror $dist main
+deb $mirror $dist-updates main
+deb http://deb.debian.org/debian-security $dist-security main
 SRC
 	$sudo chroot "$stage1.tmp/root" sh -c 'apt-get update -q && DEBIAN_FRONTEND=noninteractive \
 		apt-get -y -q dist-upgrade && apt-get clean'

@@ -1,18 +1,20 @@
 #!/bin/bash
-# make test-system: boot a Debian 12 root file system (build-rootfs.sh,
-# cached) with systemd as PID 1 on Debian's kernel under QEMU (TCG), install
+# make test-system: boot a Debian 12 (DIST=bookworm, default) or Debian 13
+# (DIST=trixie) root file system (build-rootfs.sh, cached) with systemd as
+# PID 1 on that release's kernel under QEMU (TCG), install
 # the gpuslot packages in it and run payload/run.sh. Fails on a failed check
 # or on a kernel bug in the serial log (tests/vm/verdict.sh).
 #
-# usage: run-system-test.sh DEBDIR WORKDIR CACHE
+# usage: run-system-test.sh DEBDIR WORKDIR CACHE [DIST]
 set -euo pipefail
-debs=$1 work=$2 cache=$3
+debs=$1 work=$2 cache=$3 dist=${4:-bookworm}
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$here/../..
 . "$repo/tests/vm/verdict.sh"
 
-bash "$here/build-rootfs.sh" --build "$cache"
-root=$(bash "$here/build-rootfs.sh" --print-dir "$cache")
+bash "$here/build-rootfs.sh" --build "$cache" "$dist"
+root=$(bash "$here/build-rootfs.sh" --print-dir "$cache" "$dist")
+release=$([ "$dist" = trixie ] && echo "Debian 13" || echo "Debian 12")
 
 rm -rf "$work"
 mkdir -p "$work/payload"
@@ -25,7 +27,7 @@ cp -r "$repo/tests/fixtures/kfd/radeon-vii-gfx906" "$work/payload/"
 mkfs.ext4 -q -F -L payload -d "$work/payload" "$work/payload.img" 64M
 
 log=$work/serial.log
-echo "test-system: booting Debian 12 ($(cat "$root/kernel-release")) with systemd under TCG; serial log: $log"
+echo "test-system: booting $release ($(cat "$root/kernel-release")) with systemd under TCG; serial log: $log"
 # snapshot=on: the cached image never changes.
 timeout "${GPUSLOT_SYSTEM_TIMEOUT:-900}" qemu-system-x86_64 \
 	-accel tcg -cpu max -smp 2 -m 2048 \

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The system test, inside a booted Debian 12 with systemd as PID 1: install
+# The system test, inside a booted Debian 12 or 13 with systemd as PID 1: install
 # the gpuslot packages and check what a real host relies on. Every check
 # prints one "SYSTEM-TEST ok:" or "SYSTEM-TEST FAILED:" line.
 set -u
