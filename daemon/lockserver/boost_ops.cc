@@ -382,6 +382,12 @@ void LockServer::boost(Domain &d, Conn &c, pid_t pid, pid_t tid)
 			boost_refused(d, c, tid, refused_other_user);
 		return;
 	}
+	// A hold past its max_hold_ms is boosted no more, whatever its waiters
+	// lend it: an unboosted hold has no clock, so reaching the bound left
+	// no mark (the module's rule, docs/device.md).
+	if (c.state == Conn::holding && c.hold_boost == Conn::unboosted && c.hold_max_ns &&
+	    now_ns() - c.hold_start_ns >= c.hold_max_ns)
+		return;
 	auto it = tasks.find(tid);
 	if (it != tasks.end() && it->second->pid != pid) {
 		// A thread id the caller does not own: no boost while the
