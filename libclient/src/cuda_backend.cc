@@ -111,7 +111,9 @@ int CudaBackend::build(const SlotLayout &layout, uint64_t slots, StreamSet *set,
 		// The partition is what the layout says, read back from the
 		// context: its SMs, and clusters as large as on the whole GPU
 		// (a context of IGNORE_SM_COSCHEDULING groups reads back 2 on an
-		// H100, and cuDNN and cuBLAS kernels fail on it).
+		// H100, and cuDNN and cuBLAS kernels fail on it). A driver before
+		// CUDA 13.0 reports no alignment (0) for the device or the
+		// context: there is nothing to compare.
 		const unsigned int want = unsigned(idx.size()) * layout.unit_size;
 		if (gctx && (sms != want || got_coscheduled < coscheduled)) {
 			*error = "slot " + std::to_string(slot) + "'s green context has " +

@@ -91,7 +91,9 @@ int split(int ordinal, unsigned int group_sms, CudaSplit *out)
 {
 	std::lock_guard<std::mutex> hold(devices_lock);
 	Device &d = devices.at(ordinal);
-	CUdevResource all;
+	// Zeroed: a driver of CUDA 12.4 to 12.6 (JetPack 6) writes smCount
+	// only, so its co-scheduled alignment reads 0 (none reported).
+	CUdevResource all{};
 	if (CUresult r = driver()->device_resource(d.dev, &all, CU_DEV_RESOURCE_TYPE_SM))
 		return r;
 	unsigned int n = 0;
@@ -135,7 +137,7 @@ int green_stream(int ordinal, const unsigned int *idx, unsigned int n, int prior
 		return r;
 	}
 	// Never trust the request: read back what the context has.
-	CUdevResource got;
+	CUdevResource got{};
 	if (CUresult r = driver()->green_resource(g, &got, CU_DEV_RESOURCE_TYPE_SM)) {
 		driver()->stream_destroy(s);
 		driver()->green_destroy(g);

@@ -29,7 +29,54 @@ const NvSplit *fitting_split(const std::vector<NvSplit> &splits,
 	return best;
 }
 
+std::string cc_text(const NvGpu &gpu)
+{
+	return gpu.cc_major ? "compute capability " + std::to_string(gpu.cc_major) + "." +
+				      std::to_string(gpu.cc_minor)
+			    : "this GPU";
+}
+
+// "at least 4 SMs, in multiples of 2, on compute capability 8.7"
+std::string granularity_text(const NvGpu &gpu, unsigned int min)
+{
+	return "at least " + std::to_string(min) + " SMs, in multiples of " +
+	       std::to_string(gpu.coscheduled_alignment) + ", on " + cc_text(gpu) +
+	       (gpu.granularity_documented ? " (NVIDIA's guideline)" : "");
+}
+
 } // namespace
+
+NvGranularity nv_sm_granularity(unsigned int reported_min, unsigned int reported_alignment,
+				unsigned int cc_major, unsigned int)
+{
+	if (reported_min && reported_alignment)
+		return {reported_min, reported_alignment, false};
+	if (cc_major >= 9)
+		return {8, 8, true};
+	if (cc_major == 8)
+		return {4, 2, true};
+	if (cc_major == 6 || cc_major == 7)
+		return {2, 2, true};
+	return {};
+}
+
+std::vector<NvSplit> nv_exact_splits(
+	unsigned int sm_count, const NvGranularity &granularity,
+	const std::function<std::vector<unsigned int>(unsigned int group_sms)> &group_sizes)
+{
+	std::vector<NvSplit> out;
+	const unsigned int unit = granularity.alignment;
+	if (!unit)
+		return out;
+	const unsigned int first = std::max((granularity.min_sms + unit - 1) / unit * unit, unit);
+	for (unsigned int g = first; g <= sm_count; g += unit) {
+		const std::vector<unsigned int> sizes = group_sizes(g);
+		if (!sizes.empty() &&
+		    std::all_of(sizes.begin(), sizes.end(), [g](unsigned int s) { return s == g; }))
+			out.push_back({g, unsigned(sizes.size())});
+	}
+	return out;
+}
 
 unsigned int nv_task_slots(unsigned int major, unsigned int minor)
 {
@@ -66,6 +113,9 @@ NvPlan plan_nv_partitions(const NvGpu &gpu, unsigned int k,
 		return p;
 	}
 	const unsigned int sms = gpu.sm_count, unit = gpu.coscheduled_alignment;
+	// The smallest partition: one co-scheduled group, or more where the
+	// driver says so (4 SMs in groups of 2 on compute capability 8.x).
+	const unsigned int min = std::max(gpu.min_partition_sms, unit);
 	if (!unit || gpu.splits.empty()) {
 		p.error = "the driver reports no co-scheduled split of this GPU's " +
 			  std::to_string(sms) + " SMs (alignment " + std::to_string(unit) +
@@ -80,13 +130,16 @@ NvPlan plan_nv_partitions(const NvGpu &gpu, unsigned int k,
 			if (sp.groups >= k && (!best || sp.group_sms > best->group_sms))
 				best = &sp;
 		if (!best) {
+			const unsigned int most =
+				std::max_element(gpu.splits.begin(), gpu.splits.end(),
+						 [](auto &a, auto &b) { return a.groups < b.groups; })
+					->groups;
 			p.error = "k = " + std::to_string(k) + " partitions: the driver splits " +
-				  std::to_string(sms) + " SMs into at most " +
-				  std::to_string(std::max_element(gpu.splits.begin(), gpu.splits.end(),
-							       [](auto &a, auto &b) {
-								       return a.groups < b.groups;
-							       })->groups) +
-				  " co-scheduled groups (" + nv_splits_text(gpu.splits) + ")";
+				  std::to_string(sms) + " SMs into at most " + std::to_string(most) +
+				  " co-scheduled groups (" + nv_splits_text(gpu.splits) +
+				  "); a green context takes " + granularity_text(gpu, min) +
+				  ": plan at most " + std::to_string(most) +
+				  " partitions, or put slots on the whole GPU (sizes = all,...)";
 			return p;
 		}
 		sizes.assign(k, best->group_sms);
@@ -99,6 +152,12 @@ NvPlan plan_nv_partitions(const NvGpu &gpu, unsigned int k,
 			p.error = "a partition of " + std::to_string(s) +
 				  " SMs is less than one co-scheduled group (" + std::to_string(unit) +
 				  " SMs on this GPU)";
+			return p;
+		}
+		if (whole < min) {
+			p.error = "a partition of " + std::to_string(s) +
+				  " SMs is less than the smallest green context the driver makes: " +
+				  granularity_text(gpu, min);
 			return p;
 		}
 		if (whole != s)
@@ -119,7 +178,7 @@ NvPlan plan_nv_partitions(const NvGpu &gpu, unsigned int k,
 	const NvSplit *split;
 	while (!(split = fitting_split(gpu.splits, sizes))) {
 		auto largest = std::max_element(sizes.begin(), sizes.end());
-		if (*largest <= unit) {
+		if (*largest < min + unit) {
 			p.error = "partitions of " + asked + " SMs do not fit the co-scheduled groups the "
 				  "driver makes of this GPU (" + nv_splits_text(gpu.splits) + ")";
 			return p;
@@ -143,6 +202,9 @@ NvPlan plan_nv_partitions(const NvGpu &gpu, unsigned int k,
 		p.priorities.push_back(0);
 		used += s;
 	}
+	if (gpu.granularity_documented)
+		p.notes.push_back("the driver reports no partition granularity (CUDA before 13.0): "
+				  "planned with " + granularity_text(gpu, min));
 	if (used < sms)
 		p.notes.push_back(std::to_string(sms - used) + " of " + std::to_string(sms) +
 				  " SMs belong to no slot (the split makes " +

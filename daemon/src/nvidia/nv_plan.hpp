@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -45,7 +46,43 @@ struct NvGpu {
 	std::vector<NvSplit> splits;
 	// Compute capability; 0.0 where unknown.
 	unsigned int cc_major = 0, cc_minor = 0;
+	// min_partition_sms and coscheduled_alignment are NVIDIA's documented
+	// guideline for the compute capability, not the driver's answer
+	// (nv_sm_granularity).
+	bool granularity_documented = false;
 };
+
+// The SM granularity of green contexts split with the default flags: no
+// partition smaller than @min_sms, sizes in multiples of @alignment.
+struct NvGranularity {
+	unsigned int min_sms = 0;
+	unsigned int alignment = 0;
+	bool documented = false; // NVIDIA's guideline, not the driver's answer
+	bool operator==(const NvGranularity &) const = default;
+};
+
+// What the driver reports (CUdevSmResource's minSmPartitionSize and
+// smCoscheduledAlignment, CUDA 13.0's cuda.h) where it reports both;
+// where it reports none (0: the CUdevSmResource of CUDA 12.4 to 12.6, the
+// CUDA of JetPack 6 on Jetson Orin, has smCount only), the guideline of
+// CUDA 13.0's Green Contexts documentation for the compute capability:
+// 6.x and 7.x at least 2 SMs in multiples of 2, 8.x (Orin is 8.7) at
+// least 4 in multiples of 2, 9.0 and later (Thor is 11.0) at least 8 in
+// multiples of 8; {0, 0} before 6.0 or where the capability is unknown.
+// docs/nvidia.md cites the pages.
+NvGranularity nv_sm_granularity(unsigned int reported_min, unsigned int reported_alignment,
+				unsigned int cc_major, unsigned int cc_minor);
+
+// The splits the driver makes of @sm_count SMs in groups of exactly G SMs,
+// asking @group_sizes(G) (the sizes of the groups cuDevSmResourceSplitByCount
+// makes for minCount G, default flags; empty where it fails) for every G
+// from the smallest partition up, in multiples of the alignment. The
+// driver rounds some requests up (66 SMs gives one group of 72 on an
+// H100, 2 gives groups of 4 on compute capability 8.x): those splits are
+// left out, as the library could not ask for them again.
+std::vector<NvSplit> nv_exact_splits(
+	unsigned int sm_count, const NvGranularity &granularity,
+	const std::function<std::vector<unsigned int>(unsigned int group_sms)> &group_sizes);
 
 // The kernels the GPU's work distributor considers at once (its task
 // slots; CUDA's "maximum number of resident grids per device"): 128 on

@@ -20,29 +20,21 @@ NvTopologyResult read_nv_topology()
 #else
 namespace {
 
-// Ask the driver, with the default flags, for groups of every multiple of
-// the co-scheduled alignment; keep the splits that make groups of exactly
-// that many SMs (it rounds some requests up: 66 SMs gives one group of 72
-// on an H100, which the library could not ask for again).
-std::vector<NvSplit> co_scheduled_splits(decltype(&cuDevSmResourceSplitByCount) split,
-					 CUdevResource all)
+// The sizes of the groups the driver makes for minCount @g, default flags;
+// empty where it fails.
+std::vector<unsigned int> group_sizes(decltype(&cuDevSmResourceSplitByCount) split,
+				      const CUdevResource &all, unsigned int g)
 {
-	std::vector<NvSplit> out;
-	const unsigned int unit = all.sm.smCoscheduledAlignment;
-	for (unsigned int g = unit; unit && g <= all.sm.smCount; g += unit) {
-		unsigned int n = 0;
-		if (split(nullptr, &n, &all, nullptr, 0, g) || !n)
-			continue;
-		std::vector<CUdevResource> groups(n);
-		if (split(groups.data(), &n, &all, nullptr, 0, g) || !n)
-			continue;
-		bool exact = true;
-		for (unsigned int j = 0; j < n; j++)
-			exact &= groups[j].sm.smCount == g;
-		if (exact)
-			out.push_back({g, n});
-	}
-	return out;
+	unsigned int n = 0;
+	if (split(nullptr, &n, &all, nullptr, 0, g) || !n)
+		return {};
+	std::vector<CUdevResource> groups(n, CUdevResource{});
+	if (split(groups.data(), &n, &all, nullptr, 0, g) || !n)
+		return {};
+	std::vector<unsigned int> sizes;
+	for (unsigned int j = 0; j < n; j++)
+		sizes.push_back(groups[j].sm.smCount);
+	return sizes;
 }
 
 } // namespace
@@ -91,7 +83,9 @@ NvTopologyResult read_nv_topology()
 	}
 	for (int i = 0; i < n; i++) {
 		CUdevice d;
-		CUdevResource sm;
+		// Zeroed: a driver of CUDA 12.4 to 12.6 writes smCount only
+		// (nv_sm_granularity).
+		CUdevResource sm{};
 		char buf[256] = "";
 		if (CUresult e = device(&d, i); e || (e = name(buf, sizeof(buf), d)) ||
 						(e = resource(d, &sm, CU_DEV_RESOURCE_TYPE_SM))) {
@@ -106,9 +100,7 @@ NvTopologyResult read_nv_topology()
 				*c = char(tolower(*c));
 		else
 			pci[0] = '\0';
-		NvGpu gpu{i, buf, sm.sm.smCount, sm.sm.minSmPartitionSize,
-			  sm.sm.smCoscheduledAlignment, pci, {}};
-		gpu.splits = co_scheduled_splits(split, sm);
+		NvGpu gpu{i, buf, sm.sm.smCount, 0, 0, pci, {}};
 		int major = 0, minor = 0;
 		if (attribute &&
 		    !attribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d) &&
@@ -116,6 +108,15 @@ NvTopologyResult read_nv_topology()
 			gpu.cc_major = unsigned(major);
 			gpu.cc_minor = unsigned(minor);
 		}
+		const NvGranularity g = nv_sm_granularity(sm.sm.minSmPartitionSize,
+							  sm.sm.smCoscheduledAlignment,
+							  gpu.cc_major, gpu.cc_minor);
+		gpu.min_partition_sms = g.min_sms;
+		gpu.coscheduled_alignment = g.alignment;
+		gpu.granularity_documented = g.documented;
+		gpu.splits = nv_exact_splits(gpu.sm_count, g, [&](unsigned int size) {
+			return group_sizes(split, sm, size);
+		});
 		r.gpus.push_back(gpu);
 	}
 	if (r.gpus.empty())
