@@ -44,8 +44,13 @@ std::string slot_list(uint64_t mask)
 {
 	std::string out;
 	for (unsigned int s = 0; s < 64; s++)
-		if (mask >> s & 1)
-			out += (out.empty() ? "" : ",") + std::to_string(s);
+		if (mask >> s & 1) {
+			// Appended piece by piece: GCC 12's -Wrestrict misreads
+			// `"," + std::to_string(s)` at -O3 (a false positive).
+			if (!out.empty())
+				out += ',';
+			out += std::to_string(s);
+		}
 	return out;
 }
 
