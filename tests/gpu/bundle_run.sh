@@ -7,7 +7,7 @@
 # (glibc and its loader too; not the host's libcuda). Programs run as
 #   BUNDLE/ld-linux-x86-64.so.2 --library-path BUNDLE BUNDLE/PROGRAM
 #
-# usage: bundle_run.sh TEST_BUILD_DIR OUT_DIR
+# usage: [RELEASE_BUILD_DIR=DIR] bundle_run.sh TEST_BUILD_DIR OUT_DIR
 set -euo pipefail
 build=$(cd "$1" && pwd) out=$2
 here=$(cd "$(dirname "$0")" && pwd)
@@ -25,7 +25,7 @@ cp "$build/libclient/run/gpuslot-run" "$build/libclient/run/libgpuslot-run.so" \
 cp -L "$build/libclient/libgpuslot.so.1" "$out/"
 cp -L /lib64/ld-linux-x86-64.so.2 "$out/"
 for bin in "$out"/*; do
-	LD_LIBRARY_PATH="$out" ldd "$bin" 2>/dev/null | awk '/=> \// {print $3}' |
+	{ LD_LIBRARY_PATH="$out" ldd "$bin" 2>/dev/null || true; } | awk '/=> \// {print $3}' |
 		while read -r lib; do
 			case "$(basename "$lib")" in
 			libcuda.so*|libnvidia*) ;;
@@ -33,4 +33,14 @@ for bin in "$out"/*; do
 			esac
 		done
 done
+# PyTorch runs on the host's own loader and libraries: for it, gpuslot-run
+# and libgpuslot alone, from a release build where one is given
+# (RELEASE_BUILD_DIR: deploy/'s build tree), in preload/.
+cp "$here/run_torch_probe.py" "$out/"
+rel=${RELEASE_BUILD_DIR:-}
+if [ -n "$rel" ]; then
+	mkdir -p "$out/preload"
+	cp "$rel/libclient/run/gpuslot-run" "$rel/libclient/run/libgpuslot-run.so" "$out/preload/"
+	cp -L "$rel/libclient/libgpuslot.so.1" "$out/preload/"
+fi
 du -sh "$out"

@@ -19,14 +19,19 @@ work=$(mktemp -d)
 export GPUSLOT_TRANSPORT=socket GPUSLOT_SOCKET_DIR=$work/run
 export GPUSLOT_RUN_LIBRARY=$b/libgpuslot-run.so
 export ASAN_OPTIONS=protect_shadow_gap=0:detect_leaks=0
-asan=$(ls "$b"/libasan.so.* | head -1)
+# The ASan runtime comes first in LD_PRELOAD only where the bundle's
+# gpuslot-run was built with it (a release build needs none).
+asan=
+if grep -qa libasan.so "$b/gpuslot-run"; then  # its DT_NEEDED (no ldd: a bash script, and bash would load the bundle's libc)
+	asan=$(ls "$b"/libasan.so.* | head -1)
+fi
 mkdir -p "$work/run"
 "${ld[@]}" "$b/run_lock_server" "$work/run" 1 3 >"$out/lock_server.log" 2>&1 &
 daemon=$!
 for _ in $(seq 100); do grep -q serving "$out/lock_server.log" && break; sleep 0.1; done
 jobs=${JOBS:-20} spin=${SPIN_US:-2000}
 plain=("${ld[@]}" "$b/run_plain" "$jobs" "$spin")
-under=(env LD_PRELOAD="$asan" "${ld[@]}" "$b/gpuslot-run" --slot 0 --per-sync -- "${plain[@]}")
+under=(env ${asan:+LD_PRELOAD="$asan"} "${ld[@]}" "$b/gpuslot-run" --slot 0 --per-sync -- "${plain[@]}")
 
 "${plain[@]}" >"$out/alone.txt"
 "${plain[@]}" >"$out/plain-a.txt" & a=$!
@@ -35,6 +40,21 @@ wait $a
 "${under[@]}" >"$out/run-a.txt" & a=$!
 "${under[@]}" >"$out/run-b.txt"
 wait $a
+
+# PyTorch, unchanged, under the host's own python3 (not the bundle's
+# loader): alone, two side by side, and two under gpuslot-run --per-sync.
+torch_jobs=${TORCH_JOBS:-20} torch_n=${TORCH_N:-4096}
+probe=(python3 "$b/run_torch_probe.py" "$torch_jobs" "$torch_n")
+if [ -d "$b/preload" ] && python3 -c 'import torch' 2>/dev/null; then
+	"${probe[@]}" >"$out/torch-alone.txt" 2>&1
+	"${probe[@]}" >"$out/torch-plain-a.txt" 2>&1 & a=$!
+	"${probe[@]}" >"$out/torch-plain-b.txt" 2>&1
+	wait $a
+	torch_under=(env LD_LIBRARY_PATH="$b/preload" GPUSLOT_RUN_LIBRARY="$b/preload/libgpuslot-run.so" "$b/preload/gpuslot-run" --slot 0 --per-sync -- "${probe[@]}")
+	"${torch_under[@]}" >"$out/torch-run-a.txt" 2>&1 & a=$!
+	"${torch_under[@]}" >"$out/torch-run-b.txt" 2>&1
+	wait $a
+fi
 kill $daemon; wait $daemon || true
 
 # The most jobs of the two programs on the GPU at one instant.
@@ -48,4 +68,11 @@ most() {
 	done
 	echo "most jobs at once without gpuslot-run: $(most "$out/plain-a.txt" "$out/plain-b.txt")"
 	echo "most jobs at once under gpuslot-run --per-sync, k = 1: $(most "$out/run-a.txt" "$out/run-b.txt")"
+	if [ -f "$out/torch-alone.txt" ]; then
+		for f in torch-alone torch-plain-a torch-plain-b torch-run-a torch-run-b; do
+			echo "$f: $(grep -E '^(priority|wall|result|gpu_ms_p50)' "$out/$f.txt" | tr '\n' ' ')"
+		done
+		echo "torch: most jobs launching at once without gpuslot-run: $(most "$out/torch-plain-a.txt" "$out/torch-plain-b.txt")"
+		echo "torch: most jobs launching at once under gpuslot-run --per-sync, k = 1: $(most "$out/torch-run-a.txt" "$out/torch-run-b.txt")"
+	fi
 } | tee "$out/summary.txt"
