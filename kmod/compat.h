@@ -71,6 +71,16 @@ static inline int gpuslot_sched_setattr(struct task_struct *p,
 	else if (attr->sched_policy == SCHED_NORMAL &&
 		 !(attr->sched_flags & SCHED_FLAG_RESET_ON_FORK))
 		sched_set_normal(p, attr->sched_nice);
+	else if (attr->sched_policy != SCHED_FIFO &&
+		 attr->sched_policy != SCHED_RR &&
+		 attr->sched_policy != SCHED_DEADLINE)
+		/*
+		 * SCHED_BATCH, SCHED_IDLE or reset-on-fork, which the boost
+		 * refuses, saved all the same where another thread changed
+		 * the policy between the save and the refusal's look: the
+		 * nearest this kernel can set, never left real-time.
+		 */
+		sched_set_normal(p, attr->sched_nice);
 	else
 		return -EOPNOTSUPP;
 	return 0;
