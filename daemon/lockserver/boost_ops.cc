@@ -377,7 +377,11 @@ void LockServer::boost(Domain &d, Conn &c, pid_t pid, pid_t tid)
 	// The slot travels with the connection, the boost does not: a thread
 	// of another user than the connector's, without CAP_SYS_NICE, holds
 	// unboosted (decided as its request came: may_be_boosted()).
-	if (!c.holder_may_boost) {
+	// And again as a boost begins (a grant after a wait, a waiter's
+	// lending): the thread may have exec'd another user's program since
+	// its request came, as the module asks at each boost.
+	if (!c.holder_may_boost ||
+	    (!c.boost.thread && !may_be_boosted(pid, tid, pidfd_for(c, pid), c.uid))) {
 		if (c.state == Conn::holding)
 			boost_refused(d, c, tid, refused_other_user);
 		return;
