@@ -49,6 +49,15 @@ enum Index {
 	kMemcpyHtoDAsync,
 	kMemcpyDtoHAsync,
 	kMemcpyDtoDAsync,
+	kMemcpy2DAsync,
+	kMemcpy3DAsync,
+	kMemcpyPeerAsync,
+	kMemsetD8Async,
+	kMemsetD16Async,
+	kMemsetD32Async,
+	kMemsetD2D8Async,
+	kMemsetD2D16Async,
+	kMemsetD2D32Async,
 	kStreamSynchronize,
 	kCtxSynchronize,
 	kEventSynchronize,
@@ -314,6 +323,34 @@ GPUSLOT_RUN_COMMAND(cuMemcpyDtoHAsync_v2, kMemcpyDtoHAsync, s,
 		    (void *dst, CUdeviceptr src, size_t n, CUstream s), dst, src, n, s)
 GPUSLOT_RUN_COMMAND(cuMemcpyDtoDAsync_v2, kMemcpyDtoDAsync, s,
 		    (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s), dst, src, n, s)
+GPUSLOT_RUN_COMMAND(cuMemcpy2DAsync_v2, kMemcpy2DAsync, s,
+		    (const CUDA_MEMCPY2D *copy, CUstream s), copy, s)
+GPUSLOT_RUN_COMMAND(cuMemcpy3DAsync_v2, kMemcpy3DAsync, s,
+		    (const CUDA_MEMCPY3D *copy, CUstream s), copy, s)
+GPUSLOT_RUN_COMMAND(cuMemcpyPeerAsync, kMemcpyPeerAsync, s,
+		    (CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx,
+		     size_t n, CUstream s),
+		    dst, dst_ctx, src, src_ctx, n, s)
+// The memsets: cudaMemsetAsync (PyTorch's zero_(), CUB's temporaries)
+// reaches the driver here.
+GPUSLOT_RUN_COMMAND(cuMemsetD8Async, kMemsetD8Async, s,
+		    (CUdeviceptr dst, unsigned char v, size_t n, CUstream s), dst, v, n, s)
+GPUSLOT_RUN_COMMAND(cuMemsetD16Async, kMemsetD16Async, s,
+		    (CUdeviceptr dst, unsigned short v, size_t n, CUstream s), dst, v, n, s)
+GPUSLOT_RUN_COMMAND(cuMemsetD32Async, kMemsetD32Async, s,
+		    (CUdeviceptr dst, unsigned int v, size_t n, CUstream s), dst, v, n, s)
+GPUSLOT_RUN_COMMAND(cuMemsetD2D8Async, kMemsetD2D8Async, s,
+		    (CUdeviceptr dst, size_t pitch, unsigned char v, size_t w, size_t h,
+		     CUstream s),
+		    dst, pitch, v, w, h, s)
+GPUSLOT_RUN_COMMAND(cuMemsetD2D16Async, kMemsetD2D16Async, s,
+		    (CUdeviceptr dst, size_t pitch, unsigned short v, size_t w, size_t h,
+		     CUstream s),
+		    dst, pitch, v, w, h, s)
+GPUSLOT_RUN_COMMAND(cuMemsetD2D32Async, kMemsetD2D32Async, s,
+		    (CUdeviceptr dst, size_t pitch, unsigned int v, size_t w, size_t h,
+		     CUstream s),
+		    dst, pitch, v, w, h, s)
 
 // Synchronizations.
 GPUSLOT_RUN_EXPORT CUresult cuStreamSynchronize(CUstream s)
@@ -413,6 +450,15 @@ const Entry &entry(Index i)
 	{"cuMemcpyHtoDAsync", 3020, GPUSLOT_RUN_BOTH(cuMemcpyHtoDAsync_v2)},
 	{"cuMemcpyDtoHAsync", 3020, GPUSLOT_RUN_BOTH(cuMemcpyDtoHAsync_v2)},
 	{"cuMemcpyDtoDAsync", 3020, GPUSLOT_RUN_BOTH(cuMemcpyDtoDAsync_v2)},
+	{"cuMemcpy2DAsync", 3020, GPUSLOT_RUN_BOTH(cuMemcpy2DAsync_v2)},
+	{"cuMemcpy3DAsync", 3020, GPUSLOT_RUN_BOTH(cuMemcpy3DAsync_v2)},
+	{"cuMemcpyPeerAsync", 4000, GPUSLOT_RUN_BOTH(cuMemcpyPeerAsync)},
+	{"cuMemsetD8Async", 3020, GPUSLOT_RUN_BOTH(cuMemsetD8Async)},
+	{"cuMemsetD16Async", 3020, GPUSLOT_RUN_BOTH(cuMemsetD16Async)},
+	{"cuMemsetD32Async", 3020, GPUSLOT_RUN_BOTH(cuMemsetD32Async)},
+	{"cuMemsetD2D8Async", 3020, GPUSLOT_RUN_BOTH(cuMemsetD2D8Async)},
+	{"cuMemsetD2D16Async", 3020, GPUSLOT_RUN_BOTH(cuMemsetD2D16Async)},
+	{"cuMemsetD2D32Async", 3020, GPUSLOT_RUN_BOTH(cuMemsetD2D32Async)},
 	{"cuStreamSynchronize", 2000, GPUSLOT_RUN_BOTH(cuStreamSynchronize)},
 	{"cuCtxSynchronize", 2000, {"cuCtxSynchronize", nullptr},
 	 {reinterpret_cast<void *>(&cuCtxSynchronize), nullptr}},
