@@ -33,8 +33,11 @@ int LockServer::cmd_acquire(Conn &c, gpuslot_acquire &a, uint32_t usize, bool *l
 	Domain &d = *c.domain;
 	const bool timed = a.flags & GPUSLOT_ACQUIRE_DEADLINE;
 	const uint64_t allowed = a.allowed_mask ? a.allowed_mask : ~0ULL;
-	if (a.__reserved || (a.flags & ~(GPUSLOT_ACQUIRE_TRY | GPUSLOT_ACQUIRE_DEADLINE)) ||
-	    ((a.flags & GPUSLOT_ACQUIRE_TRY) && timed) || (!timed && a.deadline_ns))
+	const bool reclaim_only = a.flags & GPUSLOT_ACQUIRE_RECLAIM;
+	if (a.__reserved ||
+	    (a.flags & ~(GPUSLOT_ACQUIRE_TRY | GPUSLOT_ACQUIRE_DEADLINE | GPUSLOT_ACQUIRE_RECLAIM)) ||
+	    ((a.flags & GPUSLOT_ACQUIRE_TRY) && timed) || (!timed && a.deadline_ns) ||
+	    (reclaim_only && !(a.flags & GPUSLOT_ACQUIRE_TRY)))
 		return EINVAL;
 	if (int err = may_acquire(d, c, allowed))
 		return err;
@@ -44,7 +47,9 @@ int LockServer::cmd_acquire(Conn &c, gpuslot_acquire &a, uint32_t usize, bool *l
 	c.acquire_may_boost = c.request_may_boost;
 	take_acquire_pidfd(c);
 	int slot = reclaim(d, c, allowed);
-	if (slot < 0)
+	// RECLAIM: the kept hold or nothing, so that a client taking its hold
+	// back learns when it was lost (a free slot is no hold kept).
+	if (slot < 0 && !reclaim_only)
 		slot = gpuslot_core_try_acquire(&d.core, allowed);
 	if (slot >= 0) {
 		grant(d, c, unsigned(slot));

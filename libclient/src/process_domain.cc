@@ -457,16 +457,18 @@ void ProcessDomain::keep_holds()
 int ProcessDomain::keep_hold(Lane *lane, std::string *error)
 {
 	std::unique_ptr<LockFile> file;
-	if (int err = open_lane_file(lane->token, &file, error)) {
-		lane->lost = true;
+	// gpuslotd not (yet) listening: the lane stays as it is, for the next
+	// call to try again within the grace period.
+	if (int err = open_lane_file(lane->token, &file, error))
 		return err;
-	}
-	// Its slot only, at once: the new gpuslotd grants it from the hold it
-	// kept for this token, or (the grace period over) if it is free.
-	// The boost is the holder thread's, as before the restart.
+	// Its slot only, at once, and only the hold the new gpuslotd kept for
+	// this token (RECLAIM): a slot merely free again (the grace period
+	// over, another holder come and gone) is no hold kept, and the lane's
+	// holder must learn that it lost it. The boost is the holder
+	// thread's, as before the restart.
 	gpuslot_acquire a{};
 	a.size = sizeof(a);
-	a.flags = GPUSLOT_ACQUIRE_TRY;
+	a.flags = GPUSLOT_ACQUIRE_TRY | GPUSLOT_ACQUIRE_RECLAIM;
 	a.allowed_mask = 1ULL << lane->slot_index;
 	const int err = file->call_for(lane->holder_tid, GPUSLOT_IOC_ACQUIRE, &a);
 	lane->file = std::move(file);

@@ -228,6 +228,29 @@ TEST_F(SocketRestart, AHoldNotTakenBackWithinTheGracePeriodIsLost)
 	gpuslot_close(a);
 }
 
+// The same, where the other holder has come and gone before the first
+// one's release: the slot is free again, but it is no hold kept, and the
+// release must not pass it off as one (taking a free slot back would hide
+// that two held it).
+TEST_F(SocketRestart, AFreeSlotAfterTheGracePeriodIsNoHoldTakenBack)
+{
+	gpuslot_client *a = open_client();
+	ASSERT_NE(a, nullptr);
+	gpuslot_slot s = new_slot();
+	ASSERT_EQ(gpuslot_acquire_slot(a, GPUSLOT_WAIT_FOREVER, 0, &s), 0) << gpuslot_last_error();
+	restart(100);
+	auto other = file();
+	ASSERT_EQ(acquire_within(*other, 30000), 0) << "granted once the grace period ended";
+	gpuslot_release r{};
+	r.size = sizeof(r);
+	ASSERT_EQ(other->call(GPUSLOT_IOC_RELEASE, &r), 0);
+	EXPECT_EQ(gpuslot_release_slot(a, &s, 0), -ECONNRESET);
+	const std::string why = gpuslot_last_error();
+	EXPECT_NE(why.find("did not keep the hold"), std::string::npos) << why;
+	EXPECT_EQ(info(*other).nr_holders, 0u) << "the release took the free slot";
+	gpuslot_close(a);
+}
+
 // A restart brings a new generation. Where its layout is the one the
 // streams were built for, the streams take the new number and nothing is
 // built (the rebuild counter stays); where the layout changed (k = 2), the

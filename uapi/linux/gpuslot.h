@@ -145,6 +145,11 @@ struct gpuslot_attach {
  *                                         with ETIMEDOUT (a deadline already
  *                                         past: one try, ETIMEDOUT).
  *                Neither: wait until granted or interrupted.
+ *                GPUSLOT_ACQUIRE_RECLAIM, with ACQUIRE_TRY, on gpuslotd's
+ *                socket transport only: take back the hold gpuslotd kept
+ *                across its restart for this client and process, and
+ *                nothing else (EAGAIN where none is kept: its grace period
+ *                ended); never a free slot. The module refuses it (EINVAL).
  * @deadline_ns:  in, absolute CLOCK_MONOTONIC time in ns; must be 0 unless
  *                ACQUIRE_DEADLINE.
  * @allowed_mask: in, bit i set = slot i acceptable; 0 = any slot. It must
@@ -191,6 +196,7 @@ struct gpuslot_attach {
  */
 #define GPUSLOT_ACQUIRE_TRY	_BITUL(0)
 #define GPUSLOT_ACQUIRE_DEADLINE	_BITUL(1)
+#define GPUSLOT_ACQUIRE_RECLAIM	_BITUL(2)
 
 struct gpuslot_acquire {
 	__u32 size;
