@@ -19,11 +19,21 @@ bool LaunchQueue::admit(StreamKey stream)
 {
 	if (policy_ != Policy::per_sync || disabled_)
 		return true;
-	std::lock_guard guard(mutex_);
+	std::unique_lock guard(mutex_);
+	// Another thread is taking the slot: its commands wait for that
+	// acquire rather than queue twice.
+	acquired_.wait(guard, [this] { return held_ || !acquiring_; });
 	if (!held_) {
-		// Taken with the queue's mutex held: every other thread's
-		// command waits for this acquire rather than queue twice.
-		if (int err = lock_->acquire()) {
+		// Taken without the mutex: a synchronization or a stream's
+		// destruction on another thread must not wait for the slot
+		// (it may be what the slot's holder elsewhere waits for).
+		acquiring_ = true;
+		guard.unlock();
+		const int err = lock_->acquire();
+		guard.lock();
+		acquiring_ = false;
+		acquired_.notify_all();
+		if (err) {
 			if (!refused_told_)
 				std::fprintf(stderr,
 					     "gpuslot-run: the slot could not be taken (%s): "

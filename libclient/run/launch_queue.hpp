@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <functional>
 #include <mutex>
 #include <vector>
@@ -89,6 +90,11 @@ private:
 	// that does not exist there: read without it.
 	std::atomic<bool> disabled_ = false;
 	bool held_ = false;
+	// One thread takes the slot at a time, without mutex_ held: the
+	// others' commands wait on acquired_, their synchronizations and
+	// stream destructions go on.
+	bool acquiring_ = false;
+	std::condition_variable acquired_;
 	bool refused_told_ = false;
 	// The streams of the current job, a stream destroyed with work left.
 	std::vector<StreamKey> job_;

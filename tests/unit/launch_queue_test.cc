@@ -7,7 +7,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <set>
 #include <thread>
 
@@ -150,3 +152,46 @@ TEST_F(Queue, HoldAndDisabledQueuesLeaveTheLockAlone)
 }
 
 } // namespace
+
+// A lock whose acquire waits until the test opens it.
+struct GateLock : SlotLock {
+	std::atomic<bool> open{false}, waiting{false};
+	int acquire() override
+	{
+		waiting = true;
+		while (!open)
+			std::this_thread::sleep_for(std::chrono::milliseconds(1));
+		return 0;
+	}
+	void release() override {}
+};
+
+// A thread waiting for the slot in its first command does not hold up the
+// program's other threads: their synchronizations and stream destructions
+// return while it waits (they may be what the slot's holder in another
+// process waits for). With the queue's mutex held across the acquire, they
+// waited for it.
+TEST(QueueAcquire, OtherThreadsSynchronizeWhileOneWaitsForTheSlot)
+{
+	GateLock gate;
+	LaunchQueue q(Policy::per_sync, &gate, [](void *) { return true; });
+	int sent = 0;
+	std::thread first([&] { q.submit(StreamKey{stream(1), 0}, [&] { return ++sent; }, -1); });
+	while (!gate.waiting)
+		std::this_thread::sleep_for(std::chrono::milliseconds(1));
+	std::atomic<bool> returned{false};
+	std::thread other([&] {
+		q.synchronized(SyncKind::context);
+		q.stream_destroyed(StreamKey{stream(2), 0});
+		returned = true;
+	});
+	for (int i = 0; i < 2000 && !returned; i++)
+		std::this_thread::sleep_for(std::chrono::milliseconds(1));
+	const bool returned_while_waiting = returned;
+	gate.open = true;
+	first.join();
+	other.join();
+	EXPECT_TRUE(returned_while_waiting) << "a synchronization waited for another thread's acquire";
+	EXPECT_EQ(sent, 1);
+	EXPECT_TRUE(q.held());
+}
