@@ -40,9 +40,23 @@ public:
 		slot_ = gpuslot_slot{};
 		slot_.size = sizeof(slot_);
 		int err;
-		do
+		bool told = false;
+		for (;;) {
 			err = gpuslot_acquire_slot(client_, GPUSLOT_WAIT_FOREVER, mask_, &slot_);
-		while (err == -EINTR);
+			if (err == -EINTR)
+				continue;
+			// gpuslotd restarting (socket transport): libgpuslot
+			// connects again at the next call. The job waits for
+			// its slot as it would behind a holder; it never runs
+			// ungated.
+			if (err != -ECONNRESET && err != -ECONNREFUSED && err != -ENOENT)
+				break;
+			if (!told)
+				std::fprintf(stderr, "gpuslot-run: %s; waiting for gpuslotd\n",
+					     gpuslot_last_error());
+			told = true;
+			usleep(100000);
+		}
 		if (err)
 			std::fprintf(stderr, "gpuslot-run: %s\n", gpuslot_last_error());
 		return err;
