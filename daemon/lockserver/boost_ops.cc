@@ -376,12 +376,9 @@ void LockServer::boost(Domain &d, Conn &c, pid_t pid, pid_t tid)
 		return;
 	// The slot travels with the connection, the boost does not: a thread
 	// of another user than the connector's, without CAP_SYS_NICE, holds
-	// unboosted (decided as its request came: may_be_boosted()).
-	// And again as a boost begins (a grant after a wait, a waiter's
-	// lending): the thread may have exec'd another user's program since
-	// its request came, as the module asks at each boost.
-	if (!c.holder_may_boost ||
-	    (!c.boost.thread && !may_be_boosted(pid, tid, pidfd_for(c, pid), c.uid))) {
+	// unboosted (decided as its request came: may_be_boosted(), and
+	// again where a boost begins later: recheck_may_boost()).
+	if (!c.holder_may_boost) {
 		if (c.state == Conn::holding)
 			boost_refused(d, c, tid, refused_other_user);
 		return;
@@ -522,9 +519,24 @@ void LockServer::inherit(Domain &d)
 		if (!h || h->inherit_prio == want[s])
 			continue;
 		h->inherit_prio = want[s];
-		if (h->state == Conn::holding)
+		if (h->state == Conn::holding) {
+			recheck_may_boost(d, *h, h->holder_pid, h->holder_tid);
 			boost(d, *h, h->holder_pid, h->holder_tid);
+		}
 	}
+}
+
+// Whether @c's holder may still be boosted, asked again where a boost
+// begins later than the request that decided it (a grant after a wait, a
+// waiter's lending to an unboosted hold): the thread may have exec'd
+// another user's program meanwhile, as the module asks at each boost. Not
+// on the request's own message, which has just asked (the uncontended
+// acquire's path reads /proc once).
+void LockServer::recheck_may_boost(Domain &d, Conn &c, pid_t pid, pid_t tid)
+{
+	if (d.boost_priority && c.holder_may_boost && !c.boost.thread &&
+	    !may_be_boosted(pid, tid, pidfd_for(c, pid), c.uid))
+		c.holder_may_boost = false;
 }
 
 // The holder of @c gets no boost, for @why: the kernel refused it RT, as

@@ -354,8 +354,10 @@ void LockServer::finish(Domain &d, ::list_head *done)
 			grant(d, c, unsigned(cw->slot));
 			c.state = async ? Conn::granted : Conn::holding;
 			// The new holder is SCHED_FIFO before it wakes.
-			if (!async)
+			if (!async) {
+				recheck_may_boost(d, c, c.acquire_pid, c.acquire_tid);
 				boost(d, c, c.acquire_pid, c.acquire_tid);
+			}
 			if (async) {
 				reply(c, 0, GPUSLOT_WIRE_GRANTED, 0, nullptr, 0);
 			} else {

@@ -234,6 +234,7 @@ private:
 	// Also sets the hold's priority when what its waiters lend it
 	// changed (inherit()).
 	void boost(Domain &d, Conn &c, pid_t pid, pid_t tid);
+	void recheck_may_boost(Domain &d, Conn &c, pid_t pid, pid_t tid);
 	void boost_refused(Domain &d, Conn &c, pid_t tid, BoostRefusal why);
 	void unboost(Conn &c);
 	// Priority inheritance, as in the module (kmod/lock.c): each holder
