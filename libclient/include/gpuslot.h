@@ -311,6 +311,53 @@ GPUSLOT_API int gpuslot_client_layout(struct gpuslot_client *c,
 GPUSLOT_API int gpuslot_slot_priority(struct gpuslot_client *c, uint32_t index);
 
 /*
+ * Preemptive slots (1.4; docs/preemption.md). While a slot of higher
+ * priority has GPU work pending, within its preemption budget, the lower
+ * slots of the domain hold their launches back (gpuslot-run's launch queue
+ * does it; this library only reports and reads the state).
+ *
+ * gpuslot_set_work - the hold @slot of @c has GPU work pending (@pending
+ * nonzero: call it as the job's first command is submitted) or has drained
+ * (0: call it once a synchronization returned). The end of the hold clears
+ * it. Errors: -EINVAL @slot is not held by @c; -EOPNOTSUPP the module or
+ * gpuslotd predates it; -ECHILD.
+ */
+GPUSLOT_API int gpuslot_set_work(struct gpuslot_client *c, const struct gpuslot_slot *slot,
+				 int pending);
+
+/* The domain's published work state (struct gpuslot_work_state). */
+struct gpuslot_work_info {
+	uint32_t size;		/* in: sizeof(struct gpuslot_work_info) */
+	uint32_t k;
+	uint64_t generation;
+	uint64_t held_mask;
+	uint64_t work_mask;	/* slots whose holder reported work */
+	uint64_t preempt_mask;	/* ... within their preemption budget */
+	uint64_t updates;	/* changes so far */
+	uint32_t preempt_level;	/* 0, or 1 + highest priority preempting */
+	uint32_t __reserved0;
+	uint64_t __reserved[2];
+};
+#define GPUSLOT_WORK_INFO_SIZE_VER0 80
+
+/*
+ * gpuslot_work_snapshot - a consistent copy of the domain's work state. The
+ * first call maps it (the module's page, or gpuslotd's sealed memfd); after
+ * that a call is a few loads, no system call, safe from any thread. On the
+ * socket transport a server that is gone publishes nothing: the state
+ * reads empty until the restarted server's is mapped.
+ * Errors: -EOPNOTSUPP the module or gpuslotd predates it; -ECHILD.
+ */
+GPUSLOT_API int gpuslot_work_snapshot(struct gpuslot_client *c, struct gpuslot_work_info *out);
+
+/*
+ * gpuslot_work_preempts - 1 while a slot of priority above @priority
+ * preempts (its work pending, within its budget), 0 otherwise, -errno as
+ * for gpuslot_work_snapshot(). Cheap enough to ask before every launch.
+ */
+GPUSLOT_API int gpuslot_work_preempts(struct gpuslot_client *c, uint32_t priority);
+
+/*
  * gpuslot_domain_attr - the client's domain's attribute @name with the text
  * its file has, read through the transport the client uses (the module's
  * files, or gpuslotd's socket, which answers the same names):

@@ -112,6 +112,7 @@
 #define GPUSLOT_FEATURE_ASYNC	_BITULL(3)	/* ACQUIRE_ASYNC/_COMPLETE/_CANCEL */
 #define GPUSLOT_FEATURE_DEADLINE	_BITULL(4)	/* absolute deadlines (API 2) */
 #define GPUSLOT_FEATURE_SLOT_PRIORITY	_BITULL(5)	/* gpuslot_layout.priority */
+#define GPUSLOT_FEATURE_WORK	_BITULL(6)	/* SET_WORK, the work state page */
 
 struct gpuslot_version {
 	__u32 size;
@@ -472,6 +473,73 @@ struct gpuslot_layout {
 };
 
 /*
+ * Preemptive slots (API 2, GPUSLOT_FEATURE_WORK): while a slot of higher
+ * priority has GPU work pending, the lower slots of its domain hold their
+ * launches back (at most a few commands in flight: gpuslot-run's launch
+ * queue does it). The lock says which slots have work; it cannot see the
+ * GPU, so the holder tells it.
+ *
+ * GPUSLOT_IOC_SET_WORK - the holder of this file's slot says whether the
+ * slot has GPU work pending: @flags GPUSLOT_WORK_PENDING when it submits
+ * the first command of a job, 0 when that work has drained (a
+ * synchronization returned). Two calls per job, never per kernel. The end
+ * of the hold (release, close, the holder's death, a slot retired by k)
+ * clears it. Errors: EPERM the file holds no completed slot; EINVAL
+ * unknown flag bits.
+ *
+ * The preemption budget bounds what a slot's work may hold back: a token
+ * bucket per slot of preempt_window_ms x preempt_share % of the domain's
+ * sysfs, refilled at preempt_share % of real time, drained while the slot
+ * preempts. A slot whose bucket is empty still has work (work_mask) but
+ * no longer preempts (preempt_mask) until its holder reports the work
+ * drained and its bucket holds again; a periodic task within the share
+ * preempts every job, one that never stops preempts for the share only.
+ */
+#define GPUSLOT_WORK_PENDING	_BITUL(0)
+
+struct gpuslot_set_work {
+	__u32 size;
+	__u32 flags;
+};
+
+/*
+ * The work state page: mmap(NULL, GPUSLOT_WORK_STATE_SIZE, PROT_READ,
+ * MAP_SHARED, fd, 0) on a /dev/gpuslot file maps its attached domain's
+ * state, read-only, for any member (EPERM for a writable mapping, EINVAL
+ * for another offset or a length past one page). The mapping keeps the
+ * domain it was made on. Only the module writes it; gpuslotd serves the
+ * same struct in a sealed read-only memfd (F_SEAL_FUTURE_WRITE).
+ *
+ * @seq: even when stable, odd while written. Read: s = @seq (acquire);
+ *       copy the fields; a read barrier; retry if s was odd or @seq != s.
+ * @version: GPUSLOT_WORK_STATE_VERSION.
+ * @generation, @k, @held_mask: as DOMAIN_INFO says them.
+ * @work_mask: slots whose holder reported work pending.
+ * @preempt_mask: the slots of @work_mask within their preemption budget:
+ *       the ones lower slots yield to.
+ * @preempt_level: 0 when @preempt_mask is empty, else 1 + the highest
+ *       priority among its slots: a slot of priority p yields while
+ *       @preempt_level > p + 1.
+ * @updates: incremented by every change.
+ * @priority: the slots' priorities, as GET_LAYOUT says them.
+ */
+#define GPUSLOT_WORK_STATE_VERSION	1
+#define GPUSLOT_WORK_STATE_SIZE		4096
+
+struct gpuslot_work_state {
+	__u32 seq;
+	__u32 version;
+	__u64 generation;
+	__u32 k;
+	__u32 preempt_level;
+	__u64 held_mask;
+	__u64 work_mask;
+	__u64 preempt_mask;
+	__u64 updates;
+	__u8 priority[GPUSLOT_MAX_SLOTS];
+};
+
+/*
  * Size of the first published version of each struct: the smallest size a
  * caller may pass. Later versions only append members.
  */
@@ -485,6 +553,7 @@ struct gpuslot_layout {
 #define GPUSLOT_RESERVE_QUEUES_SIZE_VER0	32
 #define GPUSLOT_UNRESERVE_QUEUES_SIZE_VER0	16
 #define GPUSLOT_LAYOUT_SIZE_VER0	48
+#define GPUSLOT_SET_WORK_SIZE_VER0	8
 
 /*
  * The direction says what the kernel reads and writes of the struct: _IOWR
@@ -512,6 +581,8 @@ struct gpuslot_layout {
 	GPUSLOT_IOC(GPUSLOT_RW, 0x0C, GPUSLOT_ACQUIRE_SIZE_VER0)
 #define GPUSLOT_IOC_ACQUIRE_CANCEL \
 	GPUSLOT_IOC(GPUSLOT_RW, 0x0D, GPUSLOT_RELEASE_SIZE_VER0)
+#define GPUSLOT_IOC_SET_WORK \
+	GPUSLOT_IOC(_IOC_WRITE, 0x0E, GPUSLOT_SET_WORK_SIZE_VER0)
 
 /*
  * VERSION as API 1 numbered it. Every module answers it, so that a library
