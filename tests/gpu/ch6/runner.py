@@ -70,10 +70,12 @@ def cpu_for(i):
 
 
 class Worker:
-    """One worker process (worker.py) on core ``cpu``."""
+    """One worker process (worker.py) on core ``cpu``, started through
+    ``launcher`` (a command prefix, e.g. gpuslot-run's) where given."""
 
-    def __init__(self, backend, cpu, env, log):
-        self.proc = subprocess.Popen([sys.executable, "-m", "ch6.worker", backend, str(cpu)],
+    def __init__(self, backend, cpu, env, log, launcher=()):
+        self.proc = subprocess.Popen(list(launcher) +
+                                     [sys.executable, "-m", "ch6.worker", backend, str(cpu)],
                                      env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=log, text=True)
         self.expect("up", f"worker on CPU {cpu}")
@@ -111,10 +113,19 @@ class Pool:
             [os.path.dirname(HERE)] + self.env.get("PYTHONPATH", "").split(os.pathsep))
         self.kept = {}
 
-    def worker(self, i, task):
+    def worker(self, i, task, lock_env=None):
+        """Task i's worker, and whether it is the scenario's own (started
+        for it, ended after it). ``lock_env``: where gpuslotd listens."""
         if task.technique == "mps":
             env = dict(self.env, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=str(task.mps_percent))
             return Worker(self.backend, cpu_for(i), env, self.log), True
+        if task.technique == "xsched":
+            return Worker(self.backend, cpu_for(i), xsched_env(self.env, task),
+                          self.log), True
+        if task.technique == "run":
+            env = dict(self.env, **(lock_env or {}))
+            return Worker(self.backend, cpu_for(i), env, self.log,
+                          launcher=gpuslot_run_launcher(task)), True
         if i not in self.kept:
             self.kept[i] = Worker(self.backend, cpu_for(i), self.env, self.log)
         return self.kept[i], False
@@ -129,6 +140,62 @@ class Pool:
             w.proc.kill()
             w.proc.wait()
         self.kept.clear()
+
+
+def xsched_dir():
+    d = os.environ.get("CH6_XSCHED_DIR")
+    if not d or not os.path.isfile(os.path.join(d, "bin", "xserver")):
+        raise RuntimeError("technique xsched: CH6_XSCHED_DIR must name XSched's install "
+                           "directory (bin/xserver, lib/libcuda.so.1)")
+    return d
+
+
+def xsched_env(env, task):
+    """A process under XSched as its authors run PyTorch (examples/Linux/
+    1_transparent_sched, protocol/README.md): its stand-in libcuda first,
+    the global scheduler (xserver, highest priority first), an XQueue per
+    stream at Level 1 (on Hopper the only level it implements), one stream
+    per process."""
+    d = xsched_dir()
+    return dict(env, LD_LIBRARY_PATH=os.pathsep.join(
+        [os.path.join(d, "lib")] + [p for p in env.get("LD_LIBRARY_PATH", "").split(os.pathsep)
+                                    if p]),
+        XSCHED_SCHEDULER="GLB", XSCHED_AUTO_XQUEUE="ON",
+        XSCHED_AUTO_XQUEUE_PRIORITY=str(task.xsched_priority), XSCHED_AUTO_XQUEUE_LEVEL="1",
+        XSCHED_AUTO_XQUEUE_THRESHOLD=str(task.inflight or 4),
+        XSCHED_AUTO_XQUEUE_BATCH_SIZE=str(max(1, (task.inflight or 4) // 2)),
+        XSCHED_CUDA_SINGLE_STREAM_PER_PROCESS="ON")
+
+
+def gpuslot_run_launcher(task):
+    """gpuslot-run's command line for ``task`` (CH6_GPUSLOT_RUN: its path;
+    its interposer is GPUSLOT_RUN_LIBRARY or the one beside it)."""
+    run = os.environ.get("CH6_GPUSLOT_RUN")
+    if not run:
+        raise RuntimeError("technique run: CH6_GPUSLOT_RUN must name gpuslot-run")
+    slots = ",".join(map(str, sorted(task.slots))) if task.slots else None
+    cmd = [run] + (["--slots", slots] if slots else [])
+    cmd += ["--hold" if task.hold else "--per-sync", "--inflight", str(task.inflight), "--"]
+    return cmd
+
+
+class XServer:
+    """XSched's scheduler daemon for a scenario with xsched tasks."""
+
+    def __init__(self, log):
+        self.proc = subprocess.Popen([os.path.join(xsched_dir(), "bin", "xserver"), "HPF",
+                                      "50000"], stdout=log, stderr=log)
+        time.sleep(1.0)
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"xserver exited at once ({self.proc.returncode})")
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
 
 
 class FakeLock:
@@ -207,10 +274,13 @@ def run_scenario(scenario, pool, duration, workdir, gpuslotd=None, log=sys.stder
     options = dict(suspects=sorted(suspects))
     running, own, infos = [], [], {}
     monitors = None
+    xserver = None
     try:
+        if any(t.technique == "xsched" for t in scenario.tasks):
+            xserver = XServer(log)
         for i, task in enumerate(scenario.tasks):
             out = os.path.join(workdir, f"{task.name}.csv")
-            w, fresh = pool.worker(i, task)
+            w, fresh = pool.worker(i, task, env)
             if fresh:
                 own.append(w)
             w.send(json.dumps(dict(task=task.to_json(), duration=duration, out=out, env=env,
@@ -233,6 +303,8 @@ def run_scenario(scenario, pool, duration, workdir, gpuslotd=None, log=sys.stder
             monitors.stop()
         for w in own:
             w.quit()
+        if xserver:
+            xserver.stop()
         if daemon:
             daemon.stop()
     rows = []

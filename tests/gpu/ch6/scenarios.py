@@ -58,7 +58,7 @@ class Scenario:
     duration_s: float = 0.0
 
     def __post_init__(self):
-        uses_lock = any(t.technique == "lock" for t in self.tasks)
+        uses_lock = any(t.technique in ("lock", "run") for t in self.tasks)
         if uses_lock != (self.layout is not None):
             raise ValueError(f"{self.name}: a layout exactly when a task locks")
         for t in self.tasks:
@@ -206,7 +206,21 @@ TECHNIQUES = {
                           "competitors k-exclusive on the other three",
     "hybrid": "the priority task on a CUDA stream of priority -5 on the whole GPU, no lock; "
               "the competitors k-exclusive (k = 2) on the whole GPU",
+    "xsched": "every task under XSched (its stand-in libcuda, xserver highest priority "
+              "first, Level 1, 4 commands in flight while suspended, one stream per "
+              "process), the priority task's queue at priority 1, the others' at 0",
+    "gpuslot-run-held": "gpuslot-prio-held's layout, every task an unmodified program under "
+                        "gpuslot-run: the priority task --hold on slot 0, the competitors "
+                        "--per-sync on slots 1-3; nothing held back (issue 39)",
+    "gpuslot-preempt": "gpuslot-run-held, and while the priority task has work the "
+                       "competitors keep at most 4 commands in flight (issue 40)",
+    "gpuslot-preempt-whole": "gpuslot-preempt with every slot on the whole GPU: the "
+                             "competitors held back, not confined",
 }
+# Issue 40's preemptive layouts: the competitors' commands in flight while
+# the priority task has work (XSched's threshold in its authors' setting).
+PREEMPT_INFLIGHT = 4
+RUN_LAYOUTS = ("gpuslot-run-held", "gpuslot-preempt", "gpuslot-preempt-whole")
 # The alternatives a user has without gpuslot: issue 32's bar compares
 # gpuslot's priority layouts against the best of them.
 ALTERNATIVES = ("unmanaged", "stream-priority", "mps")
@@ -306,6 +320,21 @@ def protection(experiment, front, competitors, techniques=tuple(TECHNIQUES),
             out.append(Scenario(experiment, name, layout, (first,) +
                                 competitors("lock", frozenset({1, 2, 3}), 0, 0),
                                 technique=name))
+        elif t == "xsched":
+            first = dataclasses.replace(front("xsched", None, 0), xsched_priority=1,
+                                        inflight=PREEMPT_INFLIGHT)
+            rest = tuple(dataclasses.replace(c, inflight=PREEMPT_INFLIGHT)
+                         for c in competitors("xsched", None, 0, 0))
+            out.append(Scenario(experiment, t, None, (first,) + rest, technique=t))
+        elif t in RUN_LAYOUTS:
+            sizes = ("all",) * 4 if t == "gpuslot-preempt-whole" else \
+                ("all",) + ((100 - DEFAULT_RESERVE) // 3,) * 3
+            layout = Layout(4, sizes, (HIGH_SLOT_PRIORITY, 0, 0, 0))
+            inflight = 0 if t == "gpuslot-run-held" else PREEMPT_INFLIGHT
+            first = dataclasses.replace(front("run", frozenset({0}), 0), hold=True)
+            rest = tuple(dataclasses.replace(c, inflight=inflight)
+                         for c in competitors("run", frozenset({1, 2, 3}), 0, 0))
+            out.append(Scenario(experiment, t, layout, (first,) + rest, technique=t))
         elif t == "hybrid":
             out.append(Scenario(experiment, t, Layout(2),
                                 (front("priority", None, HIGH_STREAM_PRIORITY),) +

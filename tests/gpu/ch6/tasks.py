@@ -12,6 +12,16 @@ random weights. How a task reaches the GPU is its technique:
               to gpuslotd per job)
   priority    unmanaged, on a stream of CUDA priority ``stream_priority``
   mps         unmanaged, its process limited by MPS to ``mps_percent`` %
+  xsched      unmanaged, its process under XSched's stand-in libcuda
+              (XSCHED_SCHEDULER=GLB, highest priority first), its queue at
+              ``xsched_priority`` (more is more urgent), Level 1, at most
+              ``inflight`` commands in flight while suspended, one stream per
+              process (issue 40)
+  run         unmanaged, its process under gpuslot-run (issues 39, 40): on
+              one of ``slots``, holding it from the first GPU call to exit
+              with ``hold``, else per synchronization (--per-sync); at most
+              ``inflight`` commands in flight while a higher slot has work
+              (0: never held back)
 
 A task with ``period_s`` releases a job every period (deadline = period),
 the first ``phase_s`` after the common start (cameras are not released in
@@ -22,7 +32,10 @@ torch.cuda.CUDAGraph on a stream of its own), one launch instead of hundreds.
 
 import dataclasses
 
-TECHNIQUES = ("unmanaged", "lock", "priority", "mps")
+TECHNIQUES = ("unmanaged", "lock", "priority", "mps", "xsched", "run")
+# The techniques whose process is started for the scenario, with its own
+# environment (or launcher), and ended after it.
+FRESH_PROCESS = ("mps", "xsched", "run")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,7 +76,9 @@ class Task:
     network: str = "mobilenet_v2"  # or "fcn_resnet50" (the camera pipeline)
     phase_s: float = 0.0           # periodic: the first release after the start
     graph: bool = False            # replay a CUDA graph of the job
-    hold: bool = False             # lock: one hold for every job
+    hold: bool = False             # lock, run: one hold for every job
+    xsched_priority: int = 0       # xsched: the XQueue's priority
+    inflight: int = 0              # xsched, run: commands in flight while held back
 
     def __post_init__(self):
         if self.technique not in TECHNIQUES:
@@ -71,8 +86,12 @@ class Task:
                              f"{', '.join(TECHNIQUES)}")
         if self.technique == "lock" and self.slots is not None and not self.slots:
             raise ValueError(f"task {self.name}: an empty set of slots")
-        if self.hold and self.technique != "lock":
+        if self.hold and self.technique not in ("lock", "run"):
             raise ValueError(f"task {self.name}: only a task that locks can hold its slot")
+        if self.technique == "run" and self.slots is not None and not self.slots:
+            raise ValueError(f"task {self.name}: an empty set of slots")
+        if self.inflight < 0:
+            raise ValueError(f"task {self.name}: inflight {self.inflight}: 0 or more")
         if self.technique == "mps" and not 0 < self.mps_percent <= 100:
             raise ValueError(f"task {self.name}: mps_percent {self.mps_percent}: 1..100")
         if self.period_s < 0:
@@ -91,4 +110,6 @@ class Task:
         d["size"] = Size(**d["size"])
         d["slots"] = frozenset(d["slots"]) if d["slots"] is not None else None
         d.setdefault("hold", False)
+        d.setdefault("xsched_priority", 0)
+        d.setdefault("inflight", 0)
         return Task(**d)

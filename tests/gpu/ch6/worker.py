@@ -143,7 +143,9 @@ class TorchJob:
         self.start = torch.cuda.Event(enable_timing=True)
         self.end = torch.cuda.Event(enable_timing=True, blocking=not spin)
         self.own = None
-        if task.technique in ("unmanaged", "mps"):
+        if task.technique in ("unmanaged", "mps", "xsched", "run"):
+            # Under gpuslot-run the interposer makes it at the slot's
+            # priority; under XSched it becomes an XQueue.
             self.own = torch.cuda.Stream()
         elif task.technique == "priority":
             self.own = torch.cuda.Stream(priority=task.stream_priority)

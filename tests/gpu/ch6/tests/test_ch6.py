@@ -724,3 +724,53 @@ def test_a_repetition_is_estimated_from_what_ran(tmp_path):
     assert s.estimate_s(0, done) == 12.5            # this scenario's own
     with pytest.raises(SystemExit, match="--resume"):
         runner.Schedule.create(str(tmp_path), picked, 2, 32, 10.0, "torch", (), "c", "f")
+
+
+def test_preemptive_layouts_and_xsched_scenarios():
+    """Issue 40's techniques: XSched's processes get its stand-in libcuda
+    and their priorities; gpuslot-run's the slot they may take, the hold
+    policy and the in-flight bound."""
+    camera = Size("camera", 1, 1.0, 1280)
+    names = ("xsched", "gpuslot-run-held", "gpuslot-preempt", "gpuslot-preempt-whole")
+    by_name = {s.technique: s for s in scenarios.camera_load(camera, 0.1, "camera-130",
+                                                              techniques=names)}
+    assert set(by_name) == set(names)
+    x = by_name["xsched"]
+    assert x.layout is None
+    assert [t.xsched_priority for t in x.tasks] == [1] + [0] * 7
+    held, pre, whole = (by_name[n] for n in names[1:])
+    for s in (held, pre, whole):
+        assert s.tasks[0].hold and s.tasks[0].slots == frozenset({0})
+        assert all(t.technique == "run" and not t.hold and t.slots == frozenset({1, 2, 3})
+                   for t in s.tasks[1:])
+        assert s.layout.priorities == (scenarios.HIGH_SLOT_PRIORITY, 0, 0, 0)
+    assert {t.inflight for t in held.tasks[1:]} == {0}
+    assert {t.inflight for t in pre.tasks[1:]} == {scenarios.PREEMPT_INFLIGHT}
+    assert pre.layout.percents == ("all", 25, 25, 25)
+    assert whole.layout.percents == ("all",) * 4
+    # Each survives the schedule's JSON.
+    for s in by_name.values():
+        assert scenarios.Scenario.from_json(json.loads(json.dumps(s.to_json()))) == s
+
+
+def test_launchers_of_xsched_and_gpuslot_run(tmp_path, monkeypatch):
+    os.makedirs(tmp_path / "bin")
+    (tmp_path / "bin" / "xserver").write_text("")
+    monkeypatch.setenv("CH6_XSCHED_DIR", str(tmp_path))
+    t = Task("front", SIZES["medium"], "xsched", xsched_priority=1, inflight=4)
+    env = runner.xsched_env({"LD_LIBRARY_PATH": "/x"}, t)
+    assert env["LD_LIBRARY_PATH"] == f"{tmp_path}/lib:/x"
+    assert env["XSCHED_AUTO_XQUEUE_PRIORITY"] == "1"
+    assert env["XSCHED_AUTO_XQUEUE_THRESHOLD"] == "4"
+    assert env["XSCHED_SCHEDULER"] == "GLB"
+    monkeypatch.setenv("CH6_GPUSLOT_RUN", "/b/gpuslot-run")
+    r = Task("cam1", SIZES["medium"], "run", slots=frozenset({3, 1}), inflight=4)
+    assert runner.gpuslot_run_launcher(r) == ["/b/gpuslot-run", "--slots", "1,3",
+                                              "--per-sync", "--inflight", "4", "--"]
+    h = Task("front", SIZES["medium"], "run", slots=frozenset({0}), hold=True)
+    assert runner.gpuslot_run_launcher(h)[3] == "--hold"
+    monkeypatch.delenv("CH6_XSCHED_DIR")
+    with pytest.raises(RuntimeError, match="CH6_XSCHED_DIR"):
+        runner.xsched_env({}, t)
+    with pytest.raises(ValueError, match="inflight"):
+        Task("bad", SIZES["medium"], "run", inflight=-1)
