@@ -5,7 +5,7 @@
 #   BUNDLE/ld-linux-x86-64.so.2 --library-path BUNDLE BUNDLE/PROGRAM
 # which finds the host's libcuda.so.1 through its ld.so.cache.
 #
-# usage: bundle.sh RELEASE_BUILD_DIR OUT_DIR
+# usage: [XSCHED_DIR=DIR] bundle.sh RELEASE_BUILD_DIR OUT_DIR
 set -euo pipefail
 build=$1 out=$2
 here=$(cd "$(dirname "$0")" && pwd)
@@ -26,4 +26,21 @@ for bin in "$out/gpuslotd" "$out/gpuslotctl" "$out/slot_jobs"; do
 			esac
 		done
 done
+# gpuslot-run and its interposer (issues 39, 40), for the host's loader:
+# gpuslot's own libraries only.
+if [ -x "$build/libclient/run/gpuslot-run" ]; then
+	mkdir -p "$out/preload"
+	cp "$build/libclient/run/gpuslot-run" "$build/libclient/run/libgpuslot-run.so" "$out/preload/"
+	cp -L "$build/libclient/libgpuslot.so.1" "$out/preload/"
+fi
+# XSched's install tree (issue 40's comparison; tests/gpu/xsched/build.sh),
+# where XSCHED_DIR names one: bin/xserver and lib/ (its stand-in libcuda).
+if [ -n "${XSCHED_DIR:-}" ]; then
+	mkdir -p "$out/xsched"
+	cp -a "$XSCHED_DIR/bin" "$XSCHED_DIR/lib" "$out/xsched/"
+	rm -rf "$out/xsched/bin/x11_"* "$out/xsched/lib/python" "$out/xsched/lib/cmake"
+fi
+# The device tool carries at most 64 MiB with the tree: no debug info.
+find "$out" -type f \( -name '*.so*' -o -perm -u+x \) ! -name '*.sh' ! -name '*.py' \
+	-exec strip --strip-unneeded {} + 2>/dev/null || true
 du -sh "$out"

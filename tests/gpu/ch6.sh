@@ -58,6 +58,15 @@ command -v taskset >/dev/null && pin=(taskset -c "$housekeeping")
 trap 'echo quit | nvidia-cuda-mps-control 2>/dev/null || true' EXIT
 run="$b/ld-linux-x86-64.so.2 --library-path $b"
 export GPUSLOT_LIBRARY=$b/libgpuslot.so.1
+# Issue 39/40's techniques: gpuslot-run and its interposer from the same
+# release build (bundle.sh's preload/: gpuslot's libraries only, for the
+# host's own loader), XSched's install (bundle.sh XSCHED_DIR=...).
+if [ -x "$b/preload/gpuslot-run" ]; then
+	export CH6_GPUSLOT_RUN=$b/preload/gpuslot-run GPUSLOT_RUN_LIBRARY=$b/preload/libgpuslot-run.so
+fi
+if [ -x "$b/xsched/bin/xserver" ]; then
+	export CH6_XSCHED_DIR=$b/xsched
+fi
 export PYTHONPATH=$here:$here/../../python${PYTHONPATH:+:$PYTHONPATH}
 python3 -m ch6 run --out "$out" --commit "$commit" "${positional[@]}" \
 	--gpuslotd "$run $b/gpuslotd" --gpuslotctl "$run $b/gpuslotctl" "$@"

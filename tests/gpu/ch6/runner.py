@@ -123,7 +123,12 @@ class Pool:
             return Worker(self.backend, cpu_for(i), xsched_env(self.env, task),
                           self.log), True
         if task.technique == "run":
+            # gpuslot-run's folder holds the libgpuslot its interposer needs
+            # (only gpuslot's libraries: a bundle's glibc stays out).
             env = dict(self.env, **(lock_env or {}))
+            env["LD_LIBRARY_PATH"] = os.pathsep.join(
+                [os.path.dirname(os.environ.get("CH6_GPUSLOT_RUN", ""))] +
+                [p for p in env.get("LD_LIBRARY_PATH", "").split(os.pathsep) if p])
             return Worker(self.backend, cpu_for(i), env, self.log,
                           launcher=gpuslot_run_launcher(task)), True
         if i not in self.kept:
