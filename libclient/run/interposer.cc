@@ -18,6 +18,14 @@
 #include "gpuslot.h"
 #include "run_env.hpp"
 
+// TEMPORARY (issue 40): libgpuslot's gpuslot_set_work() is declared
+// (gpuslot.h, 8a3de1d) but implemented in parallel. A weak reference lets
+// this library link and load against a libgpuslot without it (it then reads
+// as absent: -EOPNOTSUPP) and binds to it, unchanged, once libgpuslot has
+// it. Drop this line and the null check below when it does.
+extern "C" __attribute__((weak)) int gpuslot_set_work(struct gpuslot_client *,
+						      const struct gpuslot_slot *, int);
+
 namespace gpuslot::run {
 namespace {
 
@@ -67,11 +75,31 @@ public:
 		if (gpuslot_release_slot(client_, &slot_, GPUSLOT_RELEASE_NO_SYNC))
 			std::fprintf(stderr, "gpuslot-run: %s\n", gpuslot_last_error());
 	}
+	// Called by the queue with its mutex held: twice per job.
+	void set_work(bool pending) override
+	{
+		if (!work_supported_)
+			return;
+		const int err = gpuslot_set_work ? gpuslot_set_work(client_, &slot_, pending)
+						 : -EOPNOTSUPP;
+		if (err == -EOPNOTSUPP || err == -ECHILD) {
+			// An older module or gpuslotd: nothing to tell, ever.
+			work_supported_ = false;
+			return;
+		}
+		if (err && !work_error_told_) {
+			std::fprintf(stderr, "gpuslot-run: the slot's work state: %s\n",
+				     gpuslot_last_error());
+			work_error_told_ = true;
+		}
+	}
 
 private:
 	gpuslot_client *const client_;
 	const uint64_t mask_;
 	gpuslot_slot slot_{};
+	bool work_supported_ = true;
+	bool work_error_told_ = false;
 };
 
 struct State {
