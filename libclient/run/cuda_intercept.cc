@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "interposer.hpp"
 
@@ -58,6 +59,7 @@ enum Index {
 	kMemsetD2D8Async,
 	kMemsetD2D16Async,
 	kMemsetD2D32Async,
+	kStreamWaitEvent,
 	kStreamSynchronize,
 	kCtxSynchronize,
 	kEventSynchronize,
@@ -256,7 +258,108 @@ void substitute(const char *symbol, void **pfn, int version, cuuint64_t flags, A
 	*pfn = e.wrapper[v];
 }
 
+// The throttle's markers: an event without timing (the cheapest kind to
+// record and query) recorded after a command on its stream. Events belong
+// to the context current where they were made, as streams do: the pool
+// keeps each with its context and gives it only to a stream of that one.
+// Called with the queue's mutex held, so the pool needs no lock of its own;
+// used only while a higher slot preempts.
+class CudaMarkers final : public Markers {
+public:
+	bool capturing(void *stream) override
+	{
+		CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+		// An error (the legacy stream during another stream's global
+		// capture): leave the command alone, as a captured one.
+		return !is_capturing_ ||
+		       is_capturing_(static_cast<CUstream>(stream), &status) != CUDA_SUCCESS ||
+		       status != CU_STREAM_CAPTURE_STATUS_NONE;
+	}
+	void *record(void *stream) override
+	{
+		CUcontext ctx = nullptr;
+		if (!get_current_ || !create_ || !record_ || get_current_(&ctx) != CUDA_SUCCESS)
+			return nullptr;
+		Event *e = nullptr;
+		for (size_t i = 0; i < free_.size(); i++)
+			if (free_[i]->ctx == ctx) {
+				e = free_[i];
+				free_[i] = free_.back();
+				free_.pop_back();
+				break;
+			}
+		if (!e) {
+			CUevent ev;
+			if (create_(&ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
+				return nullptr;
+			e = new Event{ctx, ev};
+		}
+		if (record_(e->event, static_cast<CUstream>(stream)) != CUDA_SUCCESS) {
+			// Its context gone, or the stream of another: not
+			// pooled again (a later context may reuse the address).
+			if (destroy_)
+				destroy_(e->event);
+			delete e;
+			return nullptr;
+		}
+		return e;
+	}
+	bool reached(void *marker) override
+	{
+		// Only CUDA_ERROR_NOT_READY means work still runs there.
+		return !query_ || query_(static_cast<Event *>(marker)->event) != CUDA_ERROR_NOT_READY;
+	}
+	void recycle(void *marker) override { free_.push_back(static_cast<Event *>(marker)); }
+
+private:
+	struct Event {
+		CUcontext ctx;
+		CUevent event;
+	};
+	template <class Fn>
+	static Fn driver(const char *name)
+	{
+		return reinterpret_cast<Fn>(driver_symbol(name));
+	}
+	using IsCapturing = CUresult (*)(CUstream, CUstreamCaptureStatus *);
+	using GetCurrent = CUresult (*)(CUcontext *);
+	using Create = CUresult (*)(CUevent *, unsigned int);
+	using Record = CUresult (*)(CUevent, CUstream);
+	using Query = CUresult (*)(CUevent);
+	using Destroy = CUresult (*)(CUevent);
+	// Looked up on first use (the queue is made at load, before the
+	// program may have loaded the driver).
+	IsCapturing is_capturing_ = driver<IsCapturing>("cuStreamIsCapturing");
+	GetCurrent get_current_ = driver<GetCurrent>("cuCtxGetCurrent");
+	Create create_ = driver<Create>("cuEventCreate");
+	Record record_ = driver<Record>("cuEventRecord");
+	Query query_ = driver<Query>("cuEventQuery");
+	Destroy destroy_ = driver<Destroy>("cuEventDestroy_v2");
+	std::vector<Event *> free_;
+};
+
 } // namespace
+
+Markers *cuda_markers()
+{
+	// Made on the first marker's request, when the driver is loaded.
+	class Lazy final : public Markers {
+	public:
+		bool capturing(void *s) override { return get().capturing(s); }
+		void *record(void *s) override { return get().record(s); }
+		bool reached(void *m) override { return get().reached(m); }
+		void recycle(void *m) override { get().recycle(m); }
+
+	private:
+		CudaMarkers &get()
+		{
+			static CudaMarkers *markers = new CudaMarkers;
+			return *markers;
+		}
+	};
+	static Lazy *lazy = new Lazy;
+	return lazy;
+}
 
 bool stream_finished(void *stream)
 {
@@ -351,6 +454,10 @@ GPUSLOT_RUN_COMMAND(cuMemsetD2D32Async, kMemsetD2D32Async, s,
 		    (CUdeviceptr dst, size_t pitch, unsigned int v, size_t w, size_t h,
 		     CUstream s),
 		    dst, pitch, v, w, h, s)
+
+// An event wait holds its stream back on the GPU: a command too.
+GPUSLOT_RUN_COMMAND(cuStreamWaitEvent, kStreamWaitEvent, s,
+		    (CUstream s, CUevent e, unsigned int flags), s, e, flags)
 
 // Synchronizations.
 GPUSLOT_RUN_EXPORT CUresult cuStreamSynchronize(CUstream s)
@@ -459,6 +566,7 @@ const Entry &entry(Index i)
 	{"cuMemsetD2D8Async", 3020, GPUSLOT_RUN_BOTH(cuMemsetD2D8Async)},
 	{"cuMemsetD2D16Async", 3020, GPUSLOT_RUN_BOTH(cuMemsetD2D16Async)},
 	{"cuMemsetD2D32Async", 3020, GPUSLOT_RUN_BOTH(cuMemsetD2D32Async)},
+	{"cuStreamWaitEvent", 3020, GPUSLOT_RUN_BOTH(cuStreamWaitEvent)},
 	{"cuStreamSynchronize", 2000, GPUSLOT_RUN_BOTH(cuStreamSynchronize)},
 	{"cuCtxSynchronize", 2000, {"cuCtxSynchronize", nullptr},
 	 {reinterpret_cast<void *>(&cuCtxSynchronize), nullptr}},

@@ -29,7 +29,7 @@ constexpr int kExitNotFound = 127;
 
 const char kUsage[] =
 	"usage: gpuslot-run [--domain N] --slot S|--slots LIST [--hold|--per-sync]\n"
-	"                   -- PROGRAM [ARGS...]\n"
+	"                   [--inflight N|--no-preempt] -- PROGRAM [ARGS...]\n"
 	"\n"
 	"Runs PROGRAM, unchanged, with its CUDA work under a slot of gpuslot's lock:\n"
 	"the streams it creates get the slot's priority (clamped into the GPU's\n"
@@ -44,6 +44,12 @@ const char kUsage[] =
 	"                 the first command after a synchronization acquires, the\n"
 	"                 synchronization that finishes the job's work releases\n"
 	"  --hold         take the slot before the program starts, keep it to exit\n"
+	"  --inflight N   while a slot of higher priority has work (and is within its\n"
+	"                 preemption budget), at most N of the program's commands are\n"
+	"                 unfinished on the GPU; the next waits in the thread that\n"
+	"                 sends it until one finishes or the preemption ends (default\n"
+	"                 4; 0 .. 4096; 0 never holds a command back)\n"
+	"  --no-preempt   --inflight 0\n"
 	"  -h, --help     this text\n"
 	"\n"
 	"The lock is libgpuslot's: /dev/gpuslot, or gpuslotd's socket where the module\n"
@@ -53,6 +59,11 @@ const char kUsage[] =
 	"confine the default streams (they keep the default priority), does not yet\n"
 	"run the program's streams on the slot's SM partition, and the processes the\n"
 	"program starts do not inherit the slot. See gpuslot-run(1).\n"
+	"\n"
+	"Throttling covers what the queue sees (kernel and graph launches, the copies,\n"
+	"memsets and event waits above); commands sent before a preemption began are\n"
+	"not counted. With nothing preempting it costs one look at the lock's\n"
+	"published state per command.\n"
 	"\n"
 	"Exit status: PROGRAM's, or 125 gpuslot-run failed, 126 PROGRAM could not be\n"
 	"run, 127 PROGRAM was not found.\n";
@@ -109,6 +120,7 @@ int main(int argc, char **argv)
 	unsigned long domain = 0;
 	std::optional<uint64_t> mask;
 	const char *policy = "per-sync";
+	unsigned long inflight = kDefaultInflight;
 	int i = 1;
 	for (; i < argc; i++) {
 		const std::string a = argv[i];
@@ -123,6 +135,15 @@ int main(int argc, char **argv)
 			policy = "hold";
 		} else if (a == "--per-sync") {
 			policy = "per-sync";
+		} else if (a == "--inflight") {
+			const char *v = value();
+			auto n = v ? parse_number(v, kMaxInflight) : std::nullopt;
+			if (!n)
+				return usage_error("--inflight: expected a number of commands 0 .. " +
+						   std::to_string(kMaxInflight));
+			inflight = *n;
+		} else if (a == "--no-preempt") {
+			inflight = 0;
 		} else if (a == "--domain") {
 			const char *v = value();
 			auto n = v ? parse_number(v, 1u << 20) : std::nullopt;
@@ -167,7 +188,8 @@ int main(int argc, char **argv)
 		preload && *preload ? std::string(preload) + ":" + library : library;
 	if (setenv("LD_PRELOAD", preloads.c_str(), 1) ||
 	    setenv(kEnvDomain, std::to_string(domain).c_str(), 1) ||
-	    setenv(kEnvSlots, slot_list(*mask).c_str(), 1) || setenv(kEnvPolicy, policy, 1))
+	    setenv(kEnvSlots, slot_list(*mask).c_str(), 1) || setenv(kEnvPolicy, policy, 1) ||
+	    setenv(kEnvInflight, std::to_string(inflight).c_str(), 1))
 		return fail(std::string("setenv: ") + std::strerror(errno));
 	execvp(argv[i], argv + i);
 	const int err = errno;

@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +18,16 @@
 
 #include "gpuslot.h"
 #include "run_env.hpp"
+
+// TEMPORARY (issue 40): libgpuslot's gpuslot_set_work() and
+// gpuslot_work_preempts() are declared (gpuslot.h, 8a3de1d) but implemented
+// in parallel. Weak references let this library link and load against a
+// libgpuslot without them (both then read as absent: -EOPNOTSUPP, no
+// throttling) and bind to them, unchanged, once libgpuslot has them. Drop
+// these two lines and the null checks below when it does.
+extern "C" __attribute__((weak)) int gpuslot_set_work(struct gpuslot_client *,
+						      const struct gpuslot_slot *, int);
+extern "C" __attribute__((weak)) int gpuslot_work_preempts(struct gpuslot_client *, uint32_t);
 
 namespace gpuslot::run {
 namespace {
@@ -59,6 +70,8 @@ public:
 		}
 		if (err)
 			std::fprintf(stderr, "gpuslot-run: %s\n", gpuslot_last_error());
+		else
+			priority_.store(slot_.priority, std::memory_order_relaxed);
 		return err;
 	}
 	void release() override
@@ -67,16 +80,73 @@ public:
 		if (gpuslot_release_slot(client_, &slot_, GPUSLOT_RELEASE_NO_SYNC))
 			std::fprintf(stderr, "gpuslot-run: %s\n", gpuslot_last_error());
 	}
+	// Called by the queue with its mutex held: twice per job.
+	void set_work(bool pending) override
+	{
+		if (!work_supported_)
+			return;
+		const int err = gpuslot_set_work ? gpuslot_set_work(client_, &slot_, pending)
+						 : -EOPNOTSUPP;
+		if (err == -EOPNOTSUPP || err == -ECHILD) {
+			// An older module or gpuslotd: nothing to tell, ever.
+			work_supported_ = false;
+			return;
+		}
+		if (err && !work_error_told_) {
+			std::fprintf(stderr, "gpuslot-run: the slot's work state: %s\n",
+				     gpuslot_last_error());
+			work_error_told_ = true;
+		}
+	}
+	// The held slot's priority (gpuslot_slot::priority).
+	uint32_t priority() const { return priority_.load(std::memory_order_relaxed); }
 
 private:
 	gpuslot_client *const client_;
 	const uint64_t mask_;
 	gpuslot_slot slot_{};
+	std::atomic<uint32_t> priority_{0};
+	bool work_supported_ = true;
+	bool work_error_told_ = false;
+};
+
+// Whether a slot above the held one preempts: the domain's published work
+// state, a few loads per look once mapped (gpuslot_work_preempts()).
+class LibgpuslotPreempt final : public PreemptView {
+public:
+	LibgpuslotPreempt(gpuslot_client *client, const LibgpuslotLock *lock)
+		: client_(client), lock_(lock)
+	{
+	}
+	bool preempted() override
+	{
+		if (!supported_.load(std::memory_order_relaxed))
+			return false;
+		const int r = gpuslot_work_preempts ? gpuslot_work_preempts(client_, lock_->priority())
+						    : -EOPNOTSUPP;
+		if (r >= 0)
+			return r > 0;
+		// The lock publishes no work state (an older module or
+		// gpuslotd), or this is a forked child: never throttle, and
+		// stop asking. Other errors: not preempted this time.
+		if ((r == -EOPNOTSUPP || r == -ECHILD) && supported_.exchange(false))
+			std::fprintf(stderr,
+				     "gpuslot-run: the lock publishes no work state (%s): "
+				     "commands are not throttled\n",
+				     std::strerror(-r));
+		return false;
+	}
+
+private:
+	gpuslot_client *const client_;
+	const LibgpuslotLock *const lock_;
+	std::atomic<bool> supported_{true};
 };
 
 struct State {
 	gpuslot_client *client = nullptr;
 	LibgpuslotLock *lock = nullptr;
+	LibgpuslotPreempt *preempt = nullptr;
 	LaunchQueue *queue = nullptr;
 	Policy policy = Policy::per_sync;
 	unsigned int priority_levels = 0;
@@ -117,6 +187,7 @@ void leave_environment()
 	unsetenv(kEnvDomain);
 	unsetenv(kEnvSlots);
 	unsetenv(kEnvPolicy);
+	unsetenv(kEnvInflight);
 }
 
 void forked_child()
@@ -138,6 +209,7 @@ __attribute__((constructor)) void load()
 	const char *domain_text = std::getenv(kEnvDomain);
 	const char *slots_text = std::getenv(kEnvSlots);
 	const char *policy_text = std::getenv(kEnvPolicy);
+	const char *inflight_text = std::getenv(kEnvInflight);
 	if (!slots_text)
 		return; // loaded by hand, without gpuslot-run: pass through
 	std::string error;
@@ -152,6 +224,11 @@ __attribute__((constructor)) void load()
 		state.policy = Policy::hold;
 	else if (policy != "per-sync")
 		fail(std::string(kEnvPolicy) + " \"" + policy + "\" is neither hold nor per-sync");
+	const auto inflight = inflight_text ? parse_number(inflight_text, kMaxInflight)
+					    : std::optional<unsigned long>(kDefaultInflight);
+	if (!inflight)
+		fail(std::string(kEnvInflight) + " \"" + inflight_text + "\" is not a number 0 .. " +
+		     std::to_string(kMaxInflight));
 	leave_environment();
 
 	gpuslot_options o{};
@@ -176,7 +253,9 @@ __attribute__((constructor)) void load()
 		first = false;
 	}
 	state.lock = new LibgpuslotLock(state.client, *mask);
-	state.queue = new LaunchQueue(state.policy, state.lock, stream_finished);
+	state.preempt = new LibgpuslotPreempt(state.client, state.lock);
+	state.queue = new LaunchQueue(state.policy, state.lock, stream_finished,
+				      Throttle{unsigned(*inflight), state.preempt, cuda_markers()});
 	pthread_atfork(nullptr, nullptr, forked_child);
 	if (state.policy == Policy::hold) {
 		if (state.lock->acquire())

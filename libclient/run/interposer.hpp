@@ -20,4 +20,8 @@ bool stream_priority_levels(unsigned int *levels);
 // cuda_intercept.cc).
 bool stream_finished(void *stream);
 
+// The throttle's completion markers: CUDA events without timing, pooled
+// per context (cuda_intercept.cc).
+Markers *cuda_markers();
+
 } // namespace gpuslot::run

@@ -2,6 +2,7 @@
 #include "launch_queue.hpp"
 
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,19 +11,31 @@
 
 namespace gpuslot::run {
 
-LaunchQueue::LaunchQueue(Policy policy, SlotLock *lock, std::function<bool(void *)> finished)
-	: policy_(policy), lock_(lock), finished_(std::move(finished))
+LaunchQueue::LaunchQueue(Policy policy, SlotLock *lock, std::function<bool(void *)> finished,
+			 Throttle throttle)
+	: policy_(policy), lock_(lock), finished_(std::move(finished)),
+	  throttle_(throttle.preempt && throttle.markers ? throttle : Throttle{}),
+	  held_(policy == Policy::hold)
 {
+}
+
+LaunchQueue::~LaunchQueue()
+{
+	if (disabled_)
+		return;
+	for (const Marker &m : markers_)
+		throttle_.markers->recycle(m.marker);
 }
 
 bool LaunchQueue::admit(StreamKey stream)
 {
-	if (policy_ != Policy::per_sync || disabled_)
+	if (disabled_)
 		return true;
 	std::unique_lock guard(mutex_);
 	// Another thread is taking the slot: its commands wait for that
 	// acquire rather than queue twice.
-	acquired_.wait(guard, [this] { return held_ || !acquiring_; });
+	if (policy_ == Policy::per_sync)
+		acquired_.wait(guard, [this] { return held_ || !acquiring_; });
 	if (!held_) {
 		// Taken without the mutex: a synchronization or a stream's
 		// destruction on another thread must not wait for the slot
@@ -45,27 +58,130 @@ bool LaunchQueue::admit(StreamKey stream)
 		held_ = true;
 		acquires_++;
 	}
+	// The job's first command: its work edge, once per job. Told with
+	// the mutex held, so that it cannot pass the drained edge of the
+	// job before (a synchronization on another thread).
+	if (!work_) {
+		work_ = true;
+		lock_->set_work(true);
+	}
 	if (std::find(job_.begin(), job_.end(), stream) == job_.end())
 		job_.push_back(stream);
 	submitting_++;
 	return true;
 }
 
-void LaunchQueue::submitted()
+// The markers of finished commands go: per stream, commands finish in
+// order, so a stream's first unreached marker ends the look at it.
+void LaunchQueue::reap()
 {
-	if (policy_ != Policy::per_sync || disabled_)
+	std::vector<StreamKey> unfinished;
+	std::erase_if(markers_, [&](const Marker &m) {
+		if (std::find(unfinished.begin(), unfinished.end(), m.stream) != unfinished.end())
+			return false;
+		if (!throttle_.markers->reached(m.marker)) {
+			unfinished.push_back(m.stream);
+			return false;
+		}
+		throttle_.markers->recycle(m.marker);
+		return true;
+	});
+}
+
+// While a higher slot preempts, at most inflight commands sent during the
+// preemption are unfinished; the command beyond waits here, in the thread
+// that submits it, so that nothing is reordered, lost or sent twice, and a
+// synchronization of the program's finds its commands sent as it sent them.
+//
+// Markers are recorded only while preempted: with nothing preempting, a
+// command costs one look at the published state (a few loads) and no
+// driver call. So commands sent before the preemption began are not
+// counted: they are in the GPU's queues already and run whatever is done
+// here (XSched's Level 1 cannot recall them either); the throttle bounds
+// what is added after. Markers of an earlier preemption still unfinished
+// count in the next.
+bool LaunchQueue::throttle(StreamKey stream)
+{
+	if (!throttle_.inflight || disabled_ || !throttle_.preempt->preempted())
+		return false;
+	std::unique_lock guard(mutex_);
+	// A captured command does not run now: holding it back would protect
+	// nothing, and a marker would join the graph.
+	if (throttle_.markers->capturing(stream.stream))
+		return false;
+	const unsigned long long ticket = next_ticket_++;
+	waiting_.push_back(ticket);
+	bool waited = false, place = true;
+	for (;;) {
+		reap();
+		if (waiting_.front() == ticket && markers_.size() + reserved_ < throttle_.inflight)
+			break;
+		if (!waited)
+			throttled_++;
+		waited = true;
+		guard.unlock();
+		// Polled, not waited for: the wait ends on either of two
+		// things, a marker reached on the GPU or the preemption's end
+		// in the lock's published state, and neither can wake a
+		// thread. 50 us is a few launches' worth of time on an H100
+		// (a launch takes ~2-5 us), well under the kernels that make
+		// a preemption worth having (tens of us and up), and is about
+		// the default timer slack of a normal thread, below which a
+		// shorter sleep buys nothing; each look costs a few loads and
+		// an event query per stream.
+		const timespec poll = {0, long(kPollMicroseconds) * 1000};
+		nanosleep(&poll, nullptr);
+		const bool still = throttle_.preempt->preempted();
+		guard.lock();
+		if (!still) {
+			place = false; // the preemption ended: at once, unmarked
+			break;
+		}
+	}
+	waiting_.erase(std::find(waiting_.begin(), waiting_.end(), ticket));
+	if (place)
+		reserved_++;
+	return place;
+}
+
+void LaunchQueue::submitted(StreamKey stream, bool marked)
+{
+	if (disabled_)
 		return;
 	std::lock_guard guard(mutex_);
+	if (marked) {
+		reserved_--;
+		if (void *m = throttle_.markers->record(stream.stream))
+			markers_.push_back({stream, m});
+	}
 	if (submitting_)
 		submitting_--;
 }
 
+// The job's work has finished: its drained edge, and under --per-sync the
+// end of the hold.
+void LaunchQueue::drained()
+{
+	job_.clear();
+	unknown_work_ = false;
+	if (work_) {
+		work_ = false;
+		lock_->set_work(false);
+	}
+	if (policy_ == Policy::per_sync) {
+		held_ = false;
+		lock_->release();
+	}
+}
+
 void LaunchQueue::synchronized(SyncKind kind)
 {
-	if (policy_ != Policy::per_sync || disabled_)
+	if (disabled_)
 		return;
 	std::lock_guard guard(mutex_);
-	if (!held_ || submitting_)
+	// No job open (--hold between jobs), or a command being sent, which
+	// belongs to the job.
+	if (!held_ || !work_ || submitting_)
 		return;
 	if (kind == SyncKind::stream) {
 		if (unknown_work_)
@@ -73,22 +189,19 @@ void LaunchQueue::synchronized(SyncKind kind)
 		const pid_t self = pid_t(syscall(SYS_gettid));
 		for (const StreamKey &s : job_) {
 			// Another thread's per-thread stream cannot be asked
-			// from here: its own synchronization will release.
+			// from here: its own synchronization will drain it.
 			if (s.thread && s.thread != self)
 				return;
 			if (!finished_(s.stream))
 				return;
 		}
 	}
-	job_.clear();
-	unknown_work_ = false;
-	held_ = false;
-	lock_->release();
+	drained();
 }
 
 void LaunchQueue::stream_destroyed(StreamKey stream)
 {
-	if (policy_ != Policy::per_sync || disabled_)
+	if (disabled_)
 		return;
 	std::lock_guard guard(mutex_);
 	auto it = std::find(job_.begin(), job_.end(), stream);
@@ -114,6 +227,12 @@ unsigned long long LaunchQueue::acquires() const
 {
 	std::lock_guard guard(mutex_);
 	return acquires_;
+}
+
+unsigned long long LaunchQueue::throttled() const
+{
+	std::lock_guard guard(mutex_);
+	return throttled_;
 }
 
 } // namespace gpuslot::run

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // The launch path of gpuslot-run's interposer: every command the program
 // sends to the GPU passes LaunchQueue::submit(), which decides when it may
-// go to the driver and may hold it back (today: until the slot is held,
-// under --per-sync; issue 40 adds a per-stream FIFO with an in-flight
-// threshold behind the same call). Synchronizations report their return.
-// Nothing here knows CUDA: streams are opaque, and whether one has finished
-// is asked of the caller's probe (cuStreamQuery).
+// go to the driver and may hold it back: under --per-sync until the slot is
+// held, and while a slot of higher priority preempts (issue 40) until fewer
+// than N of this process's commands are in flight. It reports the job's
+// work edges to the lock. Synchronizations report their return.
+// Nothing here knows CUDA or libgpuslot: streams are opaque, whether one has
+// finished is asked of the caller's probe (cuStreamQuery), preemption of a
+// PreemptView, completion of Markers (CUDA events).
 #pragma once
 
 #include <sys/types.h>
@@ -30,6 +32,43 @@ public:
 	// Blocks until a slot is held: 0, or -errno with nothing held.
 	virtual int acquire() = 0;
 	virtual void release() = 0;
+	// The held slot has GPU work pending (true: a job's first command is
+	// being sent) or has drained (false: its streams finished).
+	virtual void set_work(bool pending) = 0;
+};
+
+// Whether a slot of higher priority than the one held preempts now
+// (gpuslot_work_preempts()). Asked before every command: must be cheap.
+class PreemptView {
+public:
+	virtual ~PreemptView() = default;
+	virtual bool preempted() = 0;
+};
+
+// Completion markers: one recorded after a command on its stream has been
+// reached once the command finished (a CUDA event without timing). Called
+// with the queue's mutex held, from the submitting thread for record().
+class Markers {
+public:
+	virtual ~Markers() = default;
+	// Whether @stream is being captured into a graph: its commands do not
+	// run now, so they are neither held back nor marked.
+	virtual bool capturing(void *stream) = 0;
+	// A marker after the work queued on @stream so far, or nullptr where
+	// none could be made (the command is then not counted).
+	virtual void *record(void *stream) = 0;
+	// Whether the work before @marker has finished (an error: yes).
+	virtual bool reached(void *marker) = 0;
+	// @marker is not asked again (back to the pool).
+	virtual void recycle(void *marker) = 0;
+};
+
+// The in-flight threshold while a higher slot preempts (gpuslot-run
+// --inflight N; 0: never throttle).
+struct Throttle {
+	unsigned int inflight = 0;
+	PreemptView *preempt = nullptr;
+	Markers *markers = nullptr;
 };
 
 // A stream as the queue keys it. The per-thread default stream is one
@@ -50,18 +89,26 @@ class LaunchQueue {
 public:
 	// @finished(stream) says whether the work queued on @stream has
 	// finished (called from the thread that used a per-thread stream).
-	LaunchQueue(Policy policy, SlotLock *lock, std::function<bool(void *)> finished);
+	// Under --hold the slot is held from the start (the interposer took
+	// it before the program ran).
+	LaunchQueue(Policy policy, SlotLock *lock, std::function<bool(void *)> finished,
+		    Throttle throttle = {});
+	~LaunchQueue();
+	LaunchQueue(const LaunchQueue &) = delete;
+	LaunchQueue &operator=(const LaunchQueue &) = delete;
 
-	// Run @command when the policy admits it. Returns @command's result,
-	// or @refused when the slot could not be taken (the command was not
-	// run; the lock's error is in the message printed once).
+	// Run @command, in the calling thread, when the policy and the
+	// throttle admit it. Returns @command's result, or @refused when the
+	// slot could not be taken (the command was not run; the lock's error
+	// is in the message printed once).
 	template <class Command>
 	auto submit(StreamKey stream, Command &&command, decltype(command()) refused)
 	{
 		if (!admit(stream))
 			return refused;
+		const bool marked = throttle(stream);
 		auto result = command();
-		submitted();
+		submitted(stream, marked);
 		return result;
 	}
 
@@ -77,14 +124,29 @@ public:
 
 	bool held() const;
 	unsigned long long acquires() const;
+	// Commands that waited for the throttle, so far.
+	unsigned long long throttled() const;
+
+	// How long a throttled command sleeps between two looks at its
+	// stream's oldest markers and at the preemption (launch_queue.cc).
+	static constexpr unsigned int kPollMicroseconds = 50;
 
 private:
+	struct Marker {
+		StreamKey stream;
+		void *marker;
+	};
+
 	bool admit(StreamKey stream);
-	void submitted();
+	bool throttle(StreamKey stream);
+	void submitted(StreamKey stream, bool marked);
+	void reap();
+	void drained();
 
 	const Policy policy_;
 	SlotLock *const lock_;
 	const std::function<bool(void *)> finished_;
+	const Throttle throttle_;
 	mutable std::mutex mutex_;
 	// Set in a forked child, where the mutex may be held by a thread
 	// that does not exist there: read without it.
@@ -101,6 +163,16 @@ private:
 	bool unknown_work_ = false;
 	unsigned int submitting_ = 0;
 	unsigned long long acquires_ = 0;
+	// The lock was told that the job has work pending.
+	bool work_ = false;
+	// The throttle: markers of the commands sent while preempted, oldest
+	// first; places taken by commands being sent; throttled commands in
+	// arrival order (tickets), which go in that order.
+	std::vector<Marker> markers_;
+	unsigned int reserved_ = 0;
+	std::vector<unsigned long long> waiting_;
+	unsigned long long next_ticket_ = 0;
+	unsigned long long throttled_ = 0;
 };
 
 } // namespace gpuslot::run

@@ -12,6 +12,12 @@ namespace gpuslot::run {
 inline constexpr const char *kEnvDomain = "GPUSLOT_RUN_DOMAIN";
 inline constexpr const char *kEnvSlots = "GPUSLOT_RUN_SLOTS"; // a slot list, as --slots takes it
 inline constexpr const char *kEnvPolicy = "GPUSLOT_RUN_POLICY"; // hold | per-sync
+// The throttle's threshold while a higher slot preempts (--inflight): a
+// number 0 (off) .. kMaxInflight; unset: kDefaultInflight.
+inline constexpr const char *kEnvInflight = "GPUSLOT_RUN_INFLIGHT";
+// XSched's threshold (its "4 in flight" on Hopper, issue 40).
+inline constexpr unsigned int kDefaultInflight = 4;
+inline constexpr unsigned int kMaxInflight = 4096;
 
 // "1", "0,2", "1-3,5": bit i for slot i (0 .. 63). std::nullopt and
 // @error for anything else (empty items, reversed ranges, slots past 63).

@@ -15,13 +15,20 @@ root=$here/../..
 rm -rf "$out"
 mkdir -p "$out"
 nvcc -O2 -std=c++17 -arch=sm_90 "$here/run_plain.cu" -o "$out/run_plain"
+nvcc -O2 -std=c++17 -arch=sm_90 "$here/launch_rate.cu" -o "$out/launch_rate"
 g++ -std=c++20 -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
 	-I"$root/daemon/lockserver" -I"$root/uapi" -I"$root/libclient/include" \
 	-I"$root/libclient/src" "$here/run_lock_server.cc" \
 	"$build/daemon/libgpuslot_lockserver.a" "$build/libclient/libgpuslot_internal.a" \
 	-lpthread -ldl -o "$out/run_lock_server"
+# run_launch_cost.sh's higher slot with work: needs libgpuslot's
+# gpuslot_set_work (issue 40's lock side); without it, no throttled runs.
+g++ -std=c++20 -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
+	-I"$root/uapi" -I"$root/libclient/include" "$here/work_holder.cc" \
+	"$build/libclient/libgpuslot_internal.a" -lpthread -ldl -o "$out/work_holder" ||
+	echo "bundle_run.sh: work_holder not built (no gpuslot_set_work in libgpuslot?)" >&2
 cp "$build/libclient/run/gpuslot-run" "$build/libclient/run/libgpuslot-run.so" \
-	"$here/run_gpuslot_run.sh" "$out/"
+	"$here/run_gpuslot_run.sh" "$here/run_launch_cost.sh" "$out/"
 cp -L "$build/libclient/libgpuslot.so.1" "$out/"
 cp -L /lib64/ld-linux-x86-64.so.2 "$out/"
 for bin in "$out"/*; do

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 // gpuslotd's lock server alone, on the socket transport, with k whole-GPU
-// slots at one priority: the lock for run_gpuslot_run.sh where no release
-// build of gpuslotd is at hand (built from the unit tests' objects).
+// slots at one priority, or at one each: the lock for run_gpuslot_run.sh
+// and run_launch_cost.sh where no release build of gpuslotd is at hand
+// (built from the unit tests' objects).
 //
-//   run_lock_server SOCKET_DIR K PRIORITY      (serves until killed)
+//   run_lock_server SOCKET_DIR K PRIORITY[,PRIORITY...]   (serves until killed)
+// (a list gives slot i the i-th priority; the last repeats)
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "lock_server.hpp"
@@ -13,7 +16,7 @@
 int main(int argc, char **argv)
 {
 	if (argc != 4) {
-		std::fprintf(stderr, "usage: run_lock_server SOCKET_DIR K PRIORITY\n");
+		std::fprintf(stderr, "usage: run_lock_server SOCKET_DIR K PRIORITY[,PRIORITY...]\n");
 		return 2;
 	}
 	gpuslot::LockServerOptions o;
@@ -28,8 +31,12 @@ int main(int argc, char **argv)
 	gpuslot_layout l{};
 	l.size = sizeof(l);
 	l.k = unsigned(std::atoi(argv[2]));
-	for (unsigned int s = 0; s < l.k; s++)
-		l.priority[s] = unsigned(std::atoi(argv[3]));
+	const char *p = argv[3];
+	for (unsigned int s = 0; s < l.k; s++) {
+		l.priority[s] = unsigned(std::atoi(p));
+		if (const char *comma = std::strchr(p, ','))
+			p = comma + 1;
+	}
 	if (int err = server.set_layout(0, &l, nullptr)) {
 		std::fprintf(stderr, "run_lock_server: layout: error %d\n", err);
 		return 1;

@@ -5,6 +5,9 @@
 // keeps its stream busy for FAKE_CUDA_KERNEL_US microseconds, cuStreamQuery
 // says whether it has finished, synchronizations sleep until it has.
 //
+// Events are recorded at their stream's end of work (cuEventQuery says
+// whether it has passed); cuStreamWaitEvent is a command.
+//
 // Every call appends a line to FAKE_CUDA_LOG (one write(2) with O_APPEND,
 // so processes sharing the file do not interleave lines):
 //   <pid> <CLOCK_MONOTONIC ns> <entry point> [key=value ...]
@@ -107,7 +110,7 @@ CUresult launch(const char *name, CUstream s)
 	st->busy_until = std::max(st->busy_until, now_ns()) + kernel_ns();
 	char h[32];
 	std::snprintf(h, sizeof(h), "%p", static_cast<void *>(s));
-	log(std::string(name) + " stream=" + h + held);
+	log(std::string(name) + " stream=" + h + " end=" + std::to_string(st->busy_until) + held);
 	return CUDA_SUCCESS;
 }
 
@@ -268,6 +271,47 @@ FAKE_EXPORT CUresult cuMemcpyDtoH_v2_ptds(void *, CUdeviceptr, size_t)
 	return sync_all("cuMemcpyDtoH_v2_ptds:done");
 }
 
+FAKE_EXPORT CUresult cuStreamWaitEvent(CUstream s, CUevent, unsigned int)
+{
+	return launch("cuStreamWaitEvent", s);
+}
+FAKE_EXPORT CUresult cuStreamWaitEvent_ptsz(CUstream s, CUevent, unsigned int)
+{
+	return launch("cuStreamWaitEvent_ptsz", s);
+}
+FAKE_EXPORT CUresult cuStreamIsCapturing(CUstream, CUstreamCaptureStatus *status)
+{
+	*status = CU_STREAM_CAPTURE_STATUS_NONE;
+	return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuCtxGetCurrent(CUcontext *ctx)
+{
+	*ctx = reinterpret_cast<CUcontext>(&default_stream);
+	return CUDA_SUCCESS;
+}
+// An event: the time its stream's work recorded before it ends.
+FAKE_EXPORT CUresult cuEventCreate(CUevent *e, unsigned int)
+{
+	*e = reinterpret_cast<CUevent>(new uint64_t(0));
+	log("cuEventCreate");
+	return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuEventDestroy_v2(CUevent e)
+{
+	delete reinterpret_cast<uint64_t *>(e);
+	return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuEventRecord(CUevent e, CUstream s)
+{
+	std::lock_guard guard(mutex);
+	*reinterpret_cast<uint64_t *>(e) = stream_of(s)->busy_until;
+	return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuEventQuery(CUevent e)
+{
+	return now_ns() < *reinterpret_cast<uint64_t *>(e) ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+}
+
 // For the probe program: what the lock says now (" lock=busy" ...).
 FAKE_EXPORT const char *fake_cuda_lock_state()
 {
@@ -304,6 +348,9 @@ const Proc procs[] = {
 	{"cuLaunchKernel", 4000, FN(cuLaunchKernel), FN(cuLaunchKernel_ptsz)},
 	{"cuLaunchKernelEx", 11060, FN(cuLaunchKernelEx), FN(cuLaunchKernelEx_ptsz)},
 	{"cuGraphLaunch", 10000, FN(cuGraphLaunch), FN(cuGraphLaunch_ptsz)},
+	{"cuStreamWaitEvent", 3020, FN(cuStreamWaitEvent), FN(cuStreamWaitEvent_ptsz)},
+	{"cuEventRecord", 2000, FN(cuEventRecord), nullptr},
+	{"cuEventQuery", 2000, FN(cuEventQuery), nullptr},
 	{"cuMemcpyHtoDAsync", 3020, FN(cuMemcpyHtoDAsync_v2), FN(cuMemcpyHtoDAsync_v2_ptsz)},
 	{"cuMemcpyDtoH", 3020, FN(cuMemcpyDtoH_v2), FN(cuMemcpyDtoH_v2_ptds)},
 };

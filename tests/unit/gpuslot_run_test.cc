@@ -107,8 +107,12 @@ protected:
 		env.push_back("FAKE_CUDA_KERNEL_US=1000");
 		if (lock_probe)
 			env.push_back("FAKE_CUDA_LOCK_DIR=" + dir_.string());
-		if (*GPUSLOT_ASAN_RUNTIME)
-			env.push_back("LD_PRELOAD=" GPUSLOT_ASAN_RUNTIME);
+		std::string preload = GPUSLOT_ASAN_RUNTIME;
+		if (!preload_.empty())
+			preload += (preload.empty() ? "" : ":") + preload_;
+		if (!preload.empty())
+			env.push_back("LD_PRELOAD=" + preload);
+		env.insert(env.end(), extra_env_.begin(), extra_env_.end());
 		return env;
 	}
 
@@ -219,6 +223,9 @@ protected:
 	}
 
 	fs::path dir_, log_;
+	// Preloaded after the sanitizer's runtime, and more variables.
+	std::string preload_;
+	std::vector<std::string> extra_env_;
 	std::unique_ptr<gpuslot::LockServer> server_;
 	std::thread thread_;
 	std::vector<pid_t> children_;
@@ -281,6 +288,23 @@ TEST_F(GpuslotRun, GetProcAddressEveryFormVersionAndFlag)
 		EXPECT_EQ(syncs[i].find("_ptsz") != std::string::npos, bool(per_thread[i]))
 			<< cases[i] << "\n" << syncs[i];
 	}
+}
+
+// An event wait is a command: under --per-sync it waits for the slot, and
+// the synchronization after it gives the slot back.
+TEST_F(GpuslotRun, StreamWaitEventIsACommand)
+{
+	layout({0});
+	const Exit e = run({kRun, "--slot", "0", "--per-sync", "--", kDl, "waitevent"}, true);
+	ASSERT_EQ(e.status, 0) << e.out;
+	EXPECT_EQ(e.out, "waitevent during=lock=busy after=lock=free\n");
+	int waits = 0;
+	for (const std::string &l : log_lines())
+		if (l.find(" cuStreamWaitEvent ") != std::string::npos) {
+			waits++;
+			EXPECT_NE(l.find("lock=busy"), std::string::npos) << l;
+		}
+	EXPECT_EQ(waits, 1);
 }
 
 // Streams the program creates get the slot's priority, clamped into the
@@ -407,6 +431,118 @@ TEST_F(GpuslotRun, HoldKeepsTheSlotFromStartToExit)
 	EXPECT_EQ(try_acquire(), 0) << "an exited holder's slot is free at once";
 }
 
+// One field of a line of the double's log ("key=value").
+uint64_t field(const std::string &line, const std::string &key)
+{
+	const size_t at = line.find(" " + key + "=");
+	return at == std::string::npos ? 0 : std::stoull(line.substr(at + key.size() + 2));
+}
+
+// The most kernels of the log unfinished on the double's GPU at once, seen
+// at each launch: the launches before it whose work ends after it was sent,
+// and itself.
+unsigned int most_in_flight(const std::vector<std::string> &lines)
+{
+	std::vector<std::pair<uint64_t, uint64_t>> launches; // sent, ends
+	for (const std::string &l : lines) {
+		std::istringstream in(l);
+		pid_t pid;
+		uint64_t t;
+		std::string what;
+		in >> pid >> t >> what;
+		if (what.rfind("cuLaunchKernel", 0) == 0)
+			launches.push_back({t, field(l, "end")});
+	}
+	unsigned int most = 0;
+	for (size_t i = 0; i < launches.size(); i++) {
+		unsigned int n = 0;
+		for (size_t j = 0; j <= i; j++)
+			n += launches[j].second > launches[i].first;
+		most = std::max(most, n);
+	}
+	return most;
+}
+
+// The throttle through the interposer, its CUDA events and the driver
+// double (1 ms per kernel), with the work state of libgpuslot faked
+// (fake_work_state.cc): while a higher slot preempts, a burst of 20
+// kernels never has more than --inflight 2 unfinished, all 20 run in order
+// on their stream; with the throttle off, or nothing preempting, the burst
+// is all unfinished at once (nothing waits).
+TEST_F(GpuslotRun, ThrottleKeepsTheThresholdWhilePreempted)
+{
+	layout({0});
+	const fs::path preempts = dir_ / "preempts";
+	preload_ = FAKE_WORK_STATE;
+	extra_env_ = {"FAKE_WORK_PREEMPTS=" + preempts.string()};
+	std::ofstream(preempts).put('\n');
+	struct Case {
+		std::vector<std::string> options;
+		bool preempting;
+		unsigned int most; // 0: more than 2
+	};
+	const Case cases[] = {
+		{{"--inflight", "2"}, true, 2},
+		{{"--inflight", "2", "--per-sync"}, true, 2},
+		{{"--no-preempt"}, true, 0},
+		{{"--inflight", "2"}, false, 0},
+	};
+	for (const Case &c : cases) {
+		std::string name;
+		for (const std::string &o : c.options)
+			name += o + " ";
+		SCOPED_TRACE(name + (c.preempting ? "preempted" : "nothing preempting"));
+		if (!c.preempting)
+			fs::remove(preempts);
+		fs::remove(log_);
+		std::vector<std::string> args = {kRun, "--slot", "0"};
+		args.insert(args.end(), c.options.begin(), c.options.end());
+		args.insert(args.end(), {"--", kLinked, "burst", "20"});
+		const Exit e = run(args);
+		ASSERT_EQ(e.status, 0) << e.out;
+		EXPECT_EQ(e.out, "burst 20\n");
+		const auto lines = log_lines();
+		const unsigned int most = most_in_flight(lines);
+		if (c.most)
+			EXPECT_EQ(most, c.most);
+		else
+			EXPECT_GT(most, 2u) << "the burst was held back";
+		// On their one stream, in the order sent: their ends rise.
+		std::vector<uint64_t> ends;
+		for (const std::string &l : lines)
+			if (l.find(" cuLaunchKernel ") != std::string::npos)
+				ends.push_back(field(l, "end"));
+		EXPECT_EQ(ends.size(), 20u);
+		EXPECT_TRUE(std::is_sorted(ends.begin(), ends.end()));
+	}
+}
+
+// The work edges through the interposer: exactly two per job (pending at
+// its first command, drained at the synchronization that finished it),
+// under --hold and --per-sync alike, for 3 jobs of 3 kernels and a job of
+// one blocking copy.
+TEST_F(GpuslotRun, WorkEdgesTwoPerJobUnderBothPolicies)
+{
+	layout({0});
+	preload_ = FAKE_WORK_STATE;
+	for (const char *policy : {"--hold", "--per-sync"}) {
+		SCOPED_TRACE(policy);
+		fs::remove(log_);
+		const Exit e = run({kRun, "--slot", "0", policy, "--", kDl, "jobs", "3"});
+		ASSERT_EQ(e.status, 0) << e.out;
+		std::string edges;
+		for (const std::string &l : log_lines()) {
+			if (l.find(" gpuslot_set_work ") != std::string::npos)
+				edges += l.find("pending=1") != std::string::npos ? "1" : "0";
+			if (l.find(" cuLaunchKernel ") != std::string::npos)
+				edges += "k";
+			if (l.find(" cuStreamSynchronize") != std::string::npos)
+				edges += "s";
+		}
+		EXPECT_EQ(edges, "1kkks0" "1kkks0" "1kkks0" "10");
+	}
+}
+
 // Bad input gets a clear error, and the program is not run.
 TEST_F(GpuslotRun, LauncherRejectsBadInput)
 {
@@ -416,10 +552,32 @@ TEST_F(GpuslotRun, LauncherRejectsBadInput)
 	EXPECT_EQ(run({kRun, "--", kLinked, "streams"}).status, 125) << "no slot";
 	EXPECT_EQ(run({kRun, "--slot", "0"}).status, 125) << "no program";
 	EXPECT_EQ(run({kRun, "--slot", "0", "--", "/nonexistent/program"}).status, 127);
+	// --inflight: a number of commands 0 .. 4096, all of it.
+	for (const char *bad : {"", "-1", "4097", "4x", " 4", "99999999999999999999"}) {
+		const Exit e = run({kRun, "--slot", "0", "--inflight", bad, "--", kLinked, "streams"});
+		EXPECT_EQ(e.status, 125) << "--inflight \"" << bad << "\"";
+	}
+	EXPECT_EQ(run({kRun, "--slot", "0", "--inflight"}).status, 125) << "no value";
 	EXPECT_FALSE(fs::exists(log_)) << "no program ran";
+	EXPECT_EQ(run({kRun, "--slot", "0", "--", kLinked, "streams", "--inflight"}).status, 0)
+		<< "the program's own arguments are its own";
+	// The interposer reads the threshold as strictly, where it is set by
+	// hand.
+	Exit e = run({"/usr/bin/env", "GPUSLOT_RUN_SLOTS=0", "GPUSLOT_RUN_INFLIGHT=many",
+		      std::string("LD_PRELOAD=") + (*GPUSLOT_ASAN_RUNTIME ? GPUSLOT_ASAN_RUNTIME ":" : "") +
+			      GPUSLOT_RUN_INTERPOSER,
+		      kLinked, "streams"});
+	EXPECT_EQ(e.status, 125) << e.out;
+	for (const char *good : {"0", "1", "4096"}) {
+		e = run({kRun, "--slot", "0", "--inflight", good, "--", kLinked, "streams"});
+		EXPECT_EQ(e.status, 0) << "--inflight " << good << ": " << e.out;
+	}
+	e = run({kRun, "--slot", "0", "--no-preempt", "--", kLinked, "streams"});
+	EXPECT_EQ(e.status, 0) << e.out;
 	const Exit help = run({kRun, "--help"});
 	EXPECT_EQ(help.status, 0);
 	EXPECT_NE(help.out.find("usage: gpuslot-run"), std::string::npos);
+	EXPECT_NE(help.out.find("--inflight N"), std::string::npos);
 }
 
 } // namespace

@@ -7,24 +7,35 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <deque>
+#include <iterator>
+#include <map>
+#include <mutex>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include "launch_queue.hpp"
 
 namespace {
 
 using gpuslot::run::LaunchQueue;
+using gpuslot::run::Markers;
 using gpuslot::run::Policy;
+using gpuslot::run::PreemptView;
+using gpuslot::run::Throttle;
 using gpuslot::run::SlotLock;
 using gpuslot::run::StreamKey;
 using gpuslot::run::SyncKind;
 
 struct CountingLock : SlotLock {
 	int acquires = 0, releases = 0, refuse = 0;
+	std::vector<bool> work;	 // the work edges told, in order
+	std::vector<bool> work_held; // whether the slot was held at each
 	int acquire() override
 	{
 		if (refuse)
@@ -33,6 +44,11 @@ struct CountingLock : SlotLock {
 		return 0;
 	}
 	void release() override { releases++; }
+	void set_work(bool pending) override
+	{
+		work.push_back(pending);
+		work_held.push_back(held());
+	}
 	bool held() const { return acquires > releases; }
 };
 
@@ -135,7 +151,8 @@ TEST_F(Queue, RefusedAcquireSendsNothing)
 }
 
 // --hold: the queue never takes or gives back the slot (the interposer
-// took it at load); a forked child's queue passes everything through.
+// took it at load); a forked child's queue passes everything through and
+// tells no work edge.
 TEST_F(Queue, HoldAndDisabledQueuesLeaveTheLockAlone)
 {
 	auto hold = make(Policy::hold);
@@ -149,6 +166,7 @@ TEST_F(Queue, HoldAndDisabledQueuesLeaveTheLockAlone)
 	EXPECT_EQ(sent, 2);
 	EXPECT_EQ(lock.acquires, 0);
 	EXPECT_EQ(lock.releases, 0);
+	EXPECT_EQ(lock.work, (std::vector<bool>{true, false})) << "the hold's job only";
 }
 
 } // namespace
@@ -164,6 +182,7 @@ struct GateLock : SlotLock {
 		return 0;
 	}
 	void release() override {}
+	void set_work(bool) override {}
 };
 
 // A thread waiting for the slot in its first command does not hold up the
@@ -195,3 +214,327 @@ TEST(QueueAcquire, OtherThreadsSynchronizeWhileOneWaitsForTheSlot)
 	EXPECT_EQ(sent, 1);
 	EXPECT_TRUE(q.held());
 }
+
+namespace {
+
+// The GPU of the throttle's tests: per stream, the commands sent in order
+// and how many of them have finished (the test finishes them). A marker is
+// reached once its stream has finished the commands sent before it.
+class FakeGpu : public Markers, public PreemptView {
+public:
+	// The command: sent to the GPU, in the submitting thread.
+	int send(void *stream, int id)
+	{
+		std::lock_guard guard(mutex_);
+		Queue &q = streams_[stream];
+		q.sent.push_back(id);
+		most_unfinished_ = std::max(most_unfinished_, unfinished_locked());
+		return id;
+	}
+	// The oldest unfinished command of @stream finishes; false if none.
+	bool finish_one(void *stream)
+	{
+		std::lock_guard guard(mutex_);
+		Queue &q = streams_[stream];
+		if (q.finished == q.sent.size())
+			return false;
+		q.finished++;
+		return true;
+	}
+	size_t sent(void *stream)
+	{
+		std::lock_guard guard(mutex_);
+		return streams_[stream].sent.size();
+	}
+	std::vector<int> sent_ids(void *stream)
+	{
+		std::lock_guard guard(mutex_);
+		return streams_[stream].sent;
+	}
+	size_t unfinished()
+	{
+		std::lock_guard guard(mutex_);
+		return unfinished_locked();
+	}
+	size_t most_unfinished()
+	{
+		std::lock_guard guard(mutex_);
+		return most_unfinished_;
+	}
+
+	std::atomic<bool> preempting{true};
+	std::atomic<int> records{0}, recycled{0};
+	std::set<void *> captured;
+
+	bool preempted() override { return preempting; }
+	bool capturing(void *stream) override { return captured.count(stream); }
+	void *record(void *stream) override
+	{
+		std::lock_guard guard(mutex_);
+		records++;
+		markers_.push_back({stream, streams_[stream].sent.size()});
+		return &markers_.back();
+	}
+	bool reached(void *marker) override
+	{
+		std::lock_guard guard(mutex_);
+		auto *m = static_cast<MarkerAt *>(marker);
+		return streams_[m->stream].finished >= m->after;
+	}
+	void recycle(void *) override { recycled++; }
+
+private:
+	struct Queue {
+		std::vector<int> sent;
+		size_t finished = 0;
+	};
+	struct MarkerAt {
+		void *stream;
+		size_t after; // reached when this many of its commands finished
+	};
+	size_t unfinished_locked()
+	{
+		size_t n = 0;
+		for (auto &[s, q] : streams_)
+			n += q.sent.size() - q.finished;
+		return n;
+	}
+	std::mutex mutex_;
+	std::map<void *, Queue> streams_;
+	std::deque<MarkerAt> markers_; // stable addresses
+	size_t most_unfinished_ = 0;
+};
+
+using Clock = std::chrono::steady_clock;
+
+// Polls @done for up to 10 s (no test hangs); its last answer.
+template <class Done>
+bool eventually(Done done)
+{
+	const auto until = Clock::now() + std::chrono::seconds(10);
+	while (!done() && Clock::now() < until)
+		std::this_thread::sleep_for(std::chrono::microseconds(200));
+	return done();
+}
+
+class Throttled : public testing::Test {
+protected:
+	CountingLock lock;
+	FakeGpu gpu;
+	LaunchQueue make(Policy p, unsigned int inflight)
+	{
+		return LaunchQueue(p, &lock, [](void *) { return true; },
+				   Throttle{inflight, &gpu, &gpu});
+	}
+	int send(LaunchQueue &q, void *s, int id, pid_t thread = 0)
+	{
+		return q.submit(StreamKey{s, thread}, [&] { return gpu.send(s, id); }, -1);
+	}
+	// Finishes the GPU's commands one at a time, each once the
+	// submitters have had time to fill the free place, until @total
+	// were sent and all finished.
+	void drain(const std::vector<void *> &streams, size_t total)
+	{
+		const auto until = Clock::now() + std::chrono::seconds(20);
+		size_t turn = 0;
+		while (Clock::now() < until) {
+			size_t sent = 0;
+			for (void *s : streams)
+				sent += gpu.sent(s);
+			if (sent == total && !gpu.unfinished())
+				return;
+			std::this_thread::sleep_for(std::chrono::microseconds(300));
+			for (size_t i = 0; i < streams.size(); i++)
+				if (gpu.finish_one(streams[turn++ % streams.size()]))
+					break;
+		}
+		ADD_FAILURE() << "not drained within 20 s";
+	}
+};
+
+// While preempted, one thread's 20 commands on a stream: never more than
+// N = 2 unfinished on the GPU, sent in order, each once, and submit()
+// returns only after its command was sent. Without the throttle all 20
+// would be unfinished at once.
+TEST_F(Throttled, AtMostNInFlightInOrderNoneLostOrDuplicated)
+{
+	auto q = make(Policy::hold, 2);
+	std::vector<int> returned;
+	std::thread program([&] {
+		for (int i = 0; i < 20; i++) {
+			EXPECT_EQ(send(q, stream(1), i), i);
+			returned.push_back(int(gpu.sent(stream(1))));
+		}
+	});
+	drain({stream(1)}, 20);
+	program.join();
+	EXPECT_EQ(gpu.most_unfinished(), 2u);
+	std::vector<int> want(20);
+	for (int i = 0; i < 20; i++)
+		want[i] = i;
+	EXPECT_EQ(gpu.sent_ids(stream(1)), want);
+	std::vector<int> counts(20);
+	for (int i = 0; i < 20; i++)
+		counts[i] = i + 1;
+	EXPECT_EQ(returned, counts) << "submit() returned before its command was sent";
+	EXPECT_GE(q.throttled(), 17u);
+	EXPECT_EQ(gpu.records, 20);
+}
+
+// Three threads, each on a stream of its own, and a fourth stream that two
+// of them share: never more than N = 3 unfinished in all, each thread's
+// commands in its order on each stream, none lost or sent twice.
+TEST_F(Throttled, ThreadsAndStreamsShareTheThreshold)
+{
+	auto q = make(Policy::per_sync, 3);
+	std::vector<std::thread> threads;
+	for (int t = 0; t < 3; t++)
+		threads.emplace_back([&, t] {
+			for (int i = 0; i < 12; i++) {
+				send(q, stream(10 + t), t * 100 + i);
+				if (t < 2)
+					send(q, stream(20), t * 100 + i);
+			}
+		});
+	drain({stream(10), stream(11), stream(12), stream(20)}, 3 * 12 + 2 * 12);
+	for (auto &t : threads)
+		t.join();
+	EXPECT_LE(gpu.most_unfinished(), 3u);
+	for (int t = 0; t < 3; t++) {
+		std::vector<int> want;
+		for (int i = 0; i < 12; i++)
+			want.push_back(t * 100 + i);
+		EXPECT_EQ(gpu.sent_ids(stream(10 + t)), want) << "thread " << t;
+	}
+	std::vector<int> shared = gpu.sent_ids(stream(20));
+	ASSERT_EQ(shared.size(), 24u);
+	for (int t = 0; t < 2; t++) {
+		std::vector<int> mine;
+		std::copy_if(shared.begin(), shared.end(), std::back_inserter(mine),
+			     [t](int id) { return id / 100 == t; });
+		std::vector<int> want;
+		for (int i = 0; i < 12; i++)
+			want.push_back(t * 100 + i);
+		EXPECT_EQ(mine, want) << "thread " << t << " on the shared stream";
+	}
+	EXPECT_EQ(lock.acquires, 1);
+}
+
+// When the preemption ends, the waiting command goes at once though
+// nothing finished, and so does every command after it.
+TEST_F(Throttled, PreemptionEndsWaitingCommandsGoAtOnce)
+{
+	auto q = make(Policy::hold, 1);
+	send(q, stream(1), 0);
+	std::atomic<bool> second_sent{false};
+	std::thread program([&] {
+		send(q, stream(1), 1);
+		second_sent = true;
+	});
+	// (EXPECT, not ASSERT: where it fails, the thread is still joined)
+	EXPECT_TRUE(eventually([&] { return q.throttled() == 1; }));
+	std::this_thread::sleep_for(std::chrono::milliseconds(20));
+	EXPECT_FALSE(second_sent) << "past the threshold while preempted";
+	EXPECT_EQ(gpu.sent(stream(1)), 1u);
+	gpu.preempting = false;
+	EXPECT_TRUE(eventually([&] { return bool(second_sent); }));
+	gpu.finish_one(stream(1)); // (where it failed: lets the program end)
+	program.join();
+	for (int i = 2; i < 10; i++)
+		send(q, stream(1), i);
+	EXPECT_EQ(gpu.sent(stream(1)), 10u);
+	EXPECT_EQ(gpu.unfinished(), 9u) << "one finished: none waited for the GPU";
+	EXPECT_EQ(q.throttled(), 1u);
+}
+
+// Nothing preempting, or the throttle off (N = 0): no command waits and no
+// marker is recorded, however much is unfinished.
+TEST_F(Throttled, NothingPreemptingNothingWaits)
+{
+	gpu.preempting = false;
+	auto q = make(Policy::hold, 1);
+	for (int i = 0; i < 50; i++)
+		send(q, stream(1), i);
+	EXPECT_EQ(gpu.unfinished(), 50u);
+	gpu.preempting = true;
+	auto off = make(Policy::hold, 0);
+	for (int i = 0; i < 50; i++)
+		send(off, stream(2), i);
+	EXPECT_EQ(gpu.unfinished(), 100u);
+	EXPECT_EQ(q.throttled() + off.throttled(), 0u);
+	EXPECT_EQ(gpu.records, 0);
+}
+
+// A stream being captured into a graph runs nothing now: not held back.
+TEST_F(Throttled, CapturedCommandsAreNotHeldBack)
+{
+	gpu.captured.insert(stream(1));
+	auto q = make(Policy::hold, 1);
+	std::atomic<int> sent{0};
+	std::thread program([&] {
+		for (int i = 0; i < 5; i++, sent++)
+			send(q, stream(1), i);
+	});
+	EXPECT_TRUE(eventually([&] { return sent == 5; }));
+	gpu.preempting = false; // (where it failed: lets the program end)
+	program.join();
+	EXPECT_EQ(gpu.sent(stream(1)), 5u);
+	EXPECT_EQ(q.throttled(), 0u);
+	EXPECT_EQ(gpu.records, 0);
+}
+
+// A synchronization on another thread while a command waits for the
+// throttle: that command belongs to the job, so the job neither drains nor
+// (--per-sync) gives the slot back until it was sent and synchronized.
+TEST_F(Throttled, ASynchronizationWhileACommandWaitsKeepsTheJob)
+{
+	auto q = make(Policy::per_sync, 1);
+	send(q, stream(1), 0);
+	std::thread program([&] { send(q, stream(1), 1); });
+	// (EXPECT, not ASSERT: where it fails, the thread is still joined)
+	EXPECT_TRUE(eventually([&] { return q.throttled() == 1; }));
+	q.synchronized(SyncKind::context);
+	EXPECT_TRUE(lock.held());
+	EXPECT_EQ(lock.work, std::vector<bool>{true});
+	gpu.finish_one(stream(1));
+	program.join();
+	EXPECT_EQ(gpu.sent(stream(1)), 2u);
+	q.synchronized(SyncKind::context);
+	EXPECT_FALSE(lock.held());
+	EXPECT_EQ(lock.work, (std::vector<bool>{true, false}));
+}
+
+// The work edges: exactly two per job (pending at its first command,
+// drained at the synchronization after which its streams finished), under
+// both policies, however many commands, streams and synchronizations it
+// has; none between jobs; under --per-sync, only with the slot held.
+TEST_F(Queue, WorkEdgesTwoPerJobUnderBothPolicies)
+{
+	for (Policy p : {Policy::per_sync, Policy::hold}) {
+		SCOPED_TRACE(p == Policy::hold ? "hold" : "per-sync");
+		lock = CountingLock{};
+		busy.clear();
+		auto q = make(p);
+		int sent = 0;
+		for (int job = 0; job < 3; job++) {
+			for (int i = 0; i < 4; i++) {
+				send(q, stream(1), &sent);
+				send(q, stream(2), &sent);
+			}
+			busy.insert(stream(2));
+			q.synchronized(SyncKind::stream); // stream 2 still runs
+			busy.clear();
+			q.synchronized(SyncKind::stream);
+			q.synchronized(SyncKind::stream); // no job open
+		}
+		q.synchronized(SyncKind::context);
+		EXPECT_EQ(lock.work, (std::vector<bool>{true, false, true, false, true, false}));
+		EXPECT_EQ(lock.acquires, p == Policy::hold ? 0 : 3);
+		if (p == Policy::per_sync) {
+			for (bool held : lock.work_held)
+				EXPECT_TRUE(held);
+		}
+	}
+}
+
+} // namespace

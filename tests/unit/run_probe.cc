@@ -10,10 +10,13 @@
 //             one line per case (run_probe_dl)
 //   jobs N    N jobs of 3 kernels and a stream synchronize, then a blocking
 //             copy and cuCtxSynchronize
+//   burst N   N kernels on a stream of its own, then a stream synchronize
 //   streams   a stream of cuStreamCreate and one of
 //             cuStreamCreateWithPriority(-1): their priorities
 //   hold      "started" before any CUDA call; after a line on stdin, a job;
 //             "worked"; exits after another line (or EOF)
+//   waitevent a cuStreamWaitEvent as the only command of a job, and what the
+//             lock says during and after it (run_probe_dl)
 #include <cuda.h>
 #undef cuGetProcAddress
 #include <dlfcn.h>
@@ -177,6 +180,21 @@ void getproc()
 			    during.c_str() + 1, lock_state() + 1);
 	}
 }
+
+void waitevent()
+{
+	Asker a = cudart_13();
+	const Cuda cuda = a.cuda();
+	decltype(&cuStreamWaitEvent) wait;
+	a.get("cuStreamWaitEvent", &wait);
+	check(cuda.init(0), "cuInit");
+	CUstream s;
+	check(cuda.stream_create(&s, 0), "cuStreamCreate");
+	check(wait(s, nullptr, 0), "cuStreamWaitEvent");
+	const std::string during = lock_state();
+	check(cuda.stream_sync(s), "cuStreamSynchronize");
+	std::printf("waitevent during=%s after=%s\n", during.c_str() + 1, lock_state() + 1);
+}
 #else
 Cuda load()
 {
@@ -200,6 +218,17 @@ void jobs(const Cuda &cuda, int n)
 	check(cuda.copy_dtoh(out, 0, sizeof(out)), "cuMemcpyDtoH");
 	check(cuda.ctx_sync(), "cuCtxSynchronize");
 	std::printf("jobs %d\n", n);
+}
+
+void burst(const Cuda &cuda, int n)
+{
+	check(cuda.init(0), "cuInit");
+	CUstream s;
+	check(cuda.stream_create(&s, 0), "cuStreamCreate");
+	for (int k = 0; k < n; k++)
+		check(cuda.launch(nullptr, 1, 1, 1, 1, 1, 1, 0, s, nullptr, nullptr), "cuLaunchKernel");
+	check(cuda.stream_sync(s), "cuStreamSynchronize");
+	std::printf("burst %d\n", n);
 }
 
 void streams(const Cuda &cuda)
@@ -234,6 +263,8 @@ int main(int argc, char **argv)
 	const std::string mode = argc > 1 ? argv[1] : "";
 	if (mode == "jobs" && argc == 3)
 		jobs(load(), std::atoi(argv[2]));
+	else if (mode == "burst" && argc == 3)
+		burst(load(), std::atoi(argv[2]));
 	else if (mode == "streams")
 		streams(load());
 	else if (mode == "hold")
@@ -241,8 +272,10 @@ int main(int argc, char **argv)
 #ifdef RUN_PROBE_DLOPEN
 	else if (mode == "getproc")
 		getproc();
+	else if (mode == "waitevent")
+		waitevent();
 #endif
 	else
-		die("usage: run_probe getproc|jobs N|streams|hold");
+		die("usage: run_probe getproc|jobs N|burst N|streams|hold|waitevent");
 	return 0;
 }
