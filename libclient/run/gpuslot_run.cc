@@ -29,7 +29,7 @@ constexpr int kExitNotFound = 127;
 
 const char kUsage[] =
 	"usage: gpuslot-run [--domain N] --slot S|--slots LIST [--hold|--per-sync]\n"
-	"                   [--inflight N|--no-preempt] -- PROGRAM [ARGS...]\n"
+	"                   [--inflight N|--no-preempt] [--window M] -- PROGRAM [ARGS...]\n"
 	"\n"
 	"Runs PROGRAM, unchanged, with its CUDA work under a slot of gpuslot's lock:\n"
 	"the streams it creates get the slot's priority (clamped into the GPU's\n"
@@ -49,7 +49,11 @@ const char kUsage[] =
 	"                 unfinished on the GPU; the next waits in the thread that\n"
 	"                 sends it until one finishes or the preemption ends (default\n"
 	"                 4; 0 .. 4096; 0 never holds a command back)\n"
-	"  --no-preempt   --inflight 0\n"
+	"  --no-preempt   --inflight 0 (and no window)\n"
+	"  --window M     where another slot of the domain has a higher priority than\n"
+	"                 the program's, at most M of its commands are unfinished at\n"
+	"                 any time, so that a preemption finds at most M ahead of the\n"
+	"                 higher slot's work (default 16; 0 .. 4096; 0: no bound)\n"
 	"  -h, --help     this text\n"
 	"\n"
 	"The lock is libgpuslot's: /dev/gpuslot, or gpuslotd's socket where the module\n"
@@ -121,6 +125,7 @@ int main(int argc, char **argv)
 	std::optional<uint64_t> mask;
 	const char *policy = "per-sync";
 	unsigned long inflight = kDefaultInflight;
+	unsigned long window = kDefaultWindow;
 	int i = 1;
 	for (; i < argc; i++) {
 		const std::string a = argv[i];
@@ -144,6 +149,13 @@ int main(int argc, char **argv)
 			inflight = *n;
 		} else if (a == "--no-preempt") {
 			inflight = 0;
+		} else if (a == "--window") {
+			const char *v = value();
+			auto n = v ? parse_number(v, kMaxInflight) : std::nullopt;
+			if (!n)
+				return usage_error("--window: expected a number of commands 0 .. " +
+						   std::to_string(kMaxInflight));
+			window = *n;
 		} else if (a == "--domain") {
 			const char *v = value();
 			auto n = v ? parse_number(v, 1u << 20) : std::nullopt;
@@ -189,7 +201,8 @@ int main(int argc, char **argv)
 	if (setenv("LD_PRELOAD", preloads.c_str(), 1) ||
 	    setenv(kEnvDomain, std::to_string(domain).c_str(), 1) ||
 	    setenv(kEnvSlots, slot_list(*mask).c_str(), 1) || setenv(kEnvPolicy, policy, 1) ||
-	    setenv(kEnvInflight, std::to_string(inflight).c_str(), 1))
+	    setenv(kEnvInflight, std::to_string(inflight).c_str(), 1) ||
+	    setenv(kEnvWindow, std::to_string(window).c_str(), 1))
 		return fail(std::string("setenv: ") + std::strerror(errno));
 	execvp(argv[i], argv + i);
 	const int err = errno;

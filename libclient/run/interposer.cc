@@ -188,6 +188,7 @@ void leave_environment()
 	unsetenv(kEnvSlots);
 	unsetenv(kEnvPolicy);
 	unsetenv(kEnvInflight);
+	unsetenv(kEnvWindow);
 }
 
 void forked_child()
@@ -210,6 +211,7 @@ __attribute__((constructor)) void load()
 	const char *slots_text = std::getenv(kEnvSlots);
 	const char *policy_text = std::getenv(kEnvPolicy);
 	const char *inflight_text = std::getenv(kEnvInflight);
+	const char *window_text = std::getenv(kEnvWindow);
 	if (!slots_text)
 		return; // loaded by hand, without gpuslot-run: pass through
 	std::string error;
@@ -228,6 +230,11 @@ __attribute__((constructor)) void load()
 					    : std::optional<unsigned long>(kDefaultInflight);
 	if (!inflight)
 		fail(std::string(kEnvInflight) + " \"" + inflight_text + "\" is not a number 0 .. " +
+		     std::to_string(kMaxInflight));
+	const auto window = window_text ? parse_number(window_text, kMaxInflight)
+					: std::optional<unsigned long>(kDefaultWindow);
+	if (!window)
+		fail(std::string(kEnvWindow) + " \"" + window_text + "\" is not a number 0 .. " +
 		     std::to_string(kMaxInflight));
 	leave_environment();
 
@@ -252,10 +259,23 @@ __attribute__((constructor)) void load()
 			state.priority_levels = unsigned(p);
 		first = false;
 	}
+	// The window applies where another slot of the domain outranks the
+	// program's (the layout at start: a program outranked later gets
+	// the bound only while preempted).
+	bool outranked = false;
+	gpuslot_layout_info layout{};
+	layout.size = sizeof(layout);
+	if (gpuslot_client_layout(state.client, &layout) == 0)
+		for (unsigned int s = 0; s < layout.k && s < 64; s++) {
+			const int p = gpuslot_slot_priority(state.client, s);
+			if (p >= 0 && unsigned(p) > state.priority_levels)
+				outranked = true;
+		}
 	state.lock = new LibgpuslotLock(state.client, *mask);
 	state.preempt = new LibgpuslotPreempt(state.client, state.lock);
 	state.queue = new LaunchQueue(state.policy, state.lock, stream_finished,
-				      Throttle{unsigned(*inflight), state.preempt, cuda_markers()});
+				      Throttle{unsigned(*inflight), outranked ? unsigned(*window) : 0u,
+					       state.preempt, cuda_markers()});
 	pthread_atfork(nullptr, nullptr, forked_child);
 	if (state.policy == Policy::hold) {
 		if (state.lock->acquire())

@@ -93,16 +93,26 @@ void LaunchQueue::reap()
 // that submits it, so that nothing is reordered, lost or sent twice, and a
 // synchronization of the program's finds its commands sent as it sent them.
 //
-// Markers are recorded only while preempted: with nothing preempting, a
-// command costs one look at the published state (a few loads) and no
-// driver call. So commands sent before the preemption began are not
-// counted: they are in the GPU's queues already and run whatever is done
-// here (XSched's Level 1 cannot recall them either); the throttle bounds
-// what is added after. Markers of an earlier preemption still unfinished
-// count in the next.
+// Without a window, markers are recorded only while preempted: with
+// nothing preempting, a command costs one look at the published state (a
+// few loads) and no driver call, and commands sent before the preemption
+// began are not counted: they are in the GPU's queues already and run
+// whatever is done here (XSched's Level 1 cannot recall them either). With
+// a window (a program whose slot is outranked), every command is marked
+// and at most window of them are unfinished at any time, so that a
+// preemption finds at most that many ahead of the higher slot's work.
+// Markers of an earlier preemption still unfinished count in the next.
+unsigned int LaunchQueue::limit(bool preempted) const
+{
+	return preempted ? throttle_.inflight : throttle_.window;
+}
+
 bool LaunchQueue::throttle(StreamKey stream)
 {
-	if (!throttle_.inflight || disabled_ || !throttle_.preempt->preempted())
+	if (!throttle_.inflight || disabled_)
+		return false;
+	bool preempted = throttle_.preempt->preempted();
+	if (!limit(preempted))
 		return false;
 	std::unique_lock guard(mutex_);
 	// A captured command does not run now: holding it back would protect
@@ -114,7 +124,7 @@ bool LaunchQueue::throttle(StreamKey stream)
 	bool waited = false, place = true;
 	for (;;) {
 		reap();
-		if (waiting_.front() == ticket && markers_.size() + reserved_ < throttle_.inflight)
+		if (waiting_.front() == ticket && markers_.size() + reserved_ < limit(preempted))
 			break;
 		if (!waited)
 			throttled_++;
@@ -131,9 +141,9 @@ bool LaunchQueue::throttle(StreamKey stream)
 		// an event query per stream.
 		const timespec poll = {0, long(kPollMicroseconds) * 1000};
 		nanosleep(&poll, nullptr);
-		const bool still = throttle_.preempt->preempted();
+		preempted = throttle_.preempt->preempted();
 		guard.lock();
-		if (!still) {
+		if (!limit(preempted)) {
 			place = false; // the preemption ended: at once, unmarked
 			break;
 		}

@@ -65,8 +65,16 @@ public:
 
 // The in-flight threshold while a higher slot preempts (gpuslot-run
 // --inflight N; 0: never throttle).
+//
+// @window bounds the commands in flight at all times, preempted or not,
+// for a program whose slot another slot of the domain outranks (0: no
+// bound): what is in the GPU's queues when a higher slot starts
+// preempting still runs, ahead of its work, and without a window that is
+// everything the program sent (a whole frame of a camera network). Only
+// with @inflight > 0.
 struct Throttle {
 	unsigned int inflight = 0;
+	unsigned int window = 0;
 	PreemptView *preempt = nullptr;
 	Markers *markers = nullptr;
 };
@@ -139,6 +147,7 @@ private:
 
 	bool admit(StreamKey stream);
 	bool throttle(StreamKey stream);
+	unsigned int limit(bool preempted) const;
 	void submitted(StreamKey stream, bool marked);
 	void reap();
 	void drained();

@@ -18,6 +18,12 @@ inline constexpr const char *kEnvInflight = "GPUSLOT_RUN_INFLIGHT";
 // XSched's threshold (its "4 in flight" on Hopper, issue 40).
 inline constexpr unsigned int kDefaultInflight = 4;
 inline constexpr unsigned int kMaxInflight = 4096;
+// The bound on commands in flight at all times for a program whose slot
+// another slot of the domain outranks (--window): 0 (none) ..
+// kMaxInflight; unset: kDefaultWindow. What a preemption finds queued
+// ahead of the higher slot's work (docs/preemption.md).
+inline constexpr const char *kEnvWindow = "GPUSLOT_RUN_WINDOW";
+inline constexpr unsigned int kDefaultWindow = 16;
 
 // "1", "0,2", "1-3,5": bit i for slot i (0 .. 63). std::nullopt and
 // @error for anything else (empty items, reversed ranges, slots past 63).

@@ -574,10 +574,25 @@ TEST_F(GpuslotRun, LauncherRejectsBadInput)
 	}
 	e = run({kRun, "--slot", "0", "--no-preempt", "--", kLinked, "streams"});
 	EXPECT_EQ(e.status, 0) << e.out;
+	// --window: the same range, as strictly, both sides.
+	for (const char *bad : {"", "-1", "4097", "16k"}) {
+		e = run({kRun, "--slot", "0", "--window", bad, "--", kLinked, "streams"});
+		EXPECT_EQ(e.status, 125) << "--window \"" << bad << "\"";
+	}
+	e = run({"/usr/bin/env", "GPUSLOT_RUN_SLOTS=0", "GPUSLOT_RUN_WINDOW=wide",
+		 std::string("LD_PRELOAD=") + (*GPUSLOT_ASAN_RUNTIME ? GPUSLOT_ASAN_RUNTIME ":" : "") +
+			 GPUSLOT_RUN_INTERPOSER,
+		 kLinked, "streams"});
+	EXPECT_EQ(e.status, 125) << e.out;
+	for (const char *good : {"0", "16", "4096"}) {
+		e = run({kRun, "--slot", "0", "--window", good, "--", kLinked, "streams"});
+		EXPECT_EQ(e.status, 0) << "--window " << good << ": " << e.out;
+	}
 	const Exit help = run({kRun, "--help"});
 	EXPECT_EQ(help.status, 0);
 	EXPECT_NE(help.out.find("usage: gpuslot-run"), std::string::npos);
 	EXPECT_NE(help.out.find("--inflight N"), std::string::npos);
+	EXPECT_NE(help.out.find("--window M"), std::string::npos);
 }
 
 } // namespace

@@ -321,10 +321,10 @@ class Throttled : public testing::Test {
 protected:
 	CountingLock lock;
 	FakeGpu gpu;
-	LaunchQueue make(Policy p, unsigned int inflight)
+	LaunchQueue make(Policy p, unsigned int inflight, unsigned int window = 0)
 	{
 		return LaunchQueue(p, &lock, [](void *) { return true; },
-				   Throttle{inflight, &gpu, &gpu});
+				   Throttle{inflight, window, &gpu, &gpu});
 	}
 	int send(LaunchQueue &q, void *s, int id, pid_t thread = 0)
 	{
@@ -462,6 +462,61 @@ TEST_F(Throttled, NothingPreemptingNothingWaits)
 		send(off, stream(2), i);
 	EXPECT_EQ(gpu.unfinished(), 100u);
 	EXPECT_EQ(q.throttled() + off.throttled(), 0u);
+	EXPECT_EQ(gpu.records, 0);
+}
+
+// With a window (the program's slot outranked): at most window commands
+// unfinished while nothing preempts, every command marked, in order; when
+// a preemption begins the bound tightens to N; when it ends the waiting
+// command goes as soon as the window has room, not at once past it.
+TEST_F(Throttled, AWindowBoundsWhatIsInFlightWhenNothingPreempts)
+{
+	gpu.preempting = false;
+	auto q = make(Policy::hold, 2, 5);
+	std::thread program([&] {
+		for (int i = 0; i < 30; i++)
+			send(q, stream(1), i);
+	});
+	drain({stream(1)}, 30);
+	program.join();
+	EXPECT_EQ(gpu.most_unfinished(), 5u) << "the window, not more, not fewer";
+	EXPECT_EQ(gpu.records, 30);
+	std::vector<int> want(30);
+	for (int i = 0; i < 30; i++)
+		want[i] = i;
+	EXPECT_EQ(gpu.sent_ids(stream(1)), want);
+
+	// Five unfinished, then a preemption: the next waits for the
+	// unfinished count to fall under 2, not 5.
+	for (int i = 30; i < 35; i++)
+		send(q, stream(1), i);
+	gpu.preempting = true;
+	std::atomic<bool> sent{false};
+	std::thread more([&] {
+		send(q, stream(1), 35);
+		sent = true;
+	});
+	EXPECT_TRUE(eventually([&] { return q.throttled() > 0; }));
+	for (int i = 0; i < 3; i++)
+		gpu.finish_one(stream(1));
+	std::this_thread::sleep_for(std::chrono::milliseconds(20));
+	EXPECT_FALSE(sent) << "2 unfinished while preempted with N = 2";
+	// The preemption ends with 2 unfinished: under the window, at once.
+	gpu.preempting = false;
+	EXPECT_TRUE(eventually([&] { return bool(sent); }));
+	while (gpu.finish_one(stream(1)))
+		;
+	more.join();
+}
+
+// A window without the throttle (--no-preempt: N = 0) bounds nothing.
+TEST_F(Throttled, NoPreemptTurnsTheWindowOffToo)
+{
+	gpu.preempting = false;
+	auto q = make(Policy::hold, 0, 3);
+	for (int i = 0; i < 20; i++)
+		send(q, stream(1), i);
+	EXPECT_EQ(gpu.unfinished(), 20u);
 	EXPECT_EQ(gpu.records, 0);
 }
 
