@@ -85,7 +85,11 @@ static void gpuslot_preempt_settle_all(struct gpuslot_preempt *p, u64 now_ns,
 
 void gpuslot_preempt_tick(struct gpuslot_preempt *p, u64 now_ns)
 {
-	gpuslot_preempt_settle_all(p, now_ns, false);
+	unsigned int i;
+
+	/* Slots past k have no work; their buckets settle when they next do. */
+	for (i = 0; i < p->k; i++)
+		gpuslot_preempt_settle(p, &p->slot[i], now_ns, false);
 }
 
 void gpuslot_preempt_init(struct gpuslot_preempt *p, unsigned int share,
@@ -192,7 +196,7 @@ u64 gpuslot_preempt_next_expiry(const struct gpuslot_preempt *p)
 
 	if (!gpuslot_preempt_bounded(p))
 		return U64_MAX;
-	for (i = 0; i < GPUSLOT_MAX_SLOTS; i++) {
+	for (i = 0; i < p->k; i++) {
 		const struct gpuslot_preempt_slot *s = &p->slot[i];
 		unsigned int net = 100 - p->share;
 
@@ -211,7 +215,7 @@ u64 gpuslot_preempt_work_mask(const struct gpuslot_preempt *p)
 	u64 mask = 0;
 	unsigned int i;
 
-	for (i = 0; i < GPUSLOT_MAX_SLOTS; i++)
+	for (i = 0; i < p->k; i++)
 		if (p->slot[i].work)
 			mask |= 1ULL << i;
 	return mask;
@@ -222,7 +226,7 @@ u64 gpuslot_preempt_preempt_mask(const struct gpuslot_preempt *p)
 	u64 mask = 0;
 	unsigned int i;
 
-	for (i = 0; i < GPUSLOT_MAX_SLOTS; i++)
+	for (i = 0; i < p->k; i++)
 		if (p->slot[i].preempting)
 			mask |= 1ULL << i;
 	return mask;
@@ -233,7 +237,7 @@ u32 gpuslot_preempt_level(const struct gpuslot_preempt *p)
 	u32 level = 0;
 	unsigned int i;
 
-	for (i = 0; i < GPUSLOT_MAX_SLOTS; i++)
+	for (i = 0; i < p->k; i++)
 		if (p->slot[i].preempting && p->priority[i] + 1U > level)
 			level = p->priority[i] + 1U;
 	return level;
