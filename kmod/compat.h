@@ -18,6 +18,7 @@
 #include <linux/cgroup.h>
 #include <linux/hrtimer.h>
 #include <linux/ktime.h>
+#include <linux/mm.h>
 #include <linux/nsproxy.h>
 #include <linux/rcupdate.h>
 #include <linux/sched.h>
@@ -168,6 +169,20 @@ static inline void gpuslot_bitmap_to_arr64(u64 *buf,
 	memset(buf, 0, DIV_ROUND_UP(nbits, 64) * sizeof(u64));
 	for_each_set_bit(i, bitmap, nbits)
 		buf[i / 64] |= BIT_ULL(i % 64);
+#endif
+}
+
+/*
+ * vm_flags became read-only, changed through vm_flags_mod() and its kin,
+ * in 6.3.
+ */
+static inline void gpuslot_vm_flags_mod(struct vm_area_struct *vma,
+					vm_flags_t set, vm_flags_t clear)
+{
+#if KERNEL_VERSION(6, 3, 0) <= LINUX_VERSION_CODE
+	vm_flags_mod(vma, set, clear);
+#else
+	vma->vm_flags = (vma->vm_flags | set) & ~clear;
 #endif
 }
 

@@ -45,6 +45,7 @@ static void gpuslot_domain_release(struct device *dev)
 {
 	struct gpuslot_domain *d = gpuslot_dev_domain(dev);
 
+	gpuslot_work_destroy(d);
 	kfree(d->staged);
 	kfree(d);
 }
@@ -69,6 +70,11 @@ int gpuslot_domains_create(unsigned int nr)
 		d->max_hold_ms = GPUSLOT_DEFAULT_MAX_HOLD_MS;
 		d->max_boost_share = GPUSLOT_DEFAULT_MAX_BOOST_SHARE;
 		mutex_init(&d->stage_lock);
+		if (gpuslot_work_init(d)) {
+			kfree(d);
+			gpuslot_domains_destroy();
+			return -ENOMEM;
+		}
 		/* From here on the device's release frees @d. */
 		device_initialize(&d->dev);
 		d->dev.release = gpuslot_domain_release;
@@ -208,6 +214,7 @@ void gpuslot_file_show_fdinfo(struct seq_file *m, struct gpuslot_file *f)
 						      GPUSLOT_BOOST_ALLOWED;
 	u64 allowed = state == GPUSLOT_FILE_QUEUED ? f->async.core.allowed :
 						     f->wait_allowed;
+	bool work = gpuslot_work_file_pending_locked(d, f);
 
 	spin_unlock(&d->lock);
 	seq_printf(m, "gpuslot-domain:\t%u\n", id);
@@ -227,6 +234,8 @@ void gpuslot_file_show_fdinfo(struct seq_file *m, struct gpuslot_file *f)
 	/* Why the current hold runs unboosted, where a policy said no. */
 	seq_printf(m, "gpuslot-boost-refused:\t%s\n",
 		   gpuslot_boost_refusal_name(refusal));
+	/* What this file's hold said of its GPU work (SET_WORK). */
+	seq_printf(m, "gpuslot-work:\t%s\n", work ? "pending" : "none");
 }
 
 int gpuslot_file_domain_info(struct gpuslot_file *f,
@@ -297,6 +306,9 @@ int gpuslot_domain_set_k(struct gpuslot_domain *d, unsigned int k,
 		gpuslot_core_new_generation(&d->core);
 		changed = true;
 	}
+	/* Retired slots lose their work before their waiters hear of it. */
+	if (changed)
+		gpuslot_work_layout_locked(d);
 	gpuslot_wake_done(d, &done, gpuslot_clock_ns());
 	if (generation)
 		*generation = d->core.generation;
@@ -335,6 +347,8 @@ int gpuslot_domain_set_layout(struct gpuslot_domain *d, unsigned int k,
 		changed = true;
 	else if (changed)
 		gpuslot_core_new_generation(&d->core);
+	if (changed)
+		gpuslot_work_layout_locked(d);
 	gpuslot_wake_done(d, &done, gpuslot_clock_ns());
 	if (hqd_limit)
 		hqd_changed = gpuslot_hqd_set_limit_locked(d, hqd_limit);

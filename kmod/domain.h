@@ -21,6 +21,7 @@
 #include "lockcore/budget.h"
 #include "lockcore/core.h"
 #include "lockcore/partition.h"
+#include "work.h"
 
 struct gpuslot_file;
 struct seq_file;
@@ -36,6 +37,7 @@ struct gpuslot_counters {
 	u64 max_hold_ns;
 	u64 overruns;
 	u64 boosts_refused;	/* holds the host's policy or the fd rule kept unboosted */
+	u64 preempt_expiries;	/* preempting slots whose budget ran out (work.c) */
 	u64 wait_hist[GPUSLOT_HIST_BUCKETS];
 };
 
@@ -80,6 +82,7 @@ struct gpuslot_domain {
 	bool inheriting;
 	struct gpuslot_counters counters;
 	struct gpuslot_partitions parts;	/* see layout.c */
+	struct gpuslot_work work;		/* see work.c */
 	/*
 	 * The GPU's PCI address, domain << 16 | bus << 8 | devfn, if
 	 * @pci_bus_id_known; sysfs.c. Every u32 is an address, ffff:ff:1f.7

@@ -98,6 +98,8 @@ void gpuslot_grant(struct gpuslot_domain *d, struct gpuslot_waiter *w,
 	/* The bound of this hold: max_hold_ms is read when it is granted. */
 	f->hold_max_ns = (u64)d->max_hold_ms * NSEC_PER_MSEC;
 	d->holder[slot] = f;
+	/* held_mask changed. */
+	gpuslot_work_publish_locked(d);
 
 	w->slot = slot;
 	w->generation = d->core.generation;
@@ -298,7 +300,10 @@ void gpuslot_release_locked(struct gpuslot_domain *d, struct gpuslot_file *f,
 	f->holder_tid = NULL;
 	/* Only a boosted hold under a bound has its clock running. */
 	gpuslot_overrun_cancel_locked(f);
+	/* Its work goes with the hold, before the slot goes to anyone. */
+	gpuslot_work_hold_ended_locked(d, f->slot);
 	gpuslot_core_release(&d->core, f->slot, done);
+	gpuslot_work_publish_locked(d);
 	gpuslot_wake_done(d, done, now);
 }
 

@@ -24,6 +24,7 @@
 #include "layout.h"
 #include "lock.h"
 #include "sysfs.h"
+#include "work.h"
 
 static unsigned int domains = 1;
 module_param(domains, uint, 0444);
@@ -43,7 +44,8 @@ static int gpuslot_ioc_version(struct gpuslot_file *f, void *arg, u64 *cookie)
 	v->nr_domains = gpuslot_nr_domains();
 	v->features = GPUSLOT_FEATURE_LOCK | GPUSLOT_FEATURE_HQD |
 		      GPUSLOT_FEATURE_LAYOUT | GPUSLOT_FEATURE_ASYNC |
-		      GPUSLOT_FEATURE_DEADLINE | GPUSLOT_FEATURE_SLOT_PRIORITY;
+		      GPUSLOT_FEATURE_DEADLINE | GPUSLOT_FEATURE_SLOT_PRIORITY |
+		      GPUSLOT_FEATURE_WORK;
 	return 0;
 }
 
@@ -156,6 +158,12 @@ static int gpuslot_ioc_acquire_cancel(struct gpuslot_file *f, void *arg,
 	return gpuslot_file_acquire_cancel(f, arg);
 }
 
+static int gpuslot_ioc_set_work(struct gpuslot_file *f, void *arg,
+				u64 *cookie)
+{
+	return gpuslot_file_set_work(f, arg);
+}
+
 union gpuslot_ioctl_buf {
 	struct gpuslot_version version;
 	struct gpuslot_attach attach;
@@ -167,6 +175,7 @@ union gpuslot_ioctl_buf {
 	struct gpuslot_reserve_queues reserve_queues;
 	struct gpuslot_unreserve_queues unreserve_queues;
 	struct gpuslot_layout layout;
+	struct gpuslot_set_work set_work;
 };
 
 /* How a command's struct goes back to the caller. */
@@ -268,6 +277,10 @@ static const struct gpuslot_ioctl_op gpuslot_ioctl_ops[] = {
 	GPUSLOT_OP(GPUSLOT_IOC_ACQUIRE_CANCEL, gpuslot_ioc_acquire_cancel,
 		   GPUSLOT_COPY_PROBED, NULL,
 		   struct gpuslot_release, GPUSLOT_RELEASE_SIZE_VER0),
+	[_IOC_NR(GPUSLOT_IOC_SET_WORK)] =
+	GPUSLOT_OP(GPUSLOT_IOC_SET_WORK, gpuslot_ioc_set_work,
+		   GPUSLOT_COPY_NONE, NULL,
+		   struct gpuslot_set_work, GPUSLOT_SET_WORK_SIZE_VER0),
 };
 
 /* The VER0 sizes are ABI: a struct may grow, never shrink below them. */
@@ -284,6 +297,7 @@ static_assert(sizeof(struct gpuslot_reserve_queues) >=
 static_assert(sizeof(struct gpuslot_unreserve_queues) >=
 	      GPUSLOT_UNRESERVE_QUEUES_SIZE_VER0);
 static_assert(sizeof(struct gpuslot_layout) >= GPUSLOT_LAYOUT_SIZE_VER0);
+static_assert(sizeof(struct gpuslot_set_work) >= GPUSLOT_SET_WORK_SIZE_VER0);
 static_assert(sizeof(union gpuslot_ioctl_buf) <= GPUSLOT_MAX_STRUCT_SIZE);
 
 /*
@@ -394,12 +408,19 @@ static void gpuslot_show_fdinfo(struct seq_file *m, struct file *file)
 	gpuslot_file_show_fdinfo(m, file->private_data);
 }
 
+/* The attached domain's work state page, read-only (work.c). */
+static int gpuslot_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	return gpuslot_file_mmap(file->private_data, vma);
+}
+
 static const struct file_operations gpuslot_fops = {
 	.owner = THIS_MODULE,
 	.open = gpuslot_open,
 	.release = gpuslot_release,
 	.unlocked_ioctl = gpuslot_ioctl,
 	.poll = gpuslot_poll,
+	.mmap = gpuslot_mmap,
 	.show_fdinfo = gpuslot_show_fdinfo,
 	.compat_ioctl = compat_ptr_ioctl,
 	/* No .llseek: with nonseekable_open(), lseek() fails with ESPIPE. */

@@ -6,11 +6,11 @@
  * gpuslot, a child of the misc device: /sys/class/gpuslot/gpu<N>/ with
  *
  *   rw  k, boost_priority, max_hold_ms, max_boost_share, hqd_limit,
- *       pci_bus_id
+ *       preempt_share, preempt_window_ms, pci_bus_id
  *   ro  generation, unit_kind, unit_size, nr_units, hqd_used, hqd_waiters,
  *       nr_holders, nr_waiters, held_mask
  *   ro  stats/{acquisitions,contended,timeouts,interrupted,total_wait_ns,
- *       max_wait_ns,max_hold_ns,overruns,boosts_refused}
+ *       max_wait_ns,max_hold_ns,overruns,boosts_refused,preempt_expiries}
  *   rw  slot<i>/units, slot<i>/priority for i in 0..63 (staged writes)
  *   wo  commit
  *
@@ -51,6 +51,7 @@
 #include "hqd.h"
 #include "layout.h"
 #include "sysfs.h"
+#include "work.h"
 
 static ssize_t api_version_show(struct device *dev,
 				struct device_attribute *attr, char *buf)
@@ -129,6 +130,10 @@ GPUSLOT_ATTR_UINT_RW(max_boost_share, gpuslot_domain_max_boost_share,
 		     gpuslot_domain_set_max_boost_share);
 GPUSLOT_ATTR_UINT_RW(hqd_limit, gpuslot_domain_hqd_limit,
 		     gpuslot_domain_set_hqd_limit);
+GPUSLOT_ATTR_UINT_RW(preempt_share, gpuslot_domain_preempt_share,
+		     gpuslot_domain_set_preempt_share);
+GPUSLOT_ATTR_UINT_RW(preempt_window_ms, gpuslot_domain_preempt_window_ms,
+		     gpuslot_domain_set_preempt_window_ms);
 
 /* The domain's state that the read-only files show, copied under d->lock. */
 struct gpuslot_domain_view {
@@ -265,6 +270,8 @@ static struct attribute *gpuslot_domain_attrs[] = {
 	&dev_attr_max_hold_ms.attr,
 	&dev_attr_max_boost_share.attr,
 	&dev_attr_hqd_limit.attr,
+	&dev_attr_preempt_share.attr,
+	&dev_attr_preempt_window_ms.attr,
 	&dev_attr_pci_bus_id.attr,
 	&dev_attr_generation.attr,
 	&dev_attr_unit_kind.attr,
@@ -347,6 +354,11 @@ static struct gpuslot_stat_attr gpuslot_stat_boosts_refused = {
 	.offset = offsetof(struct gpuslot_counters, boosts_refused),
 };
 
+static struct gpuslot_stat_attr gpuslot_stat_preempt_expiries = {
+	.dev_attr = __ATTR(preempt_expiries, 0444, gpuslot_stat_show, NULL),
+	.offset = offsetof(struct gpuslot_counters, preempt_expiries),
+};
+
 static struct attribute *gpuslot_stats_attrs[] = {
 	&gpuslot_stat_acquisitions.dev_attr.attr,
 	&gpuslot_stat_contended.dev_attr.attr,
@@ -357,6 +369,7 @@ static struct attribute *gpuslot_stats_attrs[] = {
 	&gpuslot_stat_max_hold_ns.dev_attr.attr,
 	&gpuslot_stat_overruns.dev_attr.attr,
 	&gpuslot_stat_boosts_refused.dev_attr.attr,
+	&gpuslot_stat_preempt_expiries.dev_attr.attr,
 	NULL,
 };
 

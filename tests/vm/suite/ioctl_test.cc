@@ -171,6 +171,7 @@ const Command kCommands[] = {
 	 GPUSLOT_ACQUIRE_SIZE_VER0},
 	{"ACQUIRE_CANCEL", GPUSLOT_IOC_ACQUIRE_CANCEL, 0x0D, _IOC_READ | _IOC_WRITE,
 	 GPUSLOT_RELEASE_SIZE_VER0},
+	{"SET_WORK", GPUSLOT_IOC_SET_WORK, 0x0E, _IOC_WRITE, GPUSLOT_SET_WORK_SIZE_VER0},
 };
 
 // The header's numbers are what the table says: a typo there would make
@@ -224,6 +225,10 @@ TEST_F(Ioctl, EveryApi2NumberWorks)
 	auto co = sized<gpuslot_acquire>();
 	EXPECT_EQ(d.call(GPUSLOT_IOC_ACQUIRE_COMPLETE, &co), 0);
 	EXPECT_EQ(co.slot, 0u);
+	auto sw = sized<gpuslot_set_work>();
+	sw.flags = GPUSLOT_WORK_PENDING;
+	EXPECT_EQ(d.call(GPUSLOT_IOC_SET_WORK, &sw), 0);
+	EXPECT_EQ(d.fdinfo()["gpuslot-work"], "pending");
 	EXPECT_EQ(d.call(GPUSLOT_IOC_RELEASE, &rel), 0);
 	EXPECT_EQ(d.call(GPUSLOT_IOC_ACQUIRE_ASYNC, &as), 0);
 	auto ca = sized<gpuslot_release>();
@@ -243,7 +248,7 @@ TEST_F(Ioctl, VersionLegacyAnswersApiVersionTwo)
 	EXPECT_EQ(v.nr_domains, 1u);
 	const uint64_t all = GPUSLOT_FEATURE_LOCK | GPUSLOT_FEATURE_HQD | GPUSLOT_FEATURE_LAYOUT |
 			     GPUSLOT_FEATURE_ASYNC | GPUSLOT_FEATURE_DEADLINE |
-			     GPUSLOT_FEATURE_SLOT_PRIORITY;
+			     GPUSLOT_FEATURE_SLOT_PRIORITY | GPUSLOT_FEATURE_WORK;
 	EXPECT_EQ(v.features, all);
 	auto v2 = sized<gpuslot_version>();
 	ASSERT_EQ(d.call(GPUSLOT_IOC_VERSION, &v2), 0);
