@@ -77,7 +77,8 @@ u32 gpuslot_preempt_level(const struct gpuslot_preempt *p);
  * Write the state into @out with the seqcount protocol of
  * struct gpuslot_work_state (@out->seq odd while writing; the caller
  * provides the memory barriers' home: WRITE_ONCE/smp_wmb in the kernel,
- * the shim's in userspace).
+ * the shim's in userspace). Each call increments @out->updates: publish
+ * once per change.
  */
 void gpuslot_preempt_publish(const struct gpuslot_preempt *p,
 			     struct gpuslot_work_state *out, u64 generation,
