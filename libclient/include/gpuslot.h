@@ -70,7 +70,7 @@ extern "C" {
 
 /* The version of this header; gpuslot_lib_version() gives the library's. */
 #define GPUSLOT_VERSION_MAJOR 1
-#define GPUSLOT_VERSION_MINOR 3
+#define GPUSLOT_VERSION_MINOR 4
 #define GPUSLOT_VERSION_PATCH 0
 #define GPUSLOT_VERSION_NUMBER(maj, min, patch) ((maj) << 16 | (min) << 8 | (patch))
 
@@ -338,7 +338,7 @@ struct gpuslot_work_info {
 	uint32_t __reserved0;
 	uint64_t __reserved[2];
 };
-#define GPUSLOT_WORK_INFO_SIZE_VER0 80
+#define GPUSLOT_WORK_INFO_SIZE_VER0 72
 
 /*
  * gpuslot_work_snapshot - a consistent copy of the domain's work state. The
