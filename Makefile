@@ -171,7 +171,7 @@ test-vm: modules userspace
 # The VM suite's lock, queue, layout, asynchronous-acquire and client tests
 # (and the boost tests that need neither a VM's four CPUs nor two domains)
 # on the socket transport: gpuslotd's lock server on this host, no VM.
-SOCKET_TESTS = Lock.*:Hqd.*:Layouts.*:Async.*:Client.*:Sysfs.*:Boost.AHolderThatLowers*:Boost.NestedHoldsOfOneDomain*:Boost.MaxHold*:Boost.ABoostPriorityNothing*:Boost.AThreadWhoseCredentials*:Boost.ABoostHasABudget*:Boost.ABudgetIsTheMembers*:Boost.AWaiterLendsToTheHolders*:Boost.InheritanceBeginsNoBoostForAHoldPastMaxHold
+SOCKET_TESTS = Lock.*:Hqd.*:Layouts.*:Async.*:Client.*:ClientWork.*:Sysfs.*:Boost.AHolderThatLowers*:Boost.NestedHoldsOfOneDomain*:Boost.MaxHold*:Boost.ABoostPriorityNothing*:Boost.AThreadWhoseCredentials*:Boost.ABoostHasABudget*:Boost.ABudgetIsTheMembers*:Boost.AWaiterLendsToTheHolders*:Boost.InheritanceBeginsNoBoostForAHoldPastMaxHold
 # As root (sudo when not), as in the VM: the tests drop privileges to see
 # refusals, and the boost needs CAP_SYS_NICE.
 test-socket: userspace

@@ -225,7 +225,7 @@ std::string hex(uint64_t v)
 
 // What the module's rw files are; everything else readable is read-only.
 const char *const kWritable[] = {"k",	      "boost_priority", "max_hold_ms", "max_boost_share",
-				 "hqd_limit", "pci_bus_id",	"commit"};
+				 "hqd_limit", "pci_bus_id",	"commit", "preempt_share", "preempt_window_ms"};
 
 } // namespace
 
@@ -355,6 +355,10 @@ int LockServer::attr_read(const Conn &c, const std::string &name, std::string *t
 		t = line(d.max_hold_ms);
 	} else if (name == "max_boost_share") {
 		t = line(d.max_boost_share);
+	} else if (name == "preempt_share") {
+		t = line(d.preempt.share);
+	} else if (name == "preempt_window_ms") {
+		t = line(d.preempt.window_ns / 1000000);
 	} else if (name == "generation") {
 		t = line(d.core.generation);
 	} else if (name == "hqd_limit") {
@@ -503,6 +507,7 @@ int LockServer::commit_staged(Domain &d, const std::string &text)
 	d.parts = d.staged_parts;
 	gpuslot_core_new_generation(&d.core);
 	record_generation(d);
+	work_layout_changed(d);
 	admin_changed(d, AdminChange::partitions);
 	return 0;
 }
@@ -529,6 +534,8 @@ int LockServer::store_attr(Domain &d, const std::string &name, const std::string
 		d.max_hold_ms = v;
 		return 0;
 	}
+	if (name == "preempt_share" || name == "preempt_window_ms")
+		return store_preempt_attr(d, name, v);
 	if (name == "max_boost_share") {
 		if (v < 1 || v > 100)
 			return EINVAL;

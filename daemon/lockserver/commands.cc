@@ -267,6 +267,7 @@ int LockServer::set_k(Domain &d, unsigned int k, __u64 *generation)
 	if (generation)
 		*generation = d.core.generation;
 	record_generation(d);
+	work_layout_changed(d);
 	finish(d, &done);
 	return 0;
 }
@@ -333,6 +334,7 @@ int LockServer::set_layout(unsigned int domain, gpuslot_layout *l, const gpuslot
 		gpuslot_budget_set_limit(&d.budget, l->hqd_limit, &budget_done);
 	l->generation = d.core.generation;
 	record_generation(d);
+	work_layout_changed(d);
 	finish(d, &done);
 	finish_budget(d, &budget_done);
 	return 0;

@@ -176,6 +176,10 @@ void LockServer::on_message(Conn &c)
 		reply(c, c.request_seq, cmd, err, nullptr, 0);
 		return;
 	}
+	if (cmd == GPUSLOT_WIRE_WORK_STATE) {
+		send_work_state(c, data, h.size);
+		return;
+	}
 	// The thread the header names, for the boost and the tables, only if
 	// it is a thread of the sender now; else none (0): no boost.
 	c.request_tid = 0;
@@ -222,6 +226,7 @@ void LockServer::on_message(Conn &c)
 	Domain &d = *c.domain;
 	bool later = false, replied = false;
 	int err = 0;
+	gpuslot_set_work sw;
 	auto out = [&](auto &s) { return std::min<size_t>(usize, sizeof(s)); };
 	// Most commands have one shape, the ioctl dispatcher's (kmod/main.c):
 	// the struct taken as the ioctl takes it, @execute on it, and the
@@ -242,7 +247,8 @@ void LockServer::on_message(Conn &c)
 			v.nr_domains = unsigned(domains_.size());
 			v.features = GPUSLOT_FEATURE_LOCK | GPUSLOT_FEATURE_HQD |
 				     GPUSLOT_FEATURE_LAYOUT | GPUSLOT_FEATURE_ASYNC |
-				     GPUSLOT_FEATURE_DEADLINE | GPUSLOT_FEATURE_SLOT_PRIORITY;
+				     GPUSLOT_FEATURE_DEADLINE | GPUSLOT_FEATURE_SLOT_PRIORITY |
+				     GPUSLOT_FEATURE_WORK;
 			return 0;
 		});
 		break;
@@ -287,6 +293,12 @@ void LockServer::on_message(Conn &c)
 	case _IOC_NR(GPUSLOT_IOC_ACQUIRE_CANCEL):
 		run(gpuslot_release{}, GPUSLOT_RELEASE_SIZE_VER0,
 		    [&](gpuslot_release &r) { return cmd_cancel(c, r); });
+		break;
+	case _IOC_NR(GPUSLOT_IOC_SET_WORK):
+		// Write-only, as the ioctl (_IOC_WRITE): nothing comes back.
+		if ((err = take_struct(data, usize, &sw, sizeof(sw), GPUSLOT_SET_WORK_SIZE_VER0)))
+			break;
+		err = cmd_set_work(c, sw);
 		break;
 	case _IOC_NR(GPUSLOT_IOC_SET_K):
 		run(gpuslot_set_k{}, GPUSLOT_SET_K_SIZE_VER0,

@@ -74,6 +74,7 @@ LockServer::~LockServer()
 		}
 		if (d->timer_fd >= 0)
 			::close(d->timer_fd);
+		close_work_state(*d);
 	}
 	if (stop_fd_ >= 0)
 		::close(stop_fd_);
@@ -169,6 +170,8 @@ int LockServer::start(std::string *error)
 		d->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 		if (d->timer_fd < 0)
 			return fail("timerfd_create");
+		if (int err = open_work_state(*d, error))
+			return err;
 		e.data.ptr = &d->listen_source;
 		if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, d->listen_fd, &e))
 			return fail("epoll_ctl");
@@ -302,6 +305,8 @@ void LockServer::arm_timer(Domain &d)
 	for (const auto *m : {&d.hqd_deadlines, &d.hold_deadlines})
 		if (!m->empty() && (!next || m->begin()->first < next))
 			next = m->begin()->first;
+	if (d.preempt_expiry && (!next || d.preempt_expiry < next))
+		next = d.preempt_expiry;
 	// Most calls (every handoff) find nothing to change: no system call.
 	if (next == d.armed_ns)
 		return;
@@ -336,6 +341,7 @@ void LockServer::grant(Domain &d, Conn &c, unsigned int slot)
 	d.stats.wait_hist[std::min(wait ? 63 - std::countl_zero(wait) : 0,
 				   GPUSLOT_HIST_BUCKETS - 1)]++;
 	record_hold(d, slot);
+	publish_work(d); // the held mask, before the grant is answered
 }
 
 void LockServer::finish(Domain &d, ::list_head *done)
@@ -379,8 +385,10 @@ void LockServer::finish(Domain &d, ::list_head *done)
 		}
 		n = next;
 	}
-	// The holders and the queue changed: what each holder inherits too.
+	// The holders and the queue changed: what each holder inherits too,
+	// and the published held mask.
 	inherit(d);
+	publish_work(d);
 	arm_timer(d);
 }
 
@@ -395,6 +403,8 @@ void LockServer::release_slot(Domain &d, Conn &c)
 	}
 	d.holder[c.slot] = nullptr;
 	record_hold(d, c.slot);
+	// Its work ends with the hold, published before the next grant.
+	work_hold_ends(d, c.slot);
 	c.state = Conn::idle;
 	LIST_HEAD(done);
 	gpuslot_core_release(&d.core, c.slot, &done);
@@ -457,6 +467,7 @@ void LockServer::on_timer(Domain &d)
 	}
 	while (!d.hold_deadlines.empty() && d.hold_deadlines.begin()->first <= now)
 		on_hold_deadline(d, *d.hold_deadlines.begin()->second, now);
+	work_timer(d, now);
 	arm_timer(d);
 }
 

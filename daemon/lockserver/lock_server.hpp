@@ -281,6 +281,21 @@ private:
 
 	void admin_changed(const Domain &d, AdminChange what);
 
+	// Preemptive slots (work_state.cc): the memfd, its publication after
+	// every change, and the changes: a layout (k, priorities), a hold's
+	// end (before the slot's next grant), the budget's expiry (from
+	// on_timer()), a holder's SET_WORK, the admin's knobs.
+	int open_work_state(Domain &d, std::string *error);
+	void close_work_state(Domain &d);
+	void publish_work(Domain &d);
+	void work_layout_changed(Domain &d);
+	void work_hold_ends(Domain &d, unsigned int slot);
+	void work_timer(Domain &d, uint64_t now);
+	int cmd_set_work(Conn &c, struct gpuslot_set_work &w);
+	int store_preempt_attr(Domain &d, const std::string &name, unsigned int v);
+	// GPUSLOT_WIRE_WORK_STATE: the memfd over SCM_RIGHTS.
+	void send_work_state(Conn &c, const char *data, size_t size);
+
 	LockServerOptions options_;
 	std::function<void(unsigned int, AdminChange)> admin_change_;
 	bool boost_ = false; // CAP_SYS_NICE: holders are boosted

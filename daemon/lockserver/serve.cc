@@ -171,6 +171,16 @@ int serve_socket_transport(const DaemonOptions &daemon, const SocketServeOptions
 				return 1;
 			}
 		}
+		for (const auto &[knob, value] : {std::pair{"preempt_share", s.preempt_share},
+						  std::pair{"preempt_window_ms", s.preempt_window_ms}}) {
+			if (!value)
+				continue;
+			if (int err = server.set_attr(unsigned(i), knob, std::to_string(*value))) {
+				log(LOG_ERR, name + ": cannot set " + knob + " " +
+						     std::to_string(*value) + ": " + strerror(err));
+				return 1;
+			}
+		}
 		const unsigned int prio = s.boost_priority.value_or(GPUSLOT_DEFAULT_BOOST_PRIORITY);
 		log(LOG_INFO, name + ": k " + std::to_string(l.k) + ", generation " +
 				      std::to_string(l.generation) + ", served on " +

@@ -24,6 +24,7 @@ extern "C" {
 #include "budget.h"
 #include "core.h"
 #include "partition.h"
+#include "preempt.h"
 }
 
 namespace gpuslot {
@@ -266,6 +267,14 @@ struct LockServer::Domain {
 	bool staged = false;
 	uint64_t staged_from = 0;
 	gpuslot_partitions staged_parts{};
+	// Preemptive slots (work_state.cc): the slots' work and preemption
+	// budgets, the server's writable mapping of the sealed memfd that
+	// publishes them, the read-only file members get, and when the next
+	// budget runs out (0: none), for arm_timer().
+	gpuslot_preempt preempt{};
+	gpuslot_work_state *work = nullptr;
+	int work_fd = -1;
+	uint64_t preempt_expiry = 0;
 };
 
 // What the module would refuse in layout @p with @k slots, for a person

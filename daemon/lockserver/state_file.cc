@@ -407,6 +407,9 @@ void LockServer::adopt_orphans()
 		});
 		++it;
 	}
+	// The kept holds are held: the work state says so from the start.
+	for (auto &d : domains_)
+		publish_work(*d);
 }
 
 void LockServer::end_orphan(Domain &d, unsigned int slot)

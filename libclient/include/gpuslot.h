@@ -70,7 +70,7 @@ extern "C" {
 
 /* The version of this header; gpuslot_lib_version() gives the library's. */
 #define GPUSLOT_VERSION_MAJOR 1
-#define GPUSLOT_VERSION_MINOR 3
+#define GPUSLOT_VERSION_MINOR 4
 #define GPUSLOT_VERSION_PATCH 0
 #define GPUSLOT_VERSION_NUMBER(maj, min, patch) ((maj) << 16 | (min) << 8 | (patch))
 
@@ -320,7 +320,8 @@ GPUSLOT_API int gpuslot_slot_priority(struct gpuslot_client *c, uint32_t index);
  * nonzero: call it as the job's first command is submitted) or has drained
  * (0: call it once a synchronization returned). The end of the hold clears
  * it. Errors: -EINVAL @slot is not held by @c; -EOPNOTSUPP the module or
- * gpuslotd predates it; -ECHILD.
+ * gpuslotd predates it; -ECONNRESET gpuslotd went away and its successor
+ * does not serve the hold yet (call again); -ECHILD. (1.4)
  */
 GPUSLOT_API int gpuslot_set_work(struct gpuslot_client *c, const struct gpuslot_slot *slot,
 				 int pending);
@@ -338,15 +339,16 @@ struct gpuslot_work_info {
 	uint32_t __reserved0;
 	uint64_t __reserved[2];
 };
-#define GPUSLOT_WORK_INFO_SIZE_VER0 80
+#define GPUSLOT_WORK_INFO_SIZE_VER0 72
 
 /*
  * gpuslot_work_snapshot - a consistent copy of the domain's work state. The
  * first call maps it (the module's page, or gpuslotd's sealed memfd); after
  * that a call is a few loads, no system call, safe from any thread. On the
  * socket transport a server that is gone publishes nothing: the state
- * reads empty until the restarted server's is mapped.
- * Errors: -EOPNOTSUPP the module or gpuslotd predates it; -ECHILD.
+ * reads empty until the restarted server's is mapped (at the same address).
+ * Errors: -EINVAL @out->size below GPUSLOT_WORK_INFO_SIZE_VER0; -EOPNOTSUPP
+ * the module or gpuslotd predates it; -ECHILD. (1.4)
  */
 GPUSLOT_API int gpuslot_work_snapshot(struct gpuslot_client *c, struct gpuslot_work_info *out);
 

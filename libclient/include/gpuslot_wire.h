@@ -80,6 +80,24 @@
  */
 #define GPUSLOT_WIRE_CLIENT_TOKEN	0xf2
 
+/*
+ * A request with @cmd GPUSLOT_WIRE_WORK_STATE carries a __u32, 0 (EINVAL
+ * otherwise): it asks for the domain's work state (struct
+ * gpuslot_work_state, <linux/gpuslot.h>). The reply carries no data and,
+ * with @error 0, one file descriptor (SCM_RIGHTS): a memfd of
+ * GPUSLOT_WORK_STATE_SIZE bytes, opened read-only and sealed
+ * (F_SEAL_SHRINK, F_SEAL_GROW, F_SEAL_FUTURE_WRITE, F_SEAL_SEAL), which
+ * only gpuslotd writes; map it with mmap(PROT_READ, MAP_SHARED). Any
+ * connection may ask. Each gpuslotd has its own: after a restart, ask the
+ * new one. A gpuslotd before it answers ENOTTY (the __u32 makes an old
+ * one read it as a command's struct).
+ *
+ * The holder's reports travel as the ioctl's: @cmd
+ * _IOC_NR(GPUSLOT_IOC_SET_WORK) with struct gpuslot_set_work, answered
+ * without a struct (EPERM from a connection that holds no completed slot).
+ */
+#define GPUSLOT_WIRE_WORK_STATE	0xf3
+
 struct gpuslot_wire {
 	__u32 magic;
 	__u32 cmd;

@@ -2,6 +2,7 @@
 // The C API of libgpuslot (gpuslot.h): checking what callers pass, the
 // process-wide registry that lets clients of one domain share their
 // streams, and the calls, which ProcessDomain carries out.
+#include <pthread.h>
 #include <unistd.h>
 
 #include <linux/gpuslot.h>
@@ -30,6 +31,7 @@ static_assert(sizeof(void *) != 8 || sizeof(gpuslot_options) == GPUSLOT_OPTIONS_
 static_assert(sizeof(void *) != 8 || sizeof(gpuslot_slot) == GPUSLOT_SLOT_SIZE_VER0);
 static_assert(sizeof(void *) != 8 ||
 	      sizeof(gpuslot_layout_info) == GPUSLOT_LAYOUT_INFO_SIZE_VER0);
+static_assert(sizeof(gpuslot_work_info) == GPUSLOT_WORK_INFO_SIZE_VER0);
 
 using namespace gpuslot;
 
@@ -41,6 +43,9 @@ struct gpuslot_client {
 	// Calls running on this client: gpuslot_close() must not free it
 	// under them.
 	std::atomic<unsigned int> calls{0};
+	// The process's forks() when it was opened: the work state's calls
+	// tell a forked child so without asking getpid(), a system call.
+	unsigned int forks = 0;
 };
 
 namespace gpuslot {
@@ -94,6 +99,19 @@ template <class T> void copy_out(const T &src, T *dst, uint32_t size)
 bool in_child(const gpuslot_client *c)
 {
 	return getpid() != c->owner;
+}
+
+// Forks of this process's ancestry since the library was loaded (counted in
+// each child): a client opened before the last fork is its parent's.
+std::atomic<unsigned int> fork_count{0};
+
+unsigned int forks()
+{
+	static std::once_flag counting;
+	std::call_once(counting, [] {
+		pthread_atfork(nullptr, nullptr, [] { fork_count.fetch_add(1); });
+	});
+	return fork_count.load(std::memory_order_relaxed);
 }
 
 // Counts a call on a client for as long as it runs.
@@ -199,6 +217,7 @@ int open_client(const gpuslot_options *opts, const BackendFactory *backends,
 
 	auto c = std::make_unique<gpuslot_client>();
 	c->owner = getpid();
+	c->forks = forks();
 	// A test's backend is its own: such clients share nothing.
 	const Key key{c->owner,
 		      int(config.transport),
@@ -417,6 +436,68 @@ extern "C" int gpuslot_slot_priority(struct gpuslot_client *c, uint32_t index)
 		return fail(p, "slot " + std::to_string(index) +
 				       " is not a slot of the client's layout (0 .. k - 1)");
 	return p;
+}
+
+extern "C" int gpuslot_set_work(struct gpuslot_client *c, const struct gpuslot_slot *slot,
+				int pending)
+{
+	if (!c || !slot)
+		return fail(-EINVAL, "gpuslot_set_work() needs a client and a held slot");
+	if (in_child(c))
+		return child_error(c);
+	const InCall in(c);
+	std::string error;
+	const int ret = c->domain->set_work(slot, pending != 0, &error);
+	return ret < 0 ? fail(ret, error) : 0;
+}
+
+namespace {
+
+// The work state for gpuslot_work_snapshot() and gpuslot_work_preempts():
+// no system call once mapped (the fork check included).
+int work_state(gpuslot_client *c, gpuslot_work_state *out)
+{
+	if (forks() != c->forks)
+		return child_error(c);
+	const InCall in(c);
+	std::string error;
+	const int ret = c->domain->work_snapshot(out, &error);
+	return ret < 0 ? fail(ret, error) : 0;
+}
+
+} // namespace
+
+extern "C" int gpuslot_work_snapshot(struct gpuslot_client *c, struct gpuslot_work_info *out)
+{
+	if (!c || !out)
+		return fail(-EINVAL, "gpuslot_work_snapshot() needs a client and a place for the state");
+	if (int err = check_out_struct(out->size, GPUSLOT_WORK_INFO_SIZE_VER0, "gpuslot_work_info"))
+		return err;
+	gpuslot_work_state st;
+	if (int err = work_state(c, &st))
+		return err;
+	gpuslot_work_info info{};
+	info.size = sizeof(info);
+	info.k = st.k;
+	info.generation = st.generation;
+	info.held_mask = st.held_mask;
+	info.work_mask = st.work_mask;
+	info.preempt_mask = st.preempt_mask;
+	info.updates = st.updates;
+	info.preempt_level = st.preempt_level;
+	copy_out(info, out, out->size);
+	return 0;
+}
+
+extern "C" int gpuslot_work_preempts(struct gpuslot_client *c, uint32_t priority)
+{
+	if (!c)
+		return fail(-EINVAL, "gpuslot_work_preempts() needs a client");
+	gpuslot_work_state st;
+	if (int err = work_state(c, &st))
+		return err;
+	// A slot of priority p yields while preempt_level > p + 1 (uapi).
+	return uint64_t(st.preempt_level) > uint64_t(priority) + 1 ? 1 : 0;
 }
 
 extern "C" int gpuslot_domain_attr(struct gpuslot_client *c, const char *name, char *buf,

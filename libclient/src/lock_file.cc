@@ -7,6 +7,7 @@
 #include <linux/gpuslot.h>
 #include <gpuslot_wire.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -28,6 +29,17 @@
 
 namespace gpuslot {
 namespace {
+
+// The work state page of @fd, read-only, at @at if not null.
+int map_page(int fd, void *at, void **out)
+{
+	void *p = mmap(at, GPUSLOT_WORK_STATE_SIZE, PROT_READ, MAP_SHARED | (at ? MAP_FIXED : 0), fd,
+		       0);
+	if (p == MAP_FAILED)
+		return errno;
+	*out = p;
+	return 0;
+}
 
 class DeviceFile : public LockFile {
 public:
@@ -74,6 +86,13 @@ public:
 		const int err = n < 0 ? errno : size_t(n) == text.size() ? 0 : EIO;
 		::close(f);
 		return err;
+	}
+
+	int map_work_state(void *at, void **out) override
+	{
+		// A module before it has no mmap (ENODEV) or refuses this one.
+		const int err = map_page(fd_, at, out);
+		return err == ENODEV || err == EINVAL || err == ENOTTY ? EOPNOTSUPP : err;
 	}
 
 private:
@@ -128,7 +147,8 @@ bool known_command(unsigned long cmd)
 		GPUSLOT_IOC_RELEASE,	    GPUSLOT_IOC_SET_K,		   GPUSLOT_IOC_DOMAIN_INFO,
 		GPUSLOT_IOC_GET_STATS,	    GPUSLOT_IOC_RESERVE_QUEUES,	   GPUSLOT_IOC_UNRESERVE_QUEUES,
 		GPUSLOT_IOC_SET_LAYOUT,	    GPUSLOT_IOC_GET_LAYOUT,	   GPUSLOT_IOC_ACQUIRE_ASYNC,
-		GPUSLOT_IOC_ACQUIRE_COMPLETE, GPUSLOT_IOC_ACQUIRE_CANCEL, GPUSLOT_IOC_VERSION_LEGACY};
+		GPUSLOT_IOC_ACQUIRE_COMPLETE, GPUSLOT_IOC_ACQUIRE_CANCEL, GPUSLOT_IOC_VERSION_LEGACY,
+		GPUSLOT_IOC_SET_WORK};
 	return std::find(std::begin(known), std::end(known), cmd) != std::end(known);
 }
 
@@ -205,7 +225,12 @@ void host_deadline(unsigned long cmd, char *s, uint32_t size)
 class SocketFile : public LockFile {
 public:
 	explicit SocketFile(int fd) : fd_(fd) {}
-	~SocketFile() override { ::close(fd_); }
+	~SocketFile() override
+	{
+		for (auto &[seq, f] : fds_)
+			::close(f);
+		::close(fd_);
+	}
 	int fd() const override { return fd_; }
 
 	int call(unsigned long cmd, void *arg) override
@@ -317,6 +342,24 @@ public:
 		return h.error;
 	}
 
+	int map_work_state(void *at, void **out) override
+	{
+		std::vector<char> msg(sizeof(gpuslot_wire) + sizeof(uint32_t)), reply;
+		int memfd = -1;
+		if (int err = exchange(GPUSLOT_WIRE_WORK_STATE, &msg, &reply, this_thread_id(), &memfd))
+			return err;
+		gpuslot_wire h;
+		std::memcpy(&h, reply.data(), sizeof(h));
+		int err = h.error == ENOTTY ? EOPNOTSUPP : h.error;
+		if (!err && memfd < 0)
+			err = EPROTO;
+		if (!err)
+			err = map_page(memfd, at, out);
+		if (memfd >= 0)
+			::close(memfd);
+		return err;
+	}
+
 private:
 	int attr(uint32_t cmd, const std::string &payload, std::string *text)
 	{
@@ -336,8 +379,10 @@ private:
 	// Send @msg (its header is filled in here) as command @cmd and wait
 	// for its reply: 0 with *reply (header and data; the command's own
 	// error in the header), or the errno of the connection.
+	// A file descriptor that came with the reply (SCM_RIGHTS) goes to
+	// *@fd if asked for, and is closed otherwise.
 	int exchange(uint32_t cmd, std::vector<char> *msg, std::vector<char> *reply,
-		     int32_t tid = this_thread_id())
+		     int32_t tid = this_thread_id(), int *fd = nullptr)
 	{
 		std::unique_lock<std::mutex> guard(lock_);
 		if (broken_)
@@ -357,6 +402,13 @@ private:
 			if (auto it = replies_.find(seq); it != replies_.end()) {
 				*reply = std::move(it->second);
 				replies_.erase(it);
+				if (auto f = fds_.find(seq); f != fds_.end()) {
+					if (fd)
+						*fd = f->second;
+					else
+						::close(f->second);
+					fds_.erase(f);
+				}
 				return 0;
 			}
 			if (broken_)
@@ -369,8 +421,36 @@ private:
 			reading_ = true;
 			guard.unlock();
 			char *in = in_.get(); // the reader's alone
-			ssize_t n = recv(fd_, in, kReceiveMax, 0);
+			// A descriptor may come with a reply (the work state's
+			// memfd): received close-on-exec, kept for its caller.
+			// Room for the sender's credentials too, which come
+			// first (SO_PASSCRED is on), and a few descriptors.
+			alignas(cmsghdr) char control[CMSG_SPACE(sizeof(ucred)) +
+						      CMSG_SPACE(4 * sizeof(int))];
+			iovec iov{in, kReceiveMax};
+			msghdr mh{};
+			mh.msg_iov = &iov;
+			mh.msg_iovlen = 1;
+			mh.msg_control = control;
+			mh.msg_controllen = sizeof(control);
+			ssize_t n = recvmsg(fd_, &mh, MSG_CMSG_CLOEXEC);
 			const int err = n < 0 ? errno : 0;
+			int passed = -1;
+			for (cmsghdr *cm = n > 0 ? CMSG_FIRSTHDR(&mh) : nullptr; cm;
+			     cm = CMSG_NXTHDR(&mh, cm))
+				if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
+				    cm->cmsg_len >= CMSG_LEN(sizeof(int))) {
+					// One per message; any more were not ours to keep.
+					const size_t nfds = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+					for (size_t i = 0; i < nfds; i++) {
+						int f;
+						std::memcpy(&f, CMSG_DATA(cm) + i * sizeof(int), sizeof(f));
+						if (passed < 0)
+							passed = f;
+						else
+							::close(f);
+					}
+				}
 			guard.lock();
 			reading_ = false;
 			replied_.notify_all();
@@ -393,6 +473,8 @@ private:
 			    r.size != size_t(n) - sizeof(r)) {
 				// Gone (a restart), an older gpuslotd or not
 				// gpuslotd: every caller learns it.
+				if (passed >= 0)
+					::close(passed);
 				broken_ = true;
 				old_wire_ = n > 0 && size_t(n) >= sizeof(r) &&
 					    r.magic == GPUSLOT_WIRE_MAGIC_V1;
@@ -400,9 +482,14 @@ private:
 				return n <= 0 ? ECONNRESET : EPROTO;
 			}
 			// Grants are announced for poll(); cancels answer nobody.
-			if (r.cmd == GPUSLOT_WIRE_GRANTED || ignored_.erase(r.seq))
+			if (r.cmd == GPUSLOT_WIRE_GRANTED || ignored_.erase(r.seq)) {
+				if (passed >= 0)
+					::close(passed);
 				continue;
+			}
 			replies_[r.seq].assign(in, in + n);
+			if (passed >= 0)
+				fds_[r.seq] = passed;
 		}
 	}
 
@@ -446,6 +533,7 @@ private:
 	uint32_t seq_ = 0;
 	std::map<uint32_t, std::vector<char>> replies_; // by sequence number
 	std::set<uint32_t> ignored_;			 // our own cancels
+	std::map<uint32_t, int> fds_;			 // descriptors of replies_
 	// What the reader receives into, the largest message there is: a
 	// debug/ table. Not written until used, so the pages past the first
 	// cost nothing until such a table comes.

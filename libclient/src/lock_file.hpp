@@ -40,6 +40,12 @@ public:
 	// reclaim its hold after gpuslotd restarts. The device needs none (a
 	// hold there is its open file's): 0. 0 or a positive errno.
 	virtual int set_client_token(uint64_t) { return 0; }
+	// The attached domain's work state (struct gpuslot_work_state), mapped
+	// PROT_READ, MAP_SHARED: the module's page of this file, or gpuslotd's
+	// memfd (GPUSLOT_WIRE_WORK_STATE). At @at with MAP_FIXED, replacing
+	// what is mapped there, if @at is not null. 0 with *@out, or a
+	// positive errno (EOPNOTSUPP: a module or gpuslotd before it).
+	virtual int map_work_state(void *at, void **out) = 0;
 };
 
 // A file of @domain: @where is the device (/dev/gpuslot) or the socket

@@ -179,6 +179,11 @@ int ProcessDomain::open(const Config &config, const BackendFactory &make_backend
 	d->sets_ = std::make_unique<StreamSets>(*d->backend_, *d->budget_, config.slot_mask);
 	if (int err = d->sets_->update(layout, error); err < 0)
 		return err;
+	// Mapped at its first use, through a file of its own.
+	d->work_ = std::make_unique<WorkState>(
+		config.transport, [raw = d.get()](std::unique_ptr<LockFile> *f, std::string *e) {
+			return raw->open_file(f, e);
+		});
 	*out = std::move(d);
 	return 0;
 }
@@ -724,6 +729,49 @@ void ProcessDomain::info(gpuslot_layout_info *out, std::string *notice)
 	out->device = backend_->device_ordinal();
 	out->unit_size = l->unit_size ? l->unit_size : 1;
 	*notice = backend_->notice();
+}
+
+int ProcessDomain::set_work(const gpuslot_slot *slot, bool pending, std::string *error)
+{
+	Lane *lane;
+	if (int err = lane_of(slot, LaneState::holding, &lane, error))
+		return err;
+	int ret = 0;
+	std::string why;
+	// gpuslotd restarted under the hold: take it back first (it kept it
+	// for this lane), and report to the new server. One not listening
+	// yet leaves the lane as it is, for a later call to try again.
+	if (!lane->lost && lane->file->gone() && keep_hold(lane, &why)) {
+		ret = connection_lost(nullptr, "SET_WORK", error);
+		*error += " (" + why + ")";
+	} else if (lane->lost) {
+		ret = connection_lost(lane, "SET_WORK", error);
+		*error += " (the restarted gpuslotd did not keep the hold)";
+	} else {
+		struct gpuslot_set_work w{};
+		w.size = sizeof(w);
+		w.flags = pending ? GPUSLOT_WORK_PENDING : 0;
+		const int err = lane->file->call(GPUSLOT_IOC_SET_WORK, &w);
+		if (err == ENOTTY || err == EINVAL) {
+			// A module or gpuslotd before it: the command, or its
+			// size, unknown.
+			*error = "SET_WORK: the lock predates preemptive slots (upgrade the gpuslot "
+				 "module or gpuslotd)";
+			ret = -EOPNOTSUPP;
+		} else if (err == ECONNRESET) {
+			ret = connection_lost(lane, "SET_WORK", error);
+		} else if (err == EPERM) {
+			// The lock holds no completed slot for this file.
+			*error = "SET_WORK: this slot is no longer held by this client";
+			ret = -EINVAL;
+		} else if (err) {
+			*error = std::string("SET_WORK: ") + strerror(err);
+			ret = -err;
+		}
+	}
+	std::lock_guard<std::mutex> hold(lock_);
+	lane->state = LaneState::holding;
+	return ret;
 }
 
 int ProcessDomain::slot_priority(unsigned int slot)

@@ -27,6 +27,7 @@
 #include "gpuslot.h"
 #include "lock_file.hpp"
 #include "stream_sets.hpp"
+#include "work_state.hpp"
 
 namespace gpuslot {
 
@@ -70,6 +71,15 @@ public:
 	int read_attr(const std::string &name, std::string *text);
 	// Slot @slot's priority in the current layout, or -EINVAL.
 	int slot_priority(unsigned int slot);
+	// Preemptive slots (issue 40): the holder of @slot reports its work
+	// pending or drained (SET_WORK on the hold's own file); and the
+	// domain's published state, lock-free after the first call
+	// (WorkState). 0 or -errno with *error.
+	int set_work(const gpuslot_slot *slot, bool pending, std::string *error);
+	int work_snapshot(gpuslot_work_state *out, std::string *error)
+	{
+		return work_->snapshot(out, error);
+	}
 	// End the holds and acquires of a client that closes.
 	void drop_owner(const void *owner);
 
@@ -170,6 +180,7 @@ private:
 	// A lane left state reclaiming.
 	std::condition_variable reclaimed_;
 	std::unique_ptr<StreamSets> sets_;
+	std::unique_ptr<WorkState> work_;
 };
 
 } // namespace gpuslot

@@ -40,8 +40,8 @@ TEST(Config, GpuSectionsOverrideTheDefault)
 {
 	auto c = parse_ok("# comment\n[daemon]\naudit_interval_ms = 0\n"
 			  "[default]\nk = 4\nboost_priority = 40 ; inline\n"
-			  "max_boost_share = 30\n"
-			  "[gpu1]\nk = 2\nsizes = 75%,25%\nhqd_limit = 8\n"
+			  "max_boost_share = 30\npreempt_share = 10\n"
+			  "[gpu1]\nk = 2\nsizes = 75%,25%\nhqd_limit = 8\npreempt_window_ms = 100\n"
 			  "mask_algorithm = D\nmax_boost_share = 100\n"
 			  "[gpu2]\nsizes =\nmask_algorithm = auto\n");
 	EXPECT_EQ(c.audit_interval_ms, 0u);
@@ -57,6 +57,9 @@ TEST(Config, GpuSectionsOverrideTheDefault)
 	EXPECT_FALSE(c.for_gpu(2).mask_algorithm); // auto: chosen per GPU
 	EXPECT_EQ(*c.for_gpu(0).max_boost_share, 30u);
 	EXPECT_EQ(*c.for_gpu(1).max_boost_share, 100u);
+	EXPECT_EQ(*c.for_gpu(1).preempt_share, 10u);
+	EXPECT_EQ(*c.for_gpu(1).preempt_window_ms, 100u);
+	EXPECT_FALSE(c.for_gpu(0).preempt_window_ms);
 }
 
 TEST(Config, EveryMistakeNamesTheLineAndWhatIsAllowed)
@@ -73,6 +76,10 @@ TEST(Config, EveryMistakeNamesTheLineAndWhatIsAllowed)
 		{"[default]\nboost_priority = 99\n", "t.conf:2: boost_priority '99': expected 0 (no boost) or a SCHED_FIFO priority from 1 to 98"},
 		{"[gpu1]\nmax_boost_share = 0\n", "t.conf:2: max_boost_share '0': expected the share of time"},
 		{"[default]\nmax_boost_share = 101\n", "t.conf:2: max_boost_share '101'"},
+		{"[default]\npreempt_share = 0\n", "t.conf:2: preempt_share '0': expected the share of GPU time"},
+		{"[gpu0]\npreempt_share = 101\n", "t.conf:2: preempt_share '101'"},
+		{"[default]\npreempt_window_ms = 0\n", "t.conf:2: preempt_window_ms '0': expected the window"},
+		{"[default]\npreempt_window_ms = 60001\n", "t.conf:2: preempt_window_ms '60001'"},
 		{"[default]\nhqd_limit = 0\n", "t.conf:2: hqd_limit '0': expected 1 to 1024"},
 		{"[default]\nmask_algorithm = E\n",
 		 "t.conf:2: mask_algorithm 'E': expected auto, A (Linux <= 5.14)"},

@@ -17,6 +17,13 @@
 //	VERSION; with drop-cap-sys-admin first drops CAP_SYS_ADMIN from its
 //	effective and permitted sets, as a rootful container's uid 0 lacks
 //	it. Exits with how many were answered (at most 99).
+//   socket_client_helper hold-with-work SOCKET_DIR DOMAIN SLOT
+//	takes slot SLOT on a new connection, reports work pending on it
+//	(SET_WORK), writes "held\n" to its standard output and waits to be
+//	killed. Exits 100 + n on failure n.
+//   socket_client_helper write-attr SOCKET_DIR DOMAIN UID NAME VALUE
+//	becomes UID (all its uids and gids), then writes attribute NAME.
+//	Exits with the write's errno (0: written), 100 + n on failure n.
 #include <linux/capability.h>
 #include <linux/gpuslot.h>
 #include <gpuslot_wire.h>
@@ -114,11 +121,56 @@ int connections_served(const char *dir, unsigned int domain, int n, bool drop_ad
 	return std::min(served, 99);
 }
 
+std::unique_ptr<gpuslot::LockFile> connect_to(const char *dir, const char *domain)
+{
+	std::unique_ptr<gpuslot::LockFile> f;
+	std::string error;
+	if (gpuslot::open_lock_file(gpuslot::Transport::socket, dir, unsigned(std::atoi(domain)), &f,
+				    &error))
+		std::fprintf(stderr, "%s\n", error.c_str());
+	return f;
+}
+
+int hold_with_work(const char *dir, const char *domain, unsigned int slot)
+{
+	auto f = connect_to(dir, domain);
+	if (!f)
+		return 100;
+	gpuslot_acquire a{};
+	a.size = sizeof(a);
+	a.allowed_mask = 1ULL << slot;
+	if (f->call(GPUSLOT_IOC_ACQUIRE, &a))
+		return 101;
+	struct gpuslot_set_work w{};
+	w.size = sizeof(w);
+	w.flags = GPUSLOT_WORK_PENDING;
+	if (f->call(GPUSLOT_IOC_SET_WORK, &w))
+		return 102;
+	if (write(1, "held\n", 5) != 5)
+		return 103;
+	for (;;)
+		pause();
+}
+
+int write_attr(const char *dir, const char *domain, uid_t uid, const char *name, const char *value)
+{
+	if (setgroups(0, nullptr) || setresgid(uid, uid, uid) || setresuid(uid, uid, uid))
+		return 100;
+	auto f = connect_to(dir, domain);
+	if (!f)
+		return 101;
+	return f->write_attr(name, value);
+}
+
 } // namespace
 
 int main(int argc, char **argv)
 {
 	const std::string cmd = argc > 1 ? argv[1] : "";
+	if (cmd == "hold-with-work" && argc == 5)
+		return hold_with_work(argv[2], argv[3], unsigned(std::atoi(argv[4])));
+	if (cmd == "write-attr" && argc == 7)
+		return write_attr(argv[2], argv[3], uid_t(std::atol(argv[4])), argv[5], argv[6]);
 	if (cmd == "acquire-passed" && (argc == 4 || argc == 5))
 		return acquire_passed(std::atoi(argv[2]), uid_t(std::atol(argv[3])),
 				      argc == 5 && !std::strcmp(argv[4], "keep-cap-sys-nice"));

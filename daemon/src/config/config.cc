@@ -53,6 +53,10 @@ GpuSettings Config::for_gpu(unsigned int domain) const
 		s.boost_priority = g.boost_priority;
 	if (g.max_boost_share)
 		s.max_boost_share = g.max_boost_share;
+	if (g.preempt_share)
+		s.preempt_share = g.preempt_share;
+	if (g.preempt_window_ms)
+		s.preempt_window_ms = g.preempt_window_ms;
 	if (g.hqd_limit)
 		s.hqd_limit = g.hqd_limit;
 	if (g.mask_algorithm)
@@ -189,6 +193,19 @@ int on_key(void *user, const char *section, const char *key,
 				    "run boosted, 1 to 100 (percent; 100: no "
 				    "budget)");
 		g->max_boost_share = v;
+	} else if (name == "preempt_share") {
+		if (!number(value, 1, 100, &v))
+			return fail("preempt_share '" + std::string(value) +
+				    "': expected the share of GPU time a slot's work "
+				    "may hold the lower slots back, 1 to 100 "
+				    "(percent; 100: no budget)");
+		g->preempt_share = v;
+	} else if (name == "preempt_window_ms") {
+		if (!number(value, 1, 60000, &v))
+			return fail("preempt_window_ms '" + std::string(value) +
+				    "': expected the window of the preemption "
+				    "budget, 1 to 60000 ms");
+		g->preempt_window_ms = v;
 	} else if (name == "hqd_limit") {
 		if (!number(value, 1, 1024, &v))
 			return fail("hqd_limit '" + std::string(value) +
@@ -209,7 +226,8 @@ int on_key(void *user, const char *section, const char *key,
 	} else {
 		return fail("unknown key '" + name + "' in [" + sec +
 			    "]; known: k, sizes, boost_priority, "
-			    "max_boost_share, hqd_limit, mask_algorithm");
+			    "max_boost_share, preempt_share, "
+			    "preempt_window_ms, hqd_limit, mask_algorithm");
 	}
 	return 1;
 }

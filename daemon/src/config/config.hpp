@@ -27,6 +27,8 @@ struct GpuSettings {
 	std::optional<unsigned int> reserve_percent; // layout = protect: 0 .. 90
 	std::optional<unsigned int> boost_priority; // 0 .. 98
 	std::optional<unsigned int> max_boost_share; // 1 .. 100 (%)
+	std::optional<unsigned int> preempt_share;   // 1 .. 100 (%)
+	std::optional<unsigned int> preempt_window_ms; // 1 .. 60000
 	std::optional<unsigned int> hqd_limit;	    // 1 .. 1024
 	std::optional<MaskAlgorithm> mask_algorithm; // unset: auto
 

@@ -224,6 +224,16 @@ Daemon::Applied Daemon::apply(Managed &m, const GpuSettings &settings,
 			return Applied::failed;
 		}
 	}
+	for (const auto &[knob, value] : {std::pair{"preempt_share", settings.preempt_share},
+					  std::pair{"preempt_window_ms", settings.preempt_window_ms}}) {
+		if (!value)
+			continue;
+		if (int err = write_domain_file(options_.sysfs, m.domain, knob,
+						std::to_string(*value))) {
+			*error = name + ": cannot set " + knob + ": " + strerror(err);
+			return Applied::failed;
+		}
+	}
 	const bool changed = layout.generation != m.generation;
 	m.generation = layout.generation;
 	m.k = k;
