@@ -19,16 +19,6 @@
 #include "gpuslot.h"
 #include "run_env.hpp"
 
-// TEMPORARY (issue 40): libgpuslot's gpuslot_set_work() and
-// gpuslot_work_preempts() are declared (gpuslot.h, 8a3de1d) but implemented
-// in parallel. Weak references let this library link and load against a
-// libgpuslot without them (both then read as absent: -EOPNOTSUPP, no
-// throttling) and bind to them, unchanged, once libgpuslot has them. Drop
-// these two lines and the null checks below when it does.
-extern "C" __attribute__((weak)) int gpuslot_set_work(struct gpuslot_client *,
-						      const struct gpuslot_slot *, int);
-extern "C" __attribute__((weak)) int gpuslot_work_preempts(struct gpuslot_client *, uint32_t);
-
 namespace gpuslot::run {
 namespace {
 
@@ -85,8 +75,7 @@ public:
 	{
 		if (!work_supported_)
 			return;
-		const int err = gpuslot_set_work ? gpuslot_set_work(client_, &slot_, pending)
-						 : -EOPNOTSUPP;
+		const int err = gpuslot_set_work(client_, &slot_, pending);
 		if (err == -EOPNOTSUPP || err == -ECHILD) {
 			// An older module or gpuslotd: nothing to tell, ever.
 			work_supported_ = false;
@@ -122,8 +111,7 @@ public:
 	{
 		if (!supported_.load(std::memory_order_relaxed))
 			return false;
-		const int r = gpuslot_work_preempts ? gpuslot_work_preempts(client_, lock_->priority())
-						    : -EOPNOTSUPP;
+		const int r = gpuslot_work_preempts(client_, lock_->priority());
 		if (r >= 0)
 			return r > 0;
 		// The lock publishes no work state (an older module or
@@ -205,6 +193,15 @@ void release_at_exit()
 	state.lock->release();
 }
 
+// GPUSLOT_RUN_STATS=1: what the queue did, on stderr at exit (the
+// acquires and the commands the throttle held back), for a harness to
+// check that a layout did what it says.
+void print_stats_at_exit()
+{
+	std::fprintf(stderr, "gpuslot-run: pid %d: %llu acquires, %llu commands held back\n",
+		     int(getpid()), state.queue->acquires(), state.queue->throttled());
+}
+
 __attribute__((constructor)) void load()
 {
 	const char *domain_text = std::getenv(kEnvDomain);
@@ -277,6 +274,8 @@ __attribute__((constructor)) void load()
 				      Throttle{unsigned(*inflight), outranked ? unsigned(*window) : 0u,
 					       state.preempt, cuda_markers()});
 	pthread_atfork(nullptr, nullptr, forked_child);
+	if (const char *stats = std::getenv("GPUSLOT_RUN_STATS"); stats && !std::strcmp(stats, "1"))
+		std::atexit(print_stats_at_exit);
 	if (state.policy == Policy::hold) {
 		if (state.lock->acquire())
 			fail("the slot could not be taken");

@@ -7,7 +7,7 @@
 # (glibc and its loader too; not the host's libcuda). Programs run as
 #   BUNDLE/ld-linux-x86-64.so.2 --library-path BUNDLE BUNDLE/PROGRAM
 #
-# usage: [RELEASE_BUILD_DIR=DIR] bundle_run.sh TEST_BUILD_DIR OUT_DIR
+# usage: [RELEASE_BUILD_DIR=DIR] [SANITIZE=0] bundle_run.sh TEST_BUILD_DIR OUT_DIR
 set -euo pipefail
 build=$(cd "$1" && pwd) out=$2
 here=$(cd "$(dirname "$0")" && pwd)
@@ -16,14 +16,22 @@ rm -rf "$out"
 mkdir -p "$out"
 nvcc -O2 -std=c++17 -arch=sm_90 "$here/run_plain.cu" -o "$out/run_plain"
 nvcc -O2 -std=c++17 -arch=sm_90 "$here/launch_rate.cu" -o "$out/launch_rate"
-g++ -std=c++20 -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
+# The lock server and the work holder with ASan/UBSan, as the tests build
+# them; SANITIZE=0 without (a release measurement needs neither, and the
+# device tool carries at most 64 MiB).
+if [ "${SANITIZE:-1}" = 0 ]; then
+	sanitize=(-O2)
+else
+	sanitize=(-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer)
+fi
+g++ -std=c++20 "${sanitize[@]}" \
 	-I"$root/daemon/lockserver" -I"$root/uapi" -I"$root/libclient/include" \
 	-I"$root/libclient/src" "$here/run_lock_server.cc" \
 	"$build/daemon/libgpuslot_lockserver.a" "$build/libclient/libgpuslot_internal.a" \
 	-lpthread -ldl -o "$out/run_lock_server"
 # run_launch_cost.sh's higher slot with work: needs libgpuslot's
 # gpuslot_set_work (issue 40's lock side); without it, no throttled runs.
-g++ -std=c++20 -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
+g++ -std=c++20 "${sanitize[@]}" \
 	-I"$root/uapi" -I"$root/libclient/include" "$here/work_holder.cc" \
 	"$build/libclient/libgpuslot_internal.a" -lpthread -ldl -o "$out/work_holder" ||
 	echo "bundle_run.sh: work_holder not built (no gpuslot_set_work in libgpuslot?)" >&2

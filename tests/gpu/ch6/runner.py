@@ -125,7 +125,7 @@ class Pool:
         if task.technique == "run":
             # gpuslot-run's folder holds the libgpuslot its interposer needs
             # (only gpuslot's libraries: a bundle's glibc stays out).
-            env = dict(self.env, **(lock_env or {}))
+            env = dict(self.env, **(lock_env or {}), GPUSLOT_RUN_STATS="1")
             env["LD_LIBRARY_PATH"] = os.pathsep.join(
                 [os.path.dirname(os.environ.get("CH6_GPUSLOT_RUN", ""))] +
                 [p for p in env.get("LD_LIBRARY_PATH", "").split(os.pathsep) if p])
@@ -180,7 +180,8 @@ def gpuslot_run_launcher(task):
         raise RuntimeError("technique run: CH6_GPUSLOT_RUN must name gpuslot-run")
     slots = ",".join(map(str, sorted(task.slots))) if task.slots else None
     cmd = [run] + (["--slots", slots] if slots else [])
-    cmd += ["--hold" if task.hold else "--per-sync", "--inflight", str(task.inflight), "--"]
+    cmd += ["--hold" if task.hold else "--per-sync", "--inflight", str(task.inflight)]
+    cmd += (["--window", str(task.window)] if task.window else []) + ["--"]
     return cmd
 
 

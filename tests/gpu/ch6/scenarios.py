@@ -18,6 +18,7 @@ class Layout:
     k: int
     percents: tuple = None
     priorities: tuple = None
+    preempt_share: int = None   # gpuslotd's preempt_share (issue 40); None: its default
 
     def __post_init__(self):
         for name in ("percents", "priorities"):
@@ -38,6 +39,8 @@ class Layout:
                                           for p in self.percents) + "\n"
         if self.priorities:
             text += "priorities = " + ",".join(map(str, self.priorities)) + "\n"
+        if self.preempt_share is not None:
+            text += f"preempt_share = {self.preempt_share}\n"
         return text
 
 
@@ -72,7 +75,8 @@ class Scenario:
         """Everything the scenario is (a run's schedule.json keeps it, so that
         a resumed run runs exactly what it started with)."""
         layout = self.layout and dict(k=self.layout.k, percents=self.layout.percents,
-                                      priorities=self.layout.priorities)
+                                      priorities=self.layout.priorities,
+                                      preempt_share=self.layout.preempt_share)
         return dict(experiment=self.experiment, name=self.name, layout=layout,
                     tasks=[t.to_json() for t in self.tasks],
                     whole_gpu_slots=self.whole_gpu_slots, technique=self.technique,
@@ -82,7 +86,8 @@ class Scenario:
     def from_json(d):
         lay = d["layout"]
         layout = lay and Layout(lay["k"], lay["percents"] and tuple(lay["percents"]),
-                                lay["priorities"] and tuple(lay["priorities"]))
+                                lay["priorities"] and tuple(lay["priorities"]),
+                                lay.get("preempt_share"))
         return Scenario(d["experiment"], d["name"], layout,
                         tuple(Task.from_json(t) for t in d["tasks"]),
                         d["whole_gpu_slots"], d["technique"], d.get("duration_s", 0.0))
@@ -216,11 +221,16 @@ TECHNIQUES = {
                        "competitors keep at most 4 commands in flight (issue 40)",
     "gpuslot-preempt-whole": "gpuslot-preempt with every slot on the whole GPU: the "
                              "competitors held back, not confined",
+    "gpuslot-preempt-tight": "gpuslot-preempt with 1 command in flight while preempted and "
+                             "a window of 4 (not 4 and 16)",
+    "gpuslot-preempt-nobudget": "gpuslot-preempt with preempt_share 100: no bound on "
+                                "what the priority task holds back",
 }
 # Issue 40's preemptive layouts: the competitors' commands in flight while
 # the priority task has work (XSched's threshold in its authors' setting).
 PREEMPT_INFLIGHT = 4
-RUN_LAYOUTS = ("gpuslot-run-held", "gpuslot-preempt", "gpuslot-preempt-whole")
+RUN_LAYOUTS = ("gpuslot-run-held", "gpuslot-preempt", "gpuslot-preempt-whole",
+               "gpuslot-preempt-tight", "gpuslot-preempt-nobudget")
 # The alternatives a user has without gpuslot: issue 32's bar compares
 # gpuslot's priority layouts against the best of them.
 ALTERNATIVES = ("unmanaged", "stream-priority", "mps")
@@ -329,10 +339,13 @@ def protection(experiment, front, competitors, techniques=tuple(TECHNIQUES),
         elif t in RUN_LAYOUTS:
             sizes = ("all",) * 4 if t == "gpuslot-preempt-whole" else \
                 ("all",) + ((100 - DEFAULT_RESERVE) // 3,) * 3
-            layout = Layout(4, sizes, (HIGH_SLOT_PRIORITY, 0, 0, 0))
-            inflight = 0 if t == "gpuslot-run-held" else PREEMPT_INFLIGHT
+            layout = Layout(4, sizes, (HIGH_SLOT_PRIORITY, 0, 0, 0),
+                            100 if t == "gpuslot-preempt-nobudget" else None)
+            inflight = 0 if t == "gpuslot-run-held" else 1 if t == "gpuslot-preempt-tight" \
+                else PREEMPT_INFLIGHT
+            window = 4 if t == "gpuslot-preempt-tight" else 0
             first = dataclasses.replace(front("run", frozenset({0}), 0), hold=True)
-            rest = tuple(dataclasses.replace(c, inflight=inflight)
+            rest = tuple(dataclasses.replace(c, inflight=inflight, window=window)
                          for c in competitors("run", frozenset({1, 2, 3}), 0, 0))
             out.append(Scenario(experiment, t, layout, (first,) + rest, technique=t))
         elif t == "hybrid":

@@ -79,6 +79,7 @@ class Task:
     hold: bool = False             # lock, run: one hold for every job
     xsched_priority: int = 0       # xsched: the XQueue's priority
     inflight: int = 0              # xsched, run: commands in flight while held back
+    window: int = 0                # run: gpuslot-run --window (0: its default)
 
     def __post_init__(self):
         if self.technique not in TECHNIQUES:
@@ -112,4 +113,5 @@ class Task:
         d.setdefault("hold", False)
         d.setdefault("xsched_priority", 0)
         d.setdefault("inflight", 0)
+        d.setdefault("window", 0)
         return Task(**d)
