@@ -425,6 +425,16 @@ void gpuslot_boost_teardown(void)
 	rt_mutex_unlock(&gpuslot_boost_lock);
 }
 
+void gpuslot_expiry_queue(struct kthread_work *work)
+{
+	kthread_queue_work(gpuslot_expiry_worker, work);
+}
+
+void gpuslot_expiry_cancel(struct kthread_work *work)
+{
+	kthread_cancel_work_sync(work);
+}
+
 static enum hrtimer_restart gpuslot_overrun_timer_fn(struct hrtimer *timer)
 {
 	struct gpuslot_file *f = container_of(timer, struct gpuslot_file,

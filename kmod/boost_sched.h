@@ -11,6 +11,14 @@
 int gpuslot_boost_setup(void);
 void gpuslot_boost_teardown(void);
 /*
+ * The expiry worker (SCHED_FIFO above every holder the module boosts) for
+ * other clocks that must run above the holders they end: the preemption
+ * budget's (work.c). Queue from a hard hrtimer; cancel before the domain
+ * goes.
+ */
+void gpuslot_expiry_queue(struct kthread_work *work);
+void gpuslot_expiry_cancel(struct kthread_work *work);
+/*
  * A domain's boost_priority becomes @boost_priority: the expiry worker
  * moves above it first, if it is not already. May sleep.
  */

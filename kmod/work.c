@@ -22,6 +22,7 @@
 #include <linux/mm.h>
 #include <linux/timekeeping.h>
 
+#include "boost_sched.h"
 #include "compat.h"
 #include "domain.h"
 #include "work.h"
@@ -48,7 +49,7 @@ static void gpuslot_work_arm_locked(struct gpuslot_domain *d)
 		return;
 	}
 	hrtimer_start(&w->timer, ns_to_ktime(min_t(u64, next, KTIME_MAX)),
-		      HRTIMER_MODE_ABS);
+		      HRTIMER_MODE_ABS_HARD);
 }
 
 void gpuslot_work_publish_locked(struct gpuslot_domain *d)
@@ -56,8 +57,15 @@ void gpuslot_work_publish_locked(struct gpuslot_domain *d)
 	struct gpuslot_work *w = &d->work;
 
 	lockdep_assert_held(&d->lock);
+	/*
+	 * Not preempted between the odd and the even seq (d->lock is
+	 * preemptible on PREEMPT_RT): a member reading at a higher priority
+	 * on this CPU would spin on the odd seq. Nothing here sleeps.
+	 */
+	preempt_disable();
 	gpuslot_preempt_publish(&w->preempt, w->state, d->core.generation,
 				d->core.held);
+	preempt_enable();
 	gpuslot_work_arm_locked(d);
 }
 
@@ -89,7 +97,7 @@ bool gpuslot_work_file_pending_locked(struct gpuslot_domain *d,
 }
 
 /* A bucket may have run out: settle, and publish what stopped. */
-static void gpuslot_work_expire(struct work_struct *work)
+static void gpuslot_work_expire(struct kthread_work *work)
 {
 	struct gpuslot_domain *d =
 		container_of(work, struct gpuslot_domain, work.expire);
@@ -116,7 +124,7 @@ static enum hrtimer_restart gpuslot_work_timer(struct hrtimer *timer)
 	struct gpuslot_domain *d =
 		container_of(timer, struct gpuslot_domain, work.timer);
 
-	queue_work(system_highpri_wq, &d->work.expire);
+	gpuslot_expiry_queue(&d->work.expire);
 	return HRTIMER_NORESTART;
 }
 
@@ -131,8 +139,8 @@ int gpuslot_work_init(struct gpuslot_domain *d)
 	if (!w->state)
 		return -ENOMEM;
 	gpuslot_hrtimer_setup(&w->timer, gpuslot_work_timer, CLOCK_MONOTONIC,
-			      HRTIMER_MODE_ABS);
-	INIT_WORK(&w->expire, gpuslot_work_expire);
+			      HRTIMER_MODE_ABS_HARD);
+	kthread_init_work(&w->expire, gpuslot_work_expire);
 	w->armed_ns = U64_MAX;
 	gpuslot_preempt_init(&w->preempt, GPUSLOT_DEFAULT_PREEMPT_SHARE,
 			     GPUSLOT_DEFAULT_PREEMPT_WINDOW_MS, now);
@@ -150,7 +158,7 @@ void gpuslot_work_destroy(struct gpuslot_domain *d)
 		return;
 	/* The work re-arms the timer only while a held slot preempts: none is. */
 	hrtimer_cancel(&w->timer);
-	cancel_work_sync(&w->expire);
+	gpuslot_expiry_cancel(&w->expire);
 	hrtimer_cancel(&w->timer);
 	/* A mapping still open holds a reference of its own to the page. */
 	free_page((unsigned long)w->state);
@@ -193,14 +201,14 @@ int gpuslot_file_mmap(struct gpuslot_file *f, struct vm_area_struct *vma)
 
 	if (vma->vm_pgoff || vma->vm_end - vma->vm_start > PAGE_SIZE)
 		return -EINVAL;
-	if (vma->vm_flags & VM_WRITE)
+	if (vma->vm_flags & (VM_WRITE | VM_EXEC))
 		return -EPERM;
 	/*
-	 * Never writable: mprotect() cannot add PROT_WRITE, nor a forced
-	 * write (ptrace, /proc/pid/mem) go through; nor may mremap() grow
-	 * it past the page.
+	 * Never writable nor executable: mprotect() cannot add PROT_WRITE
+	 * or PROT_EXEC, nor a forced write (ptrace, /proc/pid/mem) go
+	 * through; nor may mremap() grow it past the page.
 	 */
-	gpuslot_vm_flags_mod(vma, VM_DONTEXPAND, VM_MAYWRITE);
+	gpuslot_vm_flags_mod(vma, VM_DONTEXPAND, VM_MAYWRITE | VM_MAYEXEC);
 	/*
 	 * The page of the domain attached now, for the mapping's life:
 	 * ATTACH later changes what the file locks, not what it maps.
@@ -236,9 +244,12 @@ static int gpuslot_work_set_budget(struct gpuslot_domain *d, unsigned int share,
 		window_ms = div_u64(p->window_ns, NSEC_PER_MSEC);
 	ret = gpuslot_preempt_set_budget(p, share, window_ms,
 					 gpuslot_work_now());
-	/* A smaller bucket runs out sooner. */
+	/*
+	 * Settling may have stopped a slot whose bucket ran out: publish
+	 * (and arm: a smaller bucket runs out sooner), as gpuslotd does.
+	 */
 	if (!ret)
-		gpuslot_work_arm_locked(d);
+		gpuslot_work_publish_locked(d);
 	spin_unlock(&d->lock);
 	return ret;
 }

@@ -7,8 +7,8 @@
 #define GPUSLOT_WORK_H
 
 #include <linux/hrtimer.h>
+#include <linux/kthread.h>
 #include <linux/types.h>
-#include <linux/workqueue.h>
 #include <uapi/linux/gpuslot.h>
 
 #include "lockcore/preempt.h"
@@ -25,11 +25,14 @@ struct gpuslot_work {
 	/*
 	 * The budget's next expiry. d->lock is a spinlock_t, a sleeping
 	 * lock on PREEMPT_RT, and its users never disable interrupts: the
-	 * timer, in hard interrupt context outside PREEMPT_RT, only queues
-	 * @expire, which takes d->lock in process context.
+	 * timer, in hard interrupt context (also on PREEMPT_RT), only queues
+	 * @expire on the module's expiry worker (boost_sched.c), which runs
+	 * above every holder the module boosts: the slot whose budget ran
+	 * out is typically held by a boosted thread spinning on its own
+	 * CPU, below which a workqueue or a soft timer would never run.
 	 */
 	struct hrtimer timer;
-	struct work_struct expire;
+	struct kthread_work expire;
 	u64 armed_ns;		/* what @timer was last started for; U64_MAX: none */
 };
 

@@ -136,6 +136,7 @@ struct State {
 	LibgpuslotLock *lock = nullptr;
 	LibgpuslotPreempt *preempt = nullptr;
 	LaunchQueue *queue = nullptr;
+	pid_t loader_pid = 0; // the process that loaded the interposer
 	Policy policy = Policy::per_sync;
 	unsigned int priority_levels = 0;
 };
@@ -198,6 +199,10 @@ void release_at_exit()
 // check that a layout did what it says.
 void print_stats_at_exit()
 {
+	// Not in a forked child: its queue is disabled, and its mutex may be
+	// held by a thread that does not exist there.
+	if (getpid() != state.loader_pid)
+		return;
 	std::fprintf(stderr, "gpuslot-run: pid %d: %llu acquires, %llu commands held back\n",
 		     int(getpid()), state.queue->acquires(), state.queue->throttled());
 }
@@ -259,11 +264,15 @@ __attribute__((constructor)) void load()
 	// The window applies where another slot of the domain outranks the
 	// program's (the layout at start: a program outranked later gets
 	// the bound only while preempted).
+	// Only slots the program may not hold count: its own slots of
+	// different priorities do not outrank it.
 	bool outranked = false;
 	gpuslot_layout_info layout{};
 	layout.size = sizeof(layout);
 	if (gpuslot_client_layout(state.client, &layout) == 0)
 		for (unsigned int s = 0; s < layout.k && s < 64; s++) {
+			if (*mask >> s & 1)
+				continue;
 			const int p = gpuslot_slot_priority(state.client, s);
 			if (p >= 0 && unsigned(p) > state.priority_levels)
 				outranked = true;
@@ -274,6 +283,7 @@ __attribute__((constructor)) void load()
 				      Throttle{unsigned(*inflight), outranked ? unsigned(*window) : 0u,
 					       state.preempt, cuda_markers()});
 	pthread_atfork(nullptr, nullptr, forked_child);
+	state.loader_pid = getpid();
 	if (const char *stats = std::getenv("GPUSLOT_RUN_STATS"); stats && !std::strcmp(stats, "1"))
 		std::atexit(print_stats_at_exit);
 	if (state.policy == Policy::hold) {

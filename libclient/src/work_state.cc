@@ -174,10 +174,14 @@ int WorkState::snapshot(gpuslot_work_state *out, std::string *error)
 		if (read_once(p, out) && epoch_.load(std::memory_order_acquire) == epoch)
 			return 0;
 		// Written meanwhile; for long only by a server that died
-		// mid-write (the module and a live gpuslotd finish at once).
+		// mid-write, or a writer preempted mid-write by this thread
+		// (a gpuslotd at a lower priority than a FIFO reader on its
+		// CPU): sched_yield() gives the CPU to no lower priority, so
+		// a short sleep does.
 		if (tries % 64 == 0) {
 			check_server(monotonic_ns(), true);
-			sched_yield();
+			const timespec pause = {0, 50 * 1000};
+			nanosleep(&pause, nullptr);
 		}
 	}
 }

@@ -152,6 +152,12 @@ TEST_F(Work, TheStatePageIsReadOnlyForEveryone)
 	}
 	EXPECT_EQ(mprotect(page.addr(), size, PROT_READ | PROT_WRITE), -1);
 	EXPECT_EQ(errno, EACCES);
+	// Nor executable (review): a data page, never code.
+	void *x = mmap(nullptr, size, PROT_READ | PROT_EXEC, MAP_SHARED, d.fd(), 0);
+	EXPECT_EQ(x, MAP_FAILED);
+	EXPECT_EQ(errno, EPERM);
+	EXPECT_EQ(mprotect(page.addr(), size, PROT_READ | PROT_EXEC), -1);
+	EXPECT_EQ(errno, EACCES);
 	for (int flags : {MAP_SHARED, MAP_PRIVATE}) {
 		void *p = mmap(nullptr, size, PROT_READ, flags, d.fd(), 0);
 		ASSERT_NE(p, MAP_FAILED) << flags;
