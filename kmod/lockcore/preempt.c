@@ -165,13 +165,12 @@ void gpuslot_preempt_set_work(struct gpuslot_preempt *p, unsigned int slot,
 
 	if (slot >= p->k)
 		return;
-	s = &p->slot[slot];
-	gpuslot_preempt_settle(p, s, now_ns, true);
 	if (!pending) {
-		s->work = false;
-		s->preempting = false;
+		gpuslot_preempt_clear(p, slot, now_ns);
 		return;
 	}
+	s = &p->slot[slot];
+	gpuslot_preempt_settle(p, s, now_ns, true);
 	/*
 	 * A second report of work already pending changes nothing: a slot
 	 * whose bucket ran out preempts again only after it drained.
