@@ -70,7 +70,7 @@ extern "C" {
 
 /* The version of this header; gpuslot_lib_version() gives the library's. */
 #define GPUSLOT_VERSION_MAJOR 1
-#define GPUSLOT_VERSION_MINOR 4
+#define GPUSLOT_VERSION_MINOR 5
 #define GPUSLOT_VERSION_PATCH 0
 #define GPUSLOT_VERSION_NUMBER(maj, min, patch) ((maj) << 16 | (min) << 8 | (patch))
 
@@ -309,6 +309,21 @@ GPUSLOT_API int gpuslot_client_layout(struct gpuslot_client *c,
  * Errors: -EINVAL @index >= k; -ECHILD. (1.3)
  */
 GPUSLOT_API int gpuslot_slot_priority(struct gpuslot_client *c, uint32_t index);
+
+/*
+ * gpuslot_slot_context - slot @index's CUDA green context (a CUgreenCtx)
+ * of the client's current streams, in *@context, and its layout generation
+ * in *@generation: to make more streams on the slot's partition with
+ * cuGreenCtxStreamCreate() (gpuslot-run makes a program's streams there).
+ * NULL for a slot that is the whole GPU (no partition). Work on such
+ * streams is gated only where the caller holds the slot. The context lives
+ * until its generation is retired (gpuslot_retire_generation()) or the
+ * last client of the domain in the process is closed, across layout
+ * changes. Errors: -EOPNOTSUPP not a client of the cuda backend; -EINVAL
+ * @index not in the client's slot_mask or past k; -ECHILD. (1.5)
+ */
+GPUSLOT_API int gpuslot_slot_context(struct gpuslot_client *c, uint32_t index, void **context,
+				     uint64_t *generation);
 
 /*
  * Preemptive slots (1.4; docs/preemption.md). While a slot of higher

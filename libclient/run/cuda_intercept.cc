@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "interposer.hpp"
@@ -212,10 +213,127 @@ bool slot_cuda_priority(int *priority)
 	return true;
 }
 
+std::atomic<unsigned long> streams_confined, streams_whole;
+
+// Said once per process, on stderr.
+void say_once(std::atomic<bool> &said, const std::string &what)
+{
+	if (!said.exchange(true))
+		std::fprintf(stderr, "gpuslot-run: %s\n", what.c_str());
+}
+
+template <class Fn>
+Fn driver_fn(const char *name)
+{
+	return reinterpret_cast<Fn>(driver_symbol(name));
+}
+
+// Whether a stream made now may go on @p's green context: it belongs to
+// the primary context of the domain's GPU (the green context shares its
+// memory and modules), and it performs no implicit synchronization with
+// the default stream (a green context's streams cannot: NON_BLOCKING is
+// required). Else it stays on the whole GPU, said once per reason.
+bool confinable(unsigned int flags, const Partition &p)
+{
+	static std::atomic<bool> said_blocking, said_context;
+	if (!(flags & CU_STREAM_NON_BLOCKING)) {
+		say_once(said_blocking,
+			 "a blocking stream (made without CU_STREAM_NON_BLOCKING / "
+			 "cudaStreamNonBlocking) runs on the whole GPU at the slot's priority: a "
+			 "green context's streams cannot synchronize with the default stream");
+		return false;
+	}
+	using GetCurrent = CUresult (*)(CUcontext *);
+	using GetDevice = CUresult (*)(CUdevice *);
+	using Retain = CUresult (*)(CUcontext *, CUdevice);
+	using Release = CUresult (*)(CUdevice);
+	static auto get_current = driver_fn<GetCurrent>("cuCtxGetCurrent");
+	static auto get_device = driver_fn<GetDevice>("cuCtxGetDevice");
+	static auto retain = driver_fn<Retain>("cuDevicePrimaryCtxRetain");
+	static auto release = driver_fn<Release>("cuDevicePrimaryCtxRelease_v2");
+	CUcontext current = nullptr, primary = nullptr;
+	CUdevice dev = -1;
+	bool ok = get_current && get_device && retain && release &&
+		  get_current(&current) == CUDA_SUCCESS && current &&
+		  get_device(&dev) == CUDA_SUCCESS && int(dev) == p.device;
+	if (ok && retain(&primary, dev) == CUDA_SUCCESS) {
+		ok = primary == current;
+		release(dev);
+	} else {
+		ok = false;
+	}
+	if (!ok)
+		say_once(said_context,
+			 "a stream of another GPU or of a context the program made itself (not "
+			 "the primary context of the slot's GPU) runs on the whole GPU at the "
+			 "slot's priority");
+	return ok;
+}
+
+// A stream on the slot's green context at @priority, read back: the
+// stream's green context and priority are what was asked.
+CUresult confined_stream(CUstream *stream, unsigned int flags, int priority, const Partition &p)
+{
+	using Create = CUresult (*)(CUstream *, CUgreenCtx, unsigned int, int);
+	using GetGreen = CUresult (*)(CUstream, CUgreenCtx *);
+	using GetPriority = CUresult (*)(CUstream, int *);
+	static auto create = driver_fn<Create>("cuGreenCtxStreamCreate");
+	static auto get_green = driver_fn<GetGreen>("cuStreamGetGreenCtx");
+	static auto get_priority = driver_fn<GetPriority>("cuStreamGetPriority");
+	auto destroy = real<decltype(&cuStreamDestroy_v2)>(kStreamDestroy, kLegacy);
+	if (!create || !get_green || !get_priority || !destroy) {
+		std::fprintf(stderr, "gpuslot-run: the CUDA driver has no cuGreenCtxStreamCreate or "
+				     "cuStreamGetGreenCtx (CUDA 12.5 or later is needed)\n");
+		return CUDA_ERROR_NOT_SUPPORTED;
+	}
+	const auto green = static_cast<CUgreenCtx>(p.green);
+	CUstream s;
+	if (CUresult r = create(&s, green, flags, priority)) {
+		std::fprintf(stderr, "gpuslot-run: cuGreenCtxStreamCreate on the slot's partition: "
+				     "error %d\n", int(r));
+		return r;
+	}
+	CUgreenCtx got = nullptr;
+	int got_priority = 0;
+	if (get_green(s, &got) != CUDA_SUCCESS || got != green ||
+	    get_priority(s, &got_priority) != CUDA_SUCCESS || got_priority != priority) {
+		std::fprintf(stderr, "gpuslot-run: a stream made on the slot's partition reads back "
+				     "another context or priority (%d, asked %d)\n",
+			     got_priority, priority);
+		destroy(s);
+		return CUDA_ERROR_NOT_PERMITTED;
+	}
+	*stream = s;
+	return CUDA_SUCCESS;
+}
+
 CUresult create_stream(CUstream *stream, unsigned int flags, int asked, bool asked_priority)
 {
 	int priority = asked;
-	if (slot_cuda_priority(&priority) || asked_priority) {
+	if (slot_cuda_priority(&priority)) {
+		Partition p;
+		std::string why;
+		if (slot_partition(&p, &why) < 0) {
+			// A program that asked for a partition never runs its
+			// streams outside it: its stream is refused.
+			static std::atomic<bool> said;
+			say_once(said, "the slot's partition: " + why +
+					       "; the program's streams are refused");
+			return CUDA_ERROR_NOT_PERMITTED;
+		}
+		if (stream && p.green && confinable(flags, p)) {
+			const CUresult r = confined_stream(stream, flags, priority, p);
+			if (r == CUDA_SUCCESS)
+				streams_confined.fetch_add(1, std::memory_order_relaxed);
+			return r;
+		}
+		if (p.green)
+			streams_whole.fetch_add(1, std::memory_order_relaxed);
+		auto fn = real<decltype(&cuStreamCreateWithPriority)>(kStreamCreateWithPriority,
+								      kLegacy);
+		return fn ? fn(stream, flags, priority) : CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND;
+	}
+	if (asked_priority) {
 		auto fn = real<decltype(&cuStreamCreateWithPriority)>(kStreamCreateWithPriority,
 								      kLegacy);
 		return fn ? fn(stream, flags, priority) : CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND;
@@ -359,6 +477,12 @@ Markers *cuda_markers()
 	};
 	static Lazy *lazy = new Lazy;
 	return lazy;
+}
+
+void stream_counts(unsigned long *confined, unsigned long *whole)
+{
+	*confined = streams_confined.load(std::memory_order_relaxed);
+	*whole = streams_whole.load(std::memory_order_relaxed);
 }
 
 bool stream_finished(void *stream)
@@ -620,6 +744,9 @@ gpuslot_run_dlsym_answer(void *handle, const char *name)
 {
 	const DlsymFn real_lookup = gpuslot::run::real_dlsym();
 	if (handle == RTLD_NEXT || !name || name[0] != 'c' || name[1] != 'u')
+		return nullptr;
+	// libgpuslot's own driver setup gets libcuda's entry points.
+	if (gpuslot::run::in_library_setup())
 		return nullptr;
 	return gpuslot::run::answer_cuda(handle, name, real_lookup);
 }

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
 
 #include "gpuslot.h"
@@ -133,6 +134,12 @@ private:
 
 struct State {
 	gpuslot_client *client = nullptr;
+	uint64_t slot_mask = 0;
+	uint32_t domain = 0;
+	bool partitioned = false; // the slots' partition is not the whole GPU
+	// The cuda backend's client whose green context the program's streams
+	// are made on (slot_partition()); open for the process.
+	gpuslot_client *partition_client = nullptr;
 	LibgpuslotLock *lock = nullptr;
 	LibgpuslotPreempt *preempt = nullptr;
 	LaunchQueue *queue = nullptr;
@@ -141,6 +148,89 @@ struct State {
 	unsigned int priority_levels = 0;
 };
 State state;
+
+thread_local bool library_setup;
+
+// Slot @slot's partition as the lock says it ("all": the whole GPU), from
+// the lock client: no driver call.
+std::string slot_units(unsigned int slot)
+{
+	char text[160] = "";
+	const std::string name = "slot" + std::to_string(slot) + "/units";
+	const int n = gpuslot_domain_attr(state.client, name.c_str(), text, sizeof(text));
+	if (n < 0)
+		fail(name + ": " + gpuslot_last_error());
+	std::string units(text);
+	while (!units.empty() && units.back() == '\n')
+		units.pop_back();
+	return units;
+}
+
+// The program's streams are made on one partition: the slots it may hold
+// must share it.
+void check_partitions(uint64_t mask)
+{
+	std::string first;
+	unsigned int first_slot = 0;
+	for (unsigned int s = 0; s < 64; s++) {
+		if (!(mask >> s & 1))
+			continue;
+		const std::string units = slot_units(s);
+		if (first.empty()) {
+			first = units;
+			first_slot = s;
+		} else if (units != first) {
+			fail("slots " + std::to_string(first_slot) + " and " + std::to_string(s) +
+			     " have different partitions (" + first + ", " + units +
+			     "): a stream is made on one partition, so --slots may list only "
+			     "slots of the same partition");
+		}
+	}
+	state.partitioned = first != "all";
+}
+
+int open_partition(Partition *out, std::string *error)
+{
+	if (!state.partitioned)
+		return 0; // the whole GPU: the program's own context is right
+	gpuslot_options o{};
+	o.size = sizeof(o);
+	o.domain = state.domain;
+	o.backend = GPUSLOT_BACKEND_CUDA;
+	o.slot_mask = state.slot_mask;
+	if (gpuslot_open(&o, &state.partition_client) < 0) {
+		*error = gpuslot_last_error();
+		return -EIO;
+	}
+	gpuslot_client *const client = state.partition_client;
+	gpuslot_layout_info layout{};
+	layout.size = sizeof(layout);
+	if (gpuslot_client_layout(client, &layout) < 0) {
+		*error = gpuslot_last_error();
+		return -EIO;
+	}
+	if (layout.notice && *layout.notice)
+		std::fprintf(stderr, "gpuslot-run: %s\n", layout.notice);
+	out->device = layout.device;
+	for (unsigned int s = 0; s < 64; s++) {
+		if (!(state.slot_mask >> s & 1))
+			continue;
+		// Every slot shares the partition (check_partitions()): the
+		// lowest slot's context serves them all.
+		if (gpuslot_slot_context(client, s, &out->green, &out->generation) < 0) {
+			*error = gpuslot_last_error();
+			return -EIO;
+		}
+		break;
+	}
+	if (!out->green) {
+		*error = "libgpuslot built no green context for a partitioned slot";
+		return -EIO;
+	}
+	// The client stays open for the process: its contexts back the
+	// program's streams.
+	return 0;
+}
 
 // Children do not inherit the slot: the library leaves LD_PRELOAD, and
 // its variables go, so a process the program starts cannot wait for the
@@ -203,8 +293,13 @@ void print_stats_at_exit()
 	// held by a thread that does not exist there.
 	if (getpid() != state.loader_pid)
 		return;
-	std::fprintf(stderr, "gpuslot-run: pid %d: %llu acquires, %llu commands held back\n",
-		     int(getpid()), state.queue->acquires(), state.queue->throttled());
+	unsigned long confined, whole;
+	stream_counts(&confined, &whole);
+	std::fprintf(stderr,
+		     "gpuslot-run: pid %d: %llu acquires, %llu commands held back, %lu streams "
+		     "on the slot's partition, %lu on the whole GPU\n",
+		     int(getpid()), state.queue->acquires(), state.queue->throttled(), confined,
+		     whole);
 }
 
 __attribute__((constructor)) void load()
@@ -243,10 +338,13 @@ __attribute__((constructor)) void load()
 	gpuslot_options o{};
 	o.size = sizeof(o);
 	o.domain = uint32_t(*domain);
+	state.domain = o.domain;
+	state.slot_mask = *mask;
 	o.backend = GPUSLOT_BACKEND_NONE;
 	o.slot_mask = *mask;
 	if (gpuslot_open(&o, &state.client) < 0)
 		fail(std::string("domain ") + std::to_string(*domain) + ": " + gpuslot_last_error());
+	check_partitions(*mask);
 	// A stream's priority is fixed when it is made, and the program's
 	// streams outlive any one hold: the lowest priority of the slots it
 	// may hold, so that no stream stands above the slot that runs it.
@@ -300,6 +398,38 @@ __attribute__((constructor)) void load()
 LaunchQueue *launch_queue()
 {
 	return state.queue;
+}
+
+int slot_partition(Partition *out, std::string *error)
+{
+	static std::mutex lock;
+	static bool opened;
+	static int result;
+	static Partition partition;
+	static std::string why;
+	if (!state.queue) {
+		*error = "gpuslot-run's variables were not set at load";
+		return -ENOENT;
+	}
+	if (library_setup) {
+		*error = "libgpuslot's own setup made a stream";
+		return -EDEADLK;
+	}
+	std::lock_guard<std::mutex> hold(lock);
+	if (!opened) {
+		opened = true;
+		library_setup = true;
+		result = open_partition(&partition, &why);
+		library_setup = false;
+	}
+	*out = partition;
+	*error = why;
+	return result;
+}
+
+bool in_library_setup()
+{
+	return library_setup;
 }
 
 bool stream_priority_levels(unsigned int *levels)

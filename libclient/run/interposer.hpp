@@ -4,6 +4,9 @@
 // (cuda_intercept.cc).
 #pragma once
 
+#include <cstdint>
+#include <string>
+
 #include "launch_queue.hpp"
 
 namespace gpuslot::run {
@@ -15,6 +18,28 @@ LaunchQueue *launch_queue();
 // The priority the program's streams get, in levels above the default
 // (gpuslot_slot_priority()); false where there is none to give.
 bool stream_priority_levels(unsigned int *levels);
+
+// The slot's partition, which the program's streams are made on.
+struct Partition {
+	void *green = nullptr; // CUgreenCtx; nullptr: the slot is the whole GPU
+	int device = -1;       // the runtime's number of the domain's GPU
+	uint64_t generation = 0;
+};
+
+// The partition of the program's slots. A partitioned slot's green context
+// comes from a client of libgpuslot's cuda backend, opened on the first
+// call (after the program has initialised the driver, never at load):
+// 0, or -errno with *error saying why. Thread-safe.
+int slot_partition(Partition *out, std::string *error);
+
+// True on a thread inside libgpuslot's own driver setup (slot_partition()):
+// the dlsym hook then answers with libcuda's entry points, never the
+// interposer's, so the library's calls do not pass the queue.
+bool in_library_setup();
+
+// The program's streams made so far on the slot's partition, and those
+// that stayed on the whole GPU of a partitioned slot (cuda_intercept.cc).
+void stream_counts(unsigned long *confined, unsigned long *whole);
 
 // Whether the work queued on @stream has finished (cuStreamQuery; in
 // cuda_intercept.cc).

@@ -783,6 +783,15 @@ int ProcessDomain::slot_priority(unsigned int slot)
 	return int(l->priority(slot));
 }
 
+int ProcessDomain::slot_context(unsigned int slot, void **context, uint64_t *generation)
+{
+	// Only the cuda backend's contexts are green contexts.
+	if (std::string(backend_->name()) != "cuda")
+		return -EOPNOTSUPP;
+	std::lock_guard<std::mutex> hold(lock_);
+	return sets_->lend_context(slot, context, generation) ? 0 : -EINVAL;
+}
+
 int ProcessDomain::read_attr(const std::string &name, std::string *text)
 {
 	// build_lock_: reconnect() replaces the control file under it.

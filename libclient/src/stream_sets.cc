@@ -146,6 +146,21 @@ bool StreamSets::hand_out(unsigned int slot, Handout *out)
 	return true;
 }
 
+bool StreamSets::lend_context(unsigned int slot, void **context, uint64_t *generation)
+{
+	if (gens_.empty())
+		return false;
+	Generation &g = gens_.back();
+	if (slot >= g.layout.k || !(g.set.slots >> slot & 1))
+		return false;
+	// Streams made on the context outlive any hold: trim() must not
+	// destroy it when the layout changes.
+	g.set.handed_out[slot] = true;
+	*context = g.set.contexts[slot];
+	*generation = g.layout.generation;
+	return true;
+}
+
 void StreamSets::hold_ended(uint64_t generation)
 {
 	for (auto &g : gens_)

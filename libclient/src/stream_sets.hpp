@@ -92,6 +92,11 @@ public:
 		unsigned int priority; // the slot's, which its stream was made at
 	};
 	bool hand_out(unsigned int slot, Handout *out);
+	// Lend slot @slot's context of the current set (a green context;
+	// nullptr for a whole-GPU slot) to build more streams on: the set
+	// keeps it until its generation is retired, as a handed-out stream.
+	// False if the set has no stream for @slot.
+	bool lend_context(unsigned int slot, void **context, uint64_t *generation);
 	// A hold of generation @generation ended.
 	void hold_ended(uint64_t generation);
 

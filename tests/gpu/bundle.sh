@@ -14,9 +14,14 @@ rm -rf "$out"
 mkdir -p "$out"
 nvcc -O2 -std=c++20 -arch=sm_90 -I"$root/libclient/include" -I"$root/uapi" \
 	"$here/slot_jobs.cu" -L"$build/libclient" -lgpuslot -o "$out/slot_jobs"
+# gpuslot-run's confinement check (run_confine.sh): a program of nvcc alone,
+# for the host's own loader.
+nvcc -O2 -std=c++17 -arch=sm_90 -Xcompiler -static-libstdc++,-static-libgcc \
+	"$here/smid_probe.cu" -o "$out/smid_probe"
 cp "$build/daemon/gpuslotd" "$build/daemon/gpuslotctl" "$out/"
 cp -L "$build/libclient/libgpuslot.so.1" "$out/"
-cp "$here/socket_results.py" "$here/run_socket.sh" "$out/"
+cp "$here/socket_results.py" "$here/run_socket.sh" "$here/run_confine.sh" \
+	"$here/confine_torch.py" "$out/"
 for bin in "$out/gpuslotd" "$out/gpuslotctl" "$out/slot_jobs"; do
 	LD_LIBRARY_PATH="$out" ldd "$bin" | awk '/=> \// {print $3} /^\t\/lib64/ {print $1}' |
 		while read -r lib; do

@@ -8,6 +8,13 @@
 // Events are recorded at their stream's end of work (cuEventQuery says
 // whether it has passed); cuStreamWaitEvent is a command.
 //
+// One device (FAKE_CUDA_PCI, default 0000:19:00.0) of 132 SMs in pairs,
+// its primary context the only context, and green contexts as the driver
+// makes them (CUDA 12.5+): a split into groups of consecutive SMs, a
+// descriptor, a green context of those SMs, NON_BLOCKING streams on it
+// only. A command's line says which SMs its stream may run on: sms=all or
+// sms=<first>-<last>[,...].
+//
 // Every call appends a line to FAKE_CUDA_LOG (one write(2) with O_APPEND,
 // so processes sharing the file do not interleave lines):
 //   <pid> <CLOCK_MONOTONIC ns> <entry point> [key=value ...]
@@ -17,6 +24,7 @@
 #include <cuda.h>
 #undef cuGetProcAddress
 #include <fcntl.h>
+#include <strings.h>
 #include <linux/gpuslot.h>
 #include <time.h>
 #include <unistd.h>
@@ -46,9 +54,37 @@ uint64_t now_ns()
 	return uint64_t(ts.tv_sec) * 1000000000 + uint64_t(ts.tv_nsec);
 }
 
+// A green context: the SMs its groups give it, [first, first + count).
+struct Green {
+	std::vector<std::pair<unsigned int, unsigned int>> sms;
+	unsigned int count() const
+	{
+		unsigned int n = 0;
+		for (auto &r : sms)
+			n += r.second;
+		return n;
+	}
+	// Adjacent groups read as one range: "0-31".
+	std::string text() const
+	{
+		std::string t;
+		for (size_t i = 0; i < sms.size();) {
+			size_t j = i;
+			while (j + 1 < sms.size() &&
+			       sms[j + 1].first == sms[j].first + sms[j].second)
+				j++;
+			t += (t.empty() ? "" : ",") + std::to_string(sms[i].first) + "-" +
+			     std::to_string(sms[j].first + sms[j].second - 1);
+			i = j + 1;
+		}
+		return t;
+	}
+};
+
 struct Stream {
 	int priority;
 	uint64_t busy_until = 0;
+	const Green *green = nullptr;
 };
 
 std::mutex mutex;
@@ -110,7 +146,8 @@ CUresult launch(const char *name, CUstream s)
 	st->busy_until = std::max(st->busy_until, now_ns()) + kernel_ns();
 	char h[32];
 	std::snprintf(h, sizeof(h), "%p", static_cast<void *>(s));
-	log(std::string(name) + " stream=" + h + " end=" + std::to_string(st->busy_until) + held);
+	log(std::string(name) + " stream=" + h + " end=" + std::to_string(st->busy_until) + held +
+	    " sms=" + (st->green ? st->green->text() : "all"));
 	return CUDA_SUCCESS;
 }
 
@@ -312,6 +349,156 @@ FAKE_EXPORT CUresult cuEventQuery(CUevent e)
 	return now_ns() < *reinterpret_cast<uint64_t *>(e) ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
 }
 
+// The device, its primary context (the only context) and green contexts.
+constexpr unsigned int kDeviceSms = 132, kCoscheduled = 2;
+
+FAKE_EXPORT CUresult cuDeviceGetCount(int *n)
+{
+	*n = 1;
+	return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuDeviceGet(CUdevice *d, int ordinal)
+{
+	if (ordinal != 0)
+		return CUDA_ERROR_INVALID_DEVICE;
+	*d = 0;
+	return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuDeviceGetByPCIBusId(CUdevice *d, const char *id)
+{
+	const char *mine = std::getenv("FAKE_CUDA_PCI");
+	if (!id || strcasecmp(id, mine ? mine : "0000:19:00.0"))
+		return CUDA_ERROR_INVALID_DEVICE;
+	*d = 0;
+	return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice)
+{
+	return cuCtxGetCurrent(ctx);
+}
+FAKE_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice)
+{
+	return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuCtxGetDevice(CUdevice *d)
+{
+	*d = 0;
+	return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuCtxPushCurrent_v2(CUcontext)
+{
+	return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *ctx)
+{
+	return cuCtxGetCurrent(ctx);
+}
+// A resource's first SM rides in the driver's padding.
+unsigned int &first_sm(CUdevResource &r)
+{
+	return *reinterpret_cast<unsigned int *>(r._internal_padding);
+}
+CUdevResource sm_resource(unsigned int first, unsigned int count)
+{
+	CUdevResource r{};
+	r.type = CU_DEV_RESOURCE_TYPE_SM;
+	first_sm(r) = first;
+	r.sm.smCount = count;
+	r.sm.minSmPartitionSize = kCoscheduled;
+	r.sm.smCoscheduledAlignment = kCoscheduled;
+	return r;
+}
+FAKE_EXPORT CUresult cuDeviceGetDevResource(CUdevice, CUdevResource *r, CUdevResourceType type)
+{
+	if (type != CU_DEV_RESOURCE_TYPE_SM)
+		return CUDA_ERROR_INVALID_VALUE;
+	*r = sm_resource(0, kDeviceSms);
+	return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuDevSmResourceSplitByCount(CUdevResource *result, unsigned int *groups,
+						 const CUdevResource *input,
+						 CUdevResource *remaining, unsigned int,
+						 unsigned int min_count)
+{
+	if (!groups || !input || !min_count || min_count % kCoscheduled)
+		return CUDA_ERROR_INVALID_VALUE;
+	const unsigned int n = input->sm.smCount / min_count;
+	const unsigned int first = *reinterpret_cast<const unsigned int *>(input->_internal_padding);
+	if (result) {
+		const unsigned int made = std::min(*groups, n);
+		for (unsigned int i = 0; i < made; i++)
+			result[i] = sm_resource(first + i * min_count, min_count);
+		*groups = made;
+		if (remaining)
+			*remaining = sm_resource(first + made * min_count,
+						 input->sm.smCount - made * min_count);
+	} else {
+		*groups = n;
+	}
+	return CUDA_SUCCESS;
+}
+struct Desc {
+	std::vector<CUdevResource> parts;
+};
+FAKE_EXPORT CUresult cuDevResourceGenerateDesc(CUdevResourceDesc *desc, CUdevResource *r,
+					       unsigned int n)
+{
+	// The driver has no call to free one: kept for the process.
+	static std::vector<std::unique_ptr<Desc>> descs;
+	std::lock_guard guard(mutex);
+	descs.push_back(std::make_unique<Desc>());
+	descs.back()->parts.assign(r, r + n);
+	*desc = reinterpret_cast<CUdevResourceDesc>(descs.back().get());
+	return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuGreenCtxCreate(CUgreenCtx *g, CUdevResourceDesc desc, CUdevice,
+				      unsigned int)
+{
+	auto *green = new Green;
+	for (CUdevResource &r : reinterpret_cast<Desc *>(desc)->parts)
+		green->sms.push_back({first_sm(r), r.sm.smCount});
+	*g = reinterpret_cast<CUgreenCtx>(green);
+	log("cuGreenCtxCreate sms=" + green->text());
+	return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuGreenCtxGetDevResource(CUgreenCtx g, CUdevResource *r, CUdevResourceType)
+{
+	const Green *green = reinterpret_cast<Green *>(g);
+	*r = sm_resource(green->sms.empty() ? 0 : green->sms[0].first, green->count());
+	return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuGreenCtxDestroy(CUgreenCtx g)
+{
+	delete reinterpret_cast<Green *>(g);
+	return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuGreenCtxStreamCreate(CUstream *out, CUgreenCtx g, unsigned int flags,
+					    int priority)
+{
+	// As the driver documents: NON_BLOCKING must be given.
+	if (!(flags & CU_STREAM_NON_BLOCKING))
+		return CUDA_ERROR_INVALID_VALUE;
+	std::lock_guard guard(mutex);
+	priority = std::clamp(priority, kGreatest, kLeast);
+	streams.push_back(std::make_unique<Stream>(Stream{priority}));
+	streams.back()->green = reinterpret_cast<Green *>(g);
+	*out = reinterpret_cast<CUstream>(streams.back().get());
+	log("cuGreenCtxStreamCreate priority=" + std::to_string(priority) +
+	    " sms=" + streams.back()->green->text());
+	return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuStreamGetGreenCtx(CUstream s, CUgreenCtx *g)
+{
+	std::lock_guard guard(mutex);
+	*g = reinterpret_cast<CUgreenCtx>(const_cast<Green *>(stream_of(s)->green));
+	return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuGetErrorString(CUresult, const char **s)
+{
+	*s = "fake CUDA error";
+	return CUDA_SUCCESS;
+}
+
 // For the probe program: what the lock says now (" lock=busy" ...).
 FAKE_EXPORT const char *fake_cuda_lock_state()
 {
@@ -350,6 +537,24 @@ const Proc procs[] = {
 	{"cuGraphLaunch", 10000, FN(cuGraphLaunch), FN(cuGraphLaunch_ptsz)},
 	{"cuStreamWaitEvent", 3020, FN(cuStreamWaitEvent), FN(cuStreamWaitEvent_ptsz)},
 	{"cuEventRecord", 2000, FN(cuEventRecord), nullptr},
+	{"cuDeviceGetCount", 2000, FN(cuDeviceGetCount), nullptr},
+	{"cuDeviceGet", 2000, FN(cuDeviceGet), nullptr},
+	{"cuDeviceGetByPCIBusId", 4010, FN(cuDeviceGetByPCIBusId), nullptr},
+	{"cuDevicePrimaryCtxRetain", 7000, FN(cuDevicePrimaryCtxRetain), nullptr},
+	{"cuDevicePrimaryCtxRelease", 11000, FN(cuDevicePrimaryCtxRelease_v2), nullptr},
+	{"cuCtxGetCurrent", 4000, FN(cuCtxGetCurrent), nullptr},
+	{"cuCtxGetDevice", 2000, FN(cuCtxGetDevice), nullptr},
+	{"cuCtxPushCurrent", 4000, FN(cuCtxPushCurrent_v2), nullptr},
+	{"cuCtxPopCurrent", 4000, FN(cuCtxPopCurrent_v2), nullptr},
+	{"cuDeviceGetDevResource", 12040, FN(cuDeviceGetDevResource), nullptr},
+	{"cuDevSmResourceSplitByCount", 12040, FN(cuDevSmResourceSplitByCount), nullptr},
+	{"cuDevResourceGenerateDesc", 12040, FN(cuDevResourceGenerateDesc), nullptr},
+	{"cuGreenCtxCreate", 12040, FN(cuGreenCtxCreate), nullptr},
+	{"cuGreenCtxGetDevResource", 12040, FN(cuGreenCtxGetDevResource), nullptr},
+	{"cuGreenCtxDestroy", 12040, FN(cuGreenCtxDestroy), nullptr},
+	{"cuGreenCtxStreamCreate", 12050, FN(cuGreenCtxStreamCreate), nullptr},
+	{"cuStreamGetGreenCtx", 12040, FN(cuStreamGetGreenCtx), nullptr},
+	{"cuGetErrorString", 6000, FN(cuGetErrorString), nullptr},
 	{"cuEventQuery", 2000, FN(cuEventQuery), nullptr},
 	{"cuMemcpyHtoDAsync", 3020, FN(cuMemcpyHtoDAsync_v2), FN(cuMemcpyHtoDAsync_v2_ptsz)},
 	{"cuMemcpyDtoH", 3020, FN(cuMemcpyDtoH_v2), FN(cuMemcpyDtoH_v2_ptds)},

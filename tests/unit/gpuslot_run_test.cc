@@ -21,6 +21,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -61,6 +62,8 @@ protected:
 		server_ = std::make_unique<gpuslot::LockServer>(o);
 		std::string error;
 		ASSERT_EQ(server_->start(&error), 0) << error;
+		// The driver double's GPU (FAKE_CUDA_PCI's default).
+		ASSERT_EQ(server_->set_attr(0, "pci_bus_id", "0000:19:00.0"), 0);
 		thread_ = std::thread([this] {
 			std::string e;
 			server_->run(&e);
@@ -86,6 +89,26 @@ protected:
 		for (size_t s = 0; s < priorities.size(); s++)
 			l.priority[s] = priorities[s];
 		ASSERT_EQ(server_->set_layout(0, &l, nullptr), 0);
+	}
+
+	// Slots of NVIDIA SM groups as gpuslotd plans them for the driver
+	// double's GPU (132 SMs, split by 8: 16 groups): one partition per
+	// slot, each a mask of groups, at these priorities.
+	void sm_layout(std::vector<uint64_t> groups, std::vector<unsigned int> priorities)
+	{
+		gpuslot_layout l{};
+		l.size = sizeof(l);
+		l.k = unsigned(groups.size());
+		l.unit_kind = GPUSLOT_UNIT_NV_SM_GROUP;
+		l.unit_size = 8;
+		l.nr_units = 16;
+		l.nr_partitions = l.k;
+		std::vector<gpuslot_partition> parts(groups.size());
+		for (size_t s = 0; s < groups.size(); s++) {
+			parts[s].units[0] = groups[s];
+			l.priority[s] = priorities[s];
+		}
+		ASSERT_EQ(server_->set_layout(0, &l, parts.data()), 0);
 	}
 
 	// The environment of a program of the test: the lock on dir_'s
@@ -116,7 +139,8 @@ protected:
 		return env;
 	}
 
-	Child spawn(const std::vector<std::string> &args, bool lock_probe = false)
+	Child spawn(const std::vector<std::string> &args, bool lock_probe = false,
+		    bool with_stderr = false)
 	{
 		int in[2], out[2];
 		EXPECT_EQ(pipe2(in, O_CLOEXEC), 0);
@@ -125,6 +149,8 @@ protected:
 		posix_spawn_file_actions_init(&fa);
 		posix_spawn_file_actions_adddup2(&fa, in[0], 0);
 		posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+		if (with_stderr)
+			posix_spawn_file_actions_adddup2(&fa, out[1], 2);
 		std::vector<char *> argv, envp;
 		for (auto &a : args)
 			argv.push_back(const_cast<char *>(a.c_str()));
@@ -197,6 +223,13 @@ protected:
 	Exit run(const std::vector<std::string> &args, bool lock_probe = false)
 	{
 		Child c = spawn(args, lock_probe);
+		return finish(c);
+	}
+
+	// run(), its stderr in Exit::out after its stdout's lines.
+	Exit run_with_stderr(const std::vector<std::string> &args)
+	{
+		Child c = spawn(args, false, true);
 		return finish(c);
 	}
 
@@ -325,6 +358,76 @@ TEST_F(GpuslotRun, StreamsGetTheSlotsPriorityClampedIntoTheRange)
 	e = run({kRun, "--slots", "0-1", "--", kDl, "streams"});
 	ASSERT_EQ(e.status, 0);
 	EXPECT_EQ(e.out, "streams -3 -3\n");
+}
+
+// The SMs each stream's commands ran on, by stream handle (the double's
+// sms= field of its command lines).
+std::map<std::string, std::set<std::string>> sms_by_stream(const std::vector<std::string> &lines)
+{
+	std::map<std::string, std::set<std::string>> out;
+	for (const std::string &l : lines) {
+		if (l.find(" cuLaunchKernel") == std::string::npos)
+			continue;
+		const size_t st = l.find(" stream="), sm = l.find(" sms=");
+		if (st == std::string::npos || sm == std::string::npos)
+			continue;
+		const std::string stream = l.substr(st + 8, l.find(' ', st + 8) - st - 8);
+		out[stream].insert(l.substr(sm + 5, l.find(' ', sm + 5) - sm - 5));
+	}
+	return out;
+}
+
+// The program's NON_BLOCKING streams are made on the slot's green context
+// (its SMs, its priority), through the linked driver and cudart's path
+// alike; a blocking stream stays on the whole GPU (a green context's
+// streams cannot be blocking), and the interposer says so; a whole-GPU
+// slot makes no green context.
+TEST_F(GpuslotRun, NonBlockingStreamsRunOnTheSlotsPartition)
+{
+	// Slot 0: groups 0-3 (SMs 0-31), priority 2; slot 1: groups 4-15.
+	sm_layout({0xf, 0xfff0}, {2, 0});
+	for (const std::string &probe : {kLinked, kDl}) {
+		for (auto [slot, sms] : {std::pair{"0", "0-31"}, std::pair{"1", "32-127"}}) {
+			fs::remove(log_);
+			Exit e = run({kRun, "--slot", slot, "--", probe, "confine"});
+			ASSERT_EQ(e.status, 0) << e.out;
+			std::istringstream out(e.out);
+			std::string word, nb, b;
+			out >> word >> nb >> b;
+			ASSERT_EQ(word, "confine") << e.out;
+			const auto lines = log_lines();
+			const auto ran = sms_by_stream(lines);
+			EXPECT_EQ(ran.at(nb), std::set<std::string>{sms}) << probe << " slot " << slot;
+			EXPECT_EQ(ran.at(b), std::set<std::string>{"all"}) << probe << " slot " << slot;
+			// Made once per process, by libgpuslot; the stream
+			// read back the slot's priority (-2 of 0 .. -5).
+			int greens = 0, made = 0;
+			for (const std::string &l : lines) {
+				greens += l.find(" cuGreenCtxCreate ") != std::string::npos;
+				if (l.find(" cuGreenCtxStreamCreate ") != std::string::npos &&
+				    l.find(std::string(" sms=") + sms) != std::string::npos)
+					made++;
+			}
+			EXPECT_EQ(greens, 1) << probe;
+			// libgpuslot's slot stream and the program's.
+			EXPECT_EQ(made, 2) << probe;
+		}
+	}
+	// A blocking stream is said, on stderr.
+	Exit e = run_with_stderr({kRun, "--slot", "0", "--", kLinked, "confine"});
+	EXPECT_NE(e.out.find("a blocking stream"), std::string::npos) << e.out;
+	// Whole-GPU slots: no green context at all.
+	layout({2, 0});
+	fs::remove(log_);
+	e = run({kRun, "--slot", "0", "--", kDl, "confine"});
+	ASSERT_EQ(e.status, 0) << e.out;
+	for (const std::string &l : log_lines())
+		EXPECT_EQ(l.find("cuGreenCtx"), std::string::npos) << l;
+	// Slots of different partitions cannot share a program's streams.
+	sm_layout({0xf, 0xfff0}, {2, 0});
+	e = run_with_stderr({kRun, "--slots", "0-1", "--", kDl, "confine"});
+	EXPECT_EQ(e.status, 125) << e.out;
+	EXPECT_NE(e.out.find("different partitions"), std::string::npos) << e.out;
 }
 
 struct Interval {

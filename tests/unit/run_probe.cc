@@ -15,6 +15,8 @@
 //             cuStreamCreateWithPriority(-1): their priorities
 //   hold      "started" before any CUDA call; after a line on stdin, a job;
 //             "worked"; exits after another line (or EOF)
+//   confine   a NON_BLOCKING stream and a blocking one, a kernel on each:
+//             "confine <non-blocking> <blocking>" (their handles)
 //   waitevent a cuStreamWaitEvent as the only command of a job, and what the
 //             lock says during and after it (run_probe_dl)
 #include <cuda.h>
@@ -243,6 +245,20 @@ void streams(const Cuda &cuda)
 	std::printf("streams %d %d\n", pa, pb);
 }
 
+void confine(const Cuda &cuda)
+{
+	check(cuda.init(0), "cuInit");
+	CUstream nb, b;
+	check(cuda.stream_create(&nb, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+	check(cuda.stream_create_priority(&b, 0, 0), "cuStreamCreateWithPriority");
+	for (CUstream s : {nb, b}) {
+		check(cuda.launch(nullptr, 1, 1, 1, 1, 1, 1, 0, s, nullptr, nullptr),
+		      "cuLaunchKernel");
+		check(cuda.stream_sync(s), "cuStreamSynchronize");
+	}
+	std::printf("confine %p %p\n", static_cast<void *>(nb), static_cast<void *>(b));
+}
+
 void hold()
 {
 	std::printf("started\n");
@@ -269,6 +285,8 @@ int main(int argc, char **argv)
 		streams(load());
 	else if (mode == "hold")
 		hold();
+	else if (mode == "confine")
+		confine(load());
 #ifdef RUN_PROBE_DLOPEN
 	else if (mode == "getproc")
 		getproc();
@@ -276,6 +294,6 @@ int main(int argc, char **argv)
 		waitevent();
 #endif
 	else
-		die("usage: run_probe getproc|jobs N|burst N|streams|hold|waitevent");
+		die("usage: run_probe getproc|jobs N|burst N|streams|confine|hold|waitevent");
 	return 0;
 }
