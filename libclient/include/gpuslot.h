@@ -311,19 +311,25 @@ GPUSLOT_API int gpuslot_client_layout(struct gpuslot_client *c,
 GPUSLOT_API int gpuslot_slot_priority(struct gpuslot_client *c, uint32_t index);
 
 /*
- * gpuslot_slot_context - slot @index's CUDA green context (a CUgreenCtx)
- * of the client's current streams, in *@context, and its layout generation
- * in *@generation: to make more streams on the slot's partition with
- * cuGreenCtxStreamCreate() (gpuslot-run makes a program's streams there).
- * NULL for a slot that is the whole GPU (no partition). Work on such
- * streams is gated only where the caller holds the slot. The context lives
- * until its generation is retired (gpuslot_retire_generation()) or the
- * last client of the domain in the process is closed, across layout
+ * gpuslot_slots_context - a CUDA green context (a CUgreenCtx) that serves
+ * every slot of @slots (a mask within the client's slot_mask) in the
+ * client's current streams, in *@context, and its layout generation in
+ * *@generation: to make streams with cuGreenCtxStreamCreate() that run on
+ * those slots' partitions, whichever of them is held (gpuslot-run makes a
+ * program's streams there). One slot, or slots of one partition: that
+ * partition's context. Slots of different partitions: a context of the
+ * union of their partitions, built on the first call (milliseconds), so a
+ * job on such a stream may use the units of every listed slot, never a
+ * unit outside them. NULL where a slot of @slots is the whole GPU. Work on
+ * such streams is gated only where the caller holds a slot. The context
+ * lives until its generation is retired (gpuslot_retire_generation()) or
+ * the last client of the domain in the process is closed, across layout
  * changes. Errors: -EOPNOTSUPP not a client of the cuda backend; -EINVAL
- * @index not in the client's slot_mask or past k; -ECHILD. (1.5)
+ * @slots empty, or a slot not in the client's slot_mask or past k; -EIO
+ * the driver could not build the union; -ECHILD. (1.5)
  */
-GPUSLOT_API int gpuslot_slot_context(struct gpuslot_client *c, uint32_t index, void **context,
-				     uint64_t *generation);
+GPUSLOT_API int gpuslot_slots_context(struct gpuslot_client *c, uint64_t slots, void **context,
+				      uint64_t *generation);
 
 /*
  * Preemptive slots (1.4; docs/preemption.md). While a slot of higher

@@ -151,42 +151,21 @@ State state;
 
 thread_local bool library_setup;
 
-// Slot @slot's partition as the lock says it ("all": the whole GPU), from
-// the lock client: no driver call.
-std::string slot_units(unsigned int slot)
+// Whether any slot of @mask is partitioned, as the lock says it ("all":
+// the whole GPU), from the lock client: no driver call.
+bool any_partitioned(uint64_t mask)
 {
-	char text[160] = "";
-	const std::string name = "slot" + std::to_string(slot) + "/units";
-	const int n = gpuslot_domain_attr(state.client, name.c_str(), text, sizeof(text));
-	if (n < 0)
-		fail(name + ": " + gpuslot_last_error());
-	std::string units(text);
-	while (!units.empty() && units.back() == '\n')
-		units.pop_back();
-	return units;
-}
-
-// The program's streams are made on one partition: the slots it may hold
-// must share it.
-void check_partitions(uint64_t mask)
-{
-	std::string first;
-	unsigned int first_slot = 0;
+	bool partitioned = false;
 	for (unsigned int s = 0; s < 64; s++) {
 		if (!(mask >> s & 1))
 			continue;
-		const std::string units = slot_units(s);
-		if (first.empty()) {
-			first = units;
-			first_slot = s;
-		} else if (units != first) {
-			fail("slots " + std::to_string(first_slot) + " and " + std::to_string(s) +
-			     " have different partitions (" + first + ", " + units +
-			     "): a stream is made on one partition, so --slots may list only "
-			     "slots of the same partition");
-		}
+		char text[160] = "";
+		const std::string name = "slot" + std::to_string(s) + "/units";
+		if (gpuslot_domain_attr(state.client, name.c_str(), text, sizeof(text)) < 0)
+			fail(name + ": " + gpuslot_last_error());
+		partitioned |= std::strncmp(text, "all", 3) != 0;
 	}
-	state.partitioned = first != "all";
+	return partitioned;
 }
 
 int open_partition(Partition *out, std::string *error)
@@ -212,19 +191,10 @@ int open_partition(Partition *out, std::string *error)
 	if (layout.notice && *layout.notice)
 		std::fprintf(stderr, "gpuslot-run: %s\n", layout.notice);
 	out->device = layout.device;
-	for (unsigned int s = 0; s < 64; s++) {
-		if (!(state.slot_mask >> s & 1))
-			continue;
-		// Every slot shares the partition (check_partitions()): the
-		// lowest slot's context serves them all.
-		if (gpuslot_slot_context(client, s, &out->green, &out->generation) < 0) {
-			*error = gpuslot_last_error();
-			return -EIO;
-		}
-		break;
-	}
-	if (!out->green) {
-		*error = "libgpuslot built no green context for a partitioned slot";
+	// A stream serves every job of the program, whichever slot it holds:
+	// the slots' one partition, or the union of theirs.
+	if (gpuslot_slots_context(client, state.slot_mask, &out->green, &out->generation) < 0) {
+		*error = gpuslot_last_error();
 		return -EIO;
 	}
 	// The client stays open for the process: its contexts back the
@@ -344,7 +314,7 @@ __attribute__((constructor)) void load()
 	o.slot_mask = *mask;
 	if (gpuslot_open(&o, &state.client) < 0)
 		fail(std::string("domain ") + std::to_string(*domain) + ": " + gpuslot_last_error());
-	check_partitions(*mask);
+	state.partitioned = any_partitioned(*mask);
 	// A stream's priority is fixed when it is made, and the program's
 	// streams outlive any one hold: the lowest priority of the slots it
 	// may hold, so that no stream stands above the slot that runs it.

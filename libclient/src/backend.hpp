@@ -3,6 +3,7 @@
 // layout, the queue budget) and a GPU runtime (HIP, CUDA green contexts).
 #pragma once
 
+#include <cerrno>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -46,6 +47,14 @@ struct StreamSet {
 	unsigned int queues = 0; // hardware queues its streams take
 	// Per slot: handed out in a slot, so it lives until retired.
 	std::vector<bool> handed_out;
+	// Contexts of the union of several slots' partitions, lent to build
+	// streams on (lend_context()); they live until the set is destroyed.
+	struct Union {
+		uint64_t slots;
+		void *stream;
+		void *context;
+	};
+	std::vector<Union> unions;
 
 	// Empty, for @layout's k slots: what a backend's build() starts from.
 	void start(const SlotLayout &layout)
@@ -84,6 +93,19 @@ public:
 	virtual int synchronize(void *stream, std::string *error) = 0;
 	// Synchronise and destroy slot @slot's stream of @set.
 	virtual void destroy_slot(StreamSet *set, unsigned int slot) = 0;
+	// A context of the union of the partitions of @layout's slots in
+	// @slots (and a stream on it, which keeps it), for streams that must
+	// serve any of those slots: 0, or -errno with *error.
+	virtual int build_union(const SlotLayout &layout, uint64_t slots, StreamSet::Union *out,
+				std::string *error)
+	{
+		(void)layout;
+		(void)slots;
+		(void)out;
+		*error = std::string("the ") + name() + " backend builds no union of partitions";
+		return -EOPNOTSUPP;
+	}
+	virtual void destroy_union(const StreamSet::Union &u) { (void)u; }
 	// Something the user should know about the streams, or "".
 	virtual std::string notice() const { return ""; }
 	// The runtime's number of the GPU the streams are on; -1 none yet.
@@ -95,6 +117,9 @@ public:
 			if (set->slots >> s & 1)
 				destroy_slot(set, s);
 		set->slots = 0;
+		for (const StreamSet::Union &u : set->unions)
+			destroy_union(u);
+		set->unions.clear();
 	}
 };
 

@@ -438,23 +438,18 @@ extern "C" int gpuslot_slot_priority(struct gpuslot_client *c, uint32_t index)
 	return p;
 }
 
-extern "C" int gpuslot_slot_context(struct gpuslot_client *c, uint32_t index, void **context,
-				    uint64_t *generation)
+extern "C" int gpuslot_slots_context(struct gpuslot_client *c, uint64_t slots, void **context,
+				     uint64_t *generation)
 {
 	if (!c || !context || !generation)
-		return fail(-EINVAL, "gpuslot_slot_context() needs a client and places for the "
+		return fail(-EINVAL, "gpuslot_slots_context() needs a client and places for the "
 				     "context and its generation");
 	if (in_child(c))
 		return child_error(c);
 	const InCall in(c);
-	const int err = c->domain->slot_context(index, context, generation);
-	if (err == -EOPNOTSUPP)
-		return fail(err, "gpuslot_slot_context() needs a client of the cuda backend");
-	if (err)
-		return fail(err, "slot " + std::to_string(index) +
-					 " has no stream in the client's layout (not in its slot_mask, "
-					 "or not 0 .. k - 1)");
-	return 0;
+	std::string error;
+	const int err = c->domain->slots_context(slots, context, generation, &error);
+	return err ? fail(err, error) : 0;
 }
 
 extern "C" int gpuslot_set_work(struct gpuslot_client *c, const struct gpuslot_slot *slot,

@@ -156,6 +156,52 @@ int CudaBackend::build(const SlotLayout &layout, uint64_t slots, StreamSet *set,
 	return 0;
 }
 
+int CudaBackend::build_union(const SlotLayout &layout, uint64_t slots, StreamSet::Union *out,
+			     std::string *error)
+{
+	if (ordinal_ < 0) {
+		*error = "no streams were built yet";
+		return -EINVAL;
+	}
+	std::vector<unsigned int> idx;
+	for (unsigned int i = 0; i < layout.nr_units; i++) {
+		bool in = false;
+		for (unsigned int s = 0; s < layout.k && !in; s++)
+			in = (slots >> s & 1) && i / 32 < layout.masks[s].size() &&
+			     (layout.masks[s][i / 32] >> (i % 32) & 1);
+		if (in)
+			idx.push_back(i);
+	}
+	if (idx.empty()) {
+		*error = "the slots have no partition to unite";
+		return -EINVAL;
+	}
+	void *stream = nullptr, *gctx = nullptr;
+	unsigned int sms = 0, coscheduled = 0;
+	if (int err = api_.green_stream(ordinal_, idx.data(), unsigned(idx.size()), 0, &stream,
+					&gctx, &sms, &coscheduled)) {
+		*error = std::string("a green context of the slots' partitions: ") +
+			 api_.error_string(err);
+		return -EIO;
+	}
+	// Read back, as each slot's is.
+	const unsigned int want = unsigned(idx.size()) * layout.unit_size;
+	if (sms != want) {
+		*error = "the green context of the slots' partitions has " + std::to_string(sms) +
+			 " SMs; the layout says " + std::to_string(want);
+		api_.destroy(stream, gctx);
+		return -EIO;
+	}
+	*out = {slots, stream, gctx};
+	return 0;
+}
+
+void CudaBackend::destroy_union(const StreamSet::Union &u)
+{
+	api_.stream_synchronize(u.stream);
+	api_.destroy(u.stream, u.context);
+}
+
 int CudaBackend::check_split(const SlotLayout &layout, const CudaSplit &split,
 			     std::string *error) const
 {

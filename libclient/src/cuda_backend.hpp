@@ -83,6 +83,9 @@ public:
 		  std::string *error) override;
 	int synchronize(void *stream, std::string *error) override;
 	void destroy_slot(StreamSet *set, unsigned int slot) override;
+	int build_union(const SlotLayout &layout, uint64_t slots, StreamSet::Union *out,
+			std::string *error) override;
+	void destroy_union(const StreamSet::Union &u) override;
 
 	// The device the backend resolved, -1 before the first build.
 	int device_ordinal() const override { return ordinal_; }

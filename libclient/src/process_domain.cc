@@ -783,13 +783,19 @@ int ProcessDomain::slot_priority(unsigned int slot)
 	return int(l->priority(slot));
 }
 
-int ProcessDomain::slot_context(unsigned int slot, void **context, uint64_t *generation)
+int ProcessDomain::slots_context(uint64_t slots, void **context, uint64_t *generation,
+				 std::string *error)
 {
 	// Only the cuda backend's contexts are green contexts.
-	if (std::string(backend_->name()) != "cuda")
+	if (std::string(backend_->name()) != "cuda") {
+		*error = "gpuslot_slots_context() needs a client of the cuda backend";
 		return -EOPNOTSUPP;
+	}
+	// A union's context is built here, once: serialised with builds,
+	// under the lock holders take for the few milliseconds it takes.
+	std::lock_guard<std::mutex> building(build_lock_);
 	std::lock_guard<std::mutex> hold(lock_);
-	return sets_->lend_context(slot, context, generation) ? 0 : -EINVAL;
+	return sets_->lend_context(slots, context, generation, error);
 }
 
 int ProcessDomain::read_attr(const std::string &name, std::string *text)

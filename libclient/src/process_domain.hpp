@@ -71,10 +71,11 @@ public:
 	int read_attr(const std::string &name, std::string *text);
 	// Slot @slot's priority in the current layout, or -EINVAL.
 	int slot_priority(unsigned int slot);
-	// Slot @slot's context of the current streams (StreamSets::lend_context):
-	// 0, -EOPNOTSUPP (not the cuda backend), or -EINVAL (no such slot
-	// built).
-	int slot_context(unsigned int slot, void **context, uint64_t *generation);
+	// The context of slots @slots of the current streams
+	// (StreamSets::lend_context()): 0, -EOPNOTSUPP (not the cuda
+	// backend), -EINVAL (a slot not built), -EIO; *error says why.
+	int slots_context(uint64_t slots, void **context, uint64_t *generation,
+			  std::string *error);
 	// Preemptive slots (issue 40): the holder of @slot reports its work
 	// pending or drained (SET_WORK on the hold's own file); and the
 	// domain's published state, lock-free after the first call

@@ -146,19 +146,53 @@ bool StreamSets::hand_out(unsigned int slot, Handout *out)
 	return true;
 }
 
-bool StreamSets::lend_context(unsigned int slot, void **context, uint64_t *generation)
+int StreamSets::lend_context(uint64_t slots, void **context, uint64_t *generation,
+			     std::string *error)
 {
-	if (gens_.empty())
-		return false;
+	if (gens_.empty() || !slots) {
+		*error = "no streams are built for these slots";
+		return -EINVAL;
+	}
 	Generation &g = gens_.back();
-	if (slot >= g.layout.k || !(g.set.slots >> slot & 1))
-		return false;
-	// Streams made on the context outlive any hold: trim() must not
-	// destroy it when the layout changes.
-	g.set.handed_out[slot] = true;
-	*context = g.set.contexts[slot];
+	unsigned int first = 64;
+	bool whole = false, same = true;
+	for (unsigned int s = 0; s < 64; s++) {
+		if (!(slots >> s & 1))
+			continue;
+		if (s >= g.layout.k || !(g.set.slots >> s & 1)) {
+			*error = "slot " + std::to_string(s) + " has no stream in the client's layout "
+				 "(not in its slot_mask, or not 0 .. k - 1)";
+			return -EINVAL;
+		}
+		whole |= g.layout.masks[s].empty();
+		if (first == 64)
+			first = s;
+		else
+			same &= g.layout.masks[s] == g.layout.masks[first];
+	}
 	*generation = g.layout.generation;
-	return true;
+	if (whole) {
+		*context = nullptr; // a stream of the primary context serves it
+		return 0;
+	}
+	if (same) {
+		// Streams made on the context outlive any hold: trim() must
+		// not destroy it when the layout changes.
+		g.set.handed_out[first] = true;
+		*context = g.set.contexts[first];
+		return 0;
+	}
+	for (const StreamSet::Union &u : g.set.unions)
+		if (u.slots == slots) {
+			*context = u.context;
+			return 0;
+		}
+	StreamSet::Union u;
+	if (int err = backend_.build_union(g.layout, slots, &u, error))
+		return err;
+	g.set.unions.push_back(u);
+	*context = u.context;
+	return 0;
 }
 
 void StreamSets::hold_ended(uint64_t generation)

@@ -92,11 +92,15 @@ public:
 		unsigned int priority; // the slot's, which its stream was made at
 	};
 	bool hand_out(unsigned int slot, Handout *out);
-	// Lend slot @slot's context of the current set (a green context;
-	// nullptr for a whole-GPU slot) to build more streams on: the set
-	// keeps it until its generation is retired, as a handed-out stream.
-	// False if the set has no stream for @slot.
-	bool lend_context(unsigned int slot, void **context, uint64_t *generation);
+	// Lend the current set's context of the slots in @slots (a green
+	// context; nullptr where one of them is the whole GPU) to build more
+	// streams on: the set keeps it until its generation is retired, as a
+	// handed-out stream. One slot, or slots of one partition: that slot's
+	// context; slots of several: a context of the union of their
+	// partitions, built once (the backend's build_union()). 0, -EINVAL
+	// (a slot the set has no stream for), or the backend's -errno.
+	int lend_context(uint64_t slots, void **context, uint64_t *generation,
+			 std::string *error);
 	// A hold of generation @generation ended.
 	void hold_ended(uint64_t generation);
 

@@ -381,7 +381,8 @@ std::map<std::string, std::set<std::string>> sms_by_stream(const std::vector<std
 // (its SMs, its priority), through the linked driver and cudart's path
 // alike; a blocking stream stays on the whole GPU (a green context's
 // streams cannot be blocking), and the interposer says so; a whole-GPU
-// slot makes no green context.
+// slot makes no green context; --slots of different partitions run on
+// the union of theirs.
 TEST_F(GpuslotRun, NonBlockingStreamsRunOnTheSlotsPartition)
 {
 	// Slot 0: groups 0-3 (SMs 0-31), priority 2; slot 1: groups 4-15.
@@ -423,11 +424,27 @@ TEST_F(GpuslotRun, NonBlockingStreamsRunOnTheSlotsPartition)
 	ASSERT_EQ(e.status, 0) << e.out;
 	for (const std::string &l : log_lines())
 		EXPECT_EQ(l.find("cuGreenCtx"), std::string::npos) << l;
-	// Slots of different partitions cannot share a program's streams.
-	sm_layout({0xf, 0xfff0}, {2, 0});
-	e = run_with_stderr({kRun, "--slots", "0-1", "--", kDl, "confine"});
-	EXPECT_EQ(e.status, 125) << e.out;
-	EXPECT_NE(e.out.find("different partitions"), std::string::npos) << e.out;
+	// Slots of different partitions: the program's streams run on the
+	// union of theirs, whichever slot a job holds, never outside it.
+	sm_layout({0x3, 0xc, 0xfff0}, {2, 0, 0});
+	fs::remove(log_);
+	e = run({kRun, "--slots", "0-1", "--", kDl, "confine"});
+	ASSERT_EQ(e.status, 0) << e.out;
+	{
+		std::istringstream out(e.out);
+		std::string word, nb, b;
+		out >> word >> nb >> b;
+		EXPECT_EQ(sms_by_stream(log_lines()).at(nb), std::set<std::string>{"0-31"});
+	}
+	fs::remove(log_);
+	e = run({kRun, "--slots", "1-2", "--", kLinked, "confine"});
+	ASSERT_EQ(e.status, 0) << e.out;
+	{
+		std::istringstream out(e.out);
+		std::string word, nb, b;
+		out >> word >> nb >> b;
+		EXPECT_EQ(sms_by_stream(log_lines()).at(nb), std::set<std::string>{"16-127"});
+	}
 }
 
 struct Interval {

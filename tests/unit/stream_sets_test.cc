@@ -45,6 +45,17 @@ public:
 		return 0;
 	}
 	int synchronize(void *, std::string *) override { return 0; }
+	int build_union(const gpuslot::SlotLayout &, uint64_t slots, gpuslot::StreamSet::Union *u,
+			std::string *) override
+	{
+		calls.push_back("union " + std::to_string(slots));
+		*u = {slots, reinterpret_cast<void *>(next++), reinterpret_cast<void *>(next++)};
+		return 0;
+	}
+	void destroy_union(const gpuslot::StreamSet::Union &u) override
+	{
+		calls.push_back("destroy union " + std::to_string(u.slots));
+	}
 	void destroy_slot(gpuslot::StreamSet *set, unsigned int slot) override
 	{
 		calls.push_back("destroy " +
@@ -140,6 +151,43 @@ TEST_F(StreamSets, HandedOutStreamsLiveUntilRetiredAndHoldsBlockRetiring)
 	EXPECT_EQ(sets.retire(2), 0) << "the current set is never retired";
 	EXPECT_EQ(sets.live_sets(), 1u);
 	EXPECT_EQ(budget.used, 5u);
+}
+
+// A lent context (gpuslot_slots_context()): one slot's, or one partition's
+// shared by several slots, keeps that slot's stream past a layout change,
+// as a handout does; a union of partitions is built once per set and goes
+// with its set; a whole-GPU slot lends none; a slot not built is refused.
+TEST_F(StreamSets, LentContextsLiveWithTheirSetAndUnionsAreBuiltOnce)
+{
+	gpuslot::StreamSets sets(backend, budget, 0);
+	gpuslot::SlotLayout l = layout(1, 4);
+	l.masks[3] = l.masks[2]; // slots 2 and 3 share a partition
+	ASSERT_EQ(sets.update(l, &error), 1);
+	void *ctx = reinterpret_cast<void *>(1);
+	uint64_t gen = 0;
+	calls.clear();
+	EXPECT_EQ(sets.lend_context(0x3, &ctx, &gen, &error), 0);
+	EXPECT_EQ(sets.lend_context(0x3, &ctx, &gen, &error), 0);
+	EXPECT_EQ(gen, 1u);
+	EXPECT_EQ(calls, std::vector<std::string>{"union 3"}) << "built once";
+	EXPECT_EQ(sets.lend_context(0xc, &ctx, &gen, &error), 0);
+	EXPECT_EQ(calls.size(), 1u) << "one partition: no union";
+	EXPECT_EQ(sets.lend_context(0x10, &ctx, &gen, &error), -EINVAL) << "no slot 4";
+	EXPECT_EQ(sets.lend_context(0, &ctx, &gen, &error), -EINVAL);
+	calls.clear();
+	gpuslot::SlotLayout two = layout(2, 4);
+	two.masks[0] = {}; // slot 0 the whole GPU now
+	ASSERT_EQ(sets.update(two, &error), 1);
+	// Slots 0, 1 and 3 of the old set go; slot 2's stream was lent.
+	for (const std::string &c : calls)
+		EXPECT_NE(c, "destroy 18") << "slot 2's context was lent";
+	ctx = reinterpret_cast<void *>(1);
+	EXPECT_EQ(sets.lend_context(0x3, &ctx, &gen, &error), 0);
+	EXPECT_EQ(ctx, nullptr) << "slot 0 is the whole GPU";
+	calls.clear();
+	EXPECT_EQ(sets.retire(1), 0);
+	EXPECT_EQ(calls, (std::vector<std::string>{"destroy 18", "destroy union 3",
+						   "unreserve 1"}));
 }
 
 // A newer generation of the same layout (gpuslotd restarted; a change
