@@ -228,34 +228,48 @@ Fn driver_fn(const char *name)
 	return reinterpret_cast<Fn>(driver_symbol(name));
 }
 
-// Whether a stream made now may go on @p's green context: it belongs to
-// the primary context of the domain's GPU (the green context shares its
-// memory and modules), and it performs no implicit synchronization with
-// the default stream (a green context's streams cannot: NON_BLOCKING is
-// required). Else it stays on the whole GPU, said once per reason.
-bool confinable(unsigned int flags, const Partition &p)
+// A blocking stream cannot go on a green context (NON_BLOCKING is
+// required there): it stays on the whole GPU, said once.
+bool blocking(unsigned int flags)
 {
-	static std::atomic<bool> said_blocking, said_context;
-	if (!(flags & CU_STREAM_NON_BLOCKING)) {
-		say_once(said_blocking,
-			 "a blocking stream (made without CU_STREAM_NON_BLOCKING / "
-			 "cudaStreamNonBlocking) runs on the whole GPU at the slot's priority: a "
-			 "green context's streams cannot synchronize with the default stream");
+	static std::atomic<bool> said;
+	if (flags & CU_STREAM_NON_BLOCKING)
 		return false;
-	}
+	say_once(said, "a blocking stream (made without CU_STREAM_NON_BLOCKING / "
+		       "cudaStreamNonBlocking) runs on the whole GPU at the slot's priority: a "
+		       "green context's streams cannot synchronize with the default stream");
+	return true;
+}
+
+// Whether a stream made now may go on @p's green context: the current
+// context is the (active) primary context of the domain's GPU, whose
+// memory and modules the green context shares. Else it stays on the whole
+// GPU, said once.
+bool confinable(const Partition &p)
+{
+	static std::atomic<bool> said_context;
 	using GetCurrent = CUresult (*)(CUcontext *);
-	using GetDevice = CUresult (*)(CUdevice *);
+	using GetCtxDevice = CUresult (*)(CUdevice *);
+	using DeviceGet = CUresult (*)(CUdevice *, int);
+	using State = CUresult (*)(CUdevice, unsigned int *, int *);
 	using Retain = CUresult (*)(CUcontext *, CUdevice);
 	using Release = CUresult (*)(CUdevice);
 	static auto get_current = driver_fn<GetCurrent>("cuCtxGetCurrent");
-	static auto get_device = driver_fn<GetDevice>("cuCtxGetDevice");
+	static auto get_ctx_device = driver_fn<GetCtxDevice>("cuCtxGetDevice");
+	static auto device_get = driver_fn<DeviceGet>("cuDeviceGet");
+	static auto state = driver_fn<State>("cuDevicePrimaryCtxGetState");
 	static auto retain = driver_fn<Retain>("cuDevicePrimaryCtxRetain");
 	static auto release = driver_fn<Release>("cuDevicePrimaryCtxRelease_v2");
 	CUcontext current = nullptr, primary = nullptr;
-	CUdevice dev = -1;
-	bool ok = get_current && get_device && retain && release &&
+	CUdevice dev = -1, domain_dev = -1;
+	unsigned int flags = 0;
+	int active = 0;
+	bool ok = get_current && get_ctx_device && device_get && state && retain && release &&
 		  get_current(&current) == CUDA_SUCCESS && current &&
-		  get_device(&dev) == CUDA_SUCCESS && int(dev) == p.device;
+		  get_ctx_device(&dev) == CUDA_SUCCESS &&
+		  device_get(&domain_dev, p.device) == CUDA_SUCCESS && dev == domain_dev &&
+		  // Retaining an inactive primary context would create one.
+		  state(dev, &flags, &active) == CUDA_SUCCESS && active;
 	if (ok && retain(&primary, dev) == CUDA_SUCCESS) {
 		ok = primary == current;
 		release(dev);
@@ -311,24 +325,30 @@ CUresult create_stream(CUstream *stream, unsigned int flags, int asked, bool ask
 {
 	int priority = asked;
 	if (slot_cuda_priority(&priority)) {
-		Partition p;
-		std::string why;
-		if (slot_partition(&p, &why) < 0) {
-			// A program that asked for a partition never runs its
-			// streams outside it: its stream is refused.
-			static std::atomic<bool> said;
-			say_once(said, "the slot's partition: " + why +
-					       "; the program's streams are refused");
-			return CUDA_ERROR_NOT_PERMITTED;
-		}
-		if (stream && p.green && confinable(flags, p)) {
-			const CUresult r = confined_stream(stream, flags, priority, p);
-			if (r == CUDA_SUCCESS)
-				streams_confined.fetch_add(1, std::memory_order_relaxed);
-			return r;
-		}
-		if (p.green)
+		if (slots_partitioned()) {
+			Partition p;
+			std::string why;
+			// A blocking stream never needs the partition.
+			if (!blocking(flags) && slot_partition(&p, &why) < 0) {
+				// A program that asked for a partition never runs
+				// its streams outside it: its stream is refused.
+				std::fprintf(stderr, "gpuslot-run: the slot's partition: %s; the "
+						     "program's stream is refused\n", why.c_str());
+				return CUDA_ERROR_NOT_PERMITTED;
+			}
+			if (stream && p.green && confinable(p)) {
+				const CUresult r = confined_stream(stream, flags, priority, p);
+				if (r == CUDA_SUCCESS)
+					streams_confined.fetch_add(1, std::memory_order_relaxed);
+				return r;
+			}
+			// A whole-GPU slot among the slots gives no context.
+			static std::atomic<bool> said_whole;
+			if (!p.green && !blocking(flags))
+				say_once(said_whole, "a slot the program may hold is the whole GPU: "
+						     "its streams run on the whole GPU");
 			streams_whole.fetch_add(1, std::memory_order_relaxed);
+		}
 		auto fn = real<decltype(&cuStreamCreateWithPriority)>(kStreamCreateWithPriority,
 								      kLegacy);
 		return fn ? fn(stream, flags, priority) : CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND;
@@ -376,16 +396,47 @@ void substitute(const char *symbol, void **pfn, int version, cuuint64_t flags, A
 	*pfn = e.wrapper[v];
 }
 
+// The calling thread's stream-capture mode set to RELAXED for the life of
+// this object, then put back: the interposer's own event and stream
+// queries must not invalidate a graph another thread captures in global
+// mode (as PyTorch's NCCL watchdog did with its event queries).
+class RelaxedCapture {
+public:
+	RelaxedCapture()
+	{
+		using Exchange = CUresult (*)(CUstreamCaptureMode *);
+		static auto exchange =
+			reinterpret_cast<Exchange>(driver_symbol("cuThreadExchangeStreamCaptureMode"));
+		exchange_ = exchange;
+		if (exchange_ && exchange_(&mode_) != CUDA_SUCCESS)
+			exchange_ = nullptr;
+	}
+	~RelaxedCapture()
+	{
+		if (exchange_)
+			exchange_(&mode_);
+	}
+	RelaxedCapture(const RelaxedCapture &) = delete;
+	RelaxedCapture &operator=(const RelaxedCapture &) = delete;
+
+private:
+	CUresult (*exchange_)(CUstreamCaptureMode *) = nullptr;
+	CUstreamCaptureMode mode_ = CU_STREAM_CAPTURE_MODE_RELAXED;
+};
+
 // The throttle's markers: an event without timing (the cheapest kind to
 // record and query) recorded after a command on its stream. Events belong
 // to the context current where they were made, as streams do: the pool
-// keeps each with its context and gives it only to a stream of that one.
+// keeps each with its context's unique ID (cuCtxGetId: a context made
+// again at a freed one's address has another) and gives it only to a
+// stream of that one.
 // Called with the queue's mutex held, so the pool needs no lock of its own;
 // used only while a higher slot preempts.
 class CudaMarkers final : public Markers {
 public:
 	bool capturing(void *stream) override
 	{
+		const RelaxedCapture relaxed;
 		CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
 		// An error (the legacy stream during another stream's global
 		// capture): leave the command alone, as a captured one.
@@ -395,12 +446,18 @@ public:
 	}
 	void *record(void *stream) override
 	{
+		const RelaxedCapture relaxed;
 		CUcontext ctx = nullptr;
-		if (!get_current_ || !create_ || !record_ || get_current_(&ctx) != CUDA_SUCCESS)
+		if (!get_current_ || !create_ || !record_ || get_current_(&ctx) != CUDA_SUCCESS ||
+		    !ctx)
+			return nullptr;
+		// A driver before CUDA 12.0 has no context IDs: the address.
+		unsigned long long id = reinterpret_cast<uintptr_t>(ctx);
+		if (get_id_ && get_id_(ctx, &id) != CUDA_SUCCESS)
 			return nullptr;
 		Event *e = nullptr;
 		for (size_t i = 0; i < free_.size(); i++)
-			if (free_[i]->ctx == ctx) {
+			if (free_[i]->ctx == id) {
 				e = free_[i];
 				free_[i] = free_.back();
 				free_.pop_back();
@@ -410,7 +467,7 @@ public:
 			CUevent ev;
 			if (create_(&ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
 				return nullptr;
-			e = new Event{ctx, ev};
+			e = new Event{id, ev};
 		}
 		if (record_(e->event, static_cast<CUstream>(stream)) != CUDA_SUCCESS) {
 			// Its context gone, or the stream of another: not
@@ -424,6 +481,7 @@ public:
 	}
 	bool reached(void *marker) override
 	{
+		const RelaxedCapture relaxed;
 		// Only CUDA_ERROR_NOT_READY means work still runs there.
 		return !query_ || query_(static_cast<Event *>(marker)->event) != CUDA_ERROR_NOT_READY;
 	}
@@ -431,7 +489,7 @@ public:
 
 private:
 	struct Event {
-		CUcontext ctx;
+		unsigned long long ctx; // its context's cuCtxGetId
 		CUevent event;
 	};
 	template <class Fn>
@@ -441,6 +499,7 @@ private:
 	}
 	using IsCapturing = CUresult (*)(CUstream, CUstreamCaptureStatus *);
 	using GetCurrent = CUresult (*)(CUcontext *);
+	using GetId = CUresult (*)(CUcontext, unsigned long long *);
 	using Create = CUresult (*)(CUevent *, unsigned int);
 	using Record = CUresult (*)(CUevent, CUstream);
 	using Query = CUresult (*)(CUevent);
@@ -449,6 +508,7 @@ private:
 	// program may have loaded the driver).
 	IsCapturing is_capturing_ = driver<IsCapturing>("cuStreamIsCapturing");
 	GetCurrent get_current_ = driver<GetCurrent>("cuCtxGetCurrent");
+	GetId get_id_ = driver<GetId>("cuCtxGetId");
 	Create create_ = driver<Create>("cuEventCreate");
 	Record record_ = driver<Record>("cuEventRecord");
 	Query query_ = driver<Query>("cuEventQuery");
@@ -489,6 +549,7 @@ bool stream_finished(void *stream)
 {
 	using Query = CUresult (*)(CUstream);
 	static auto query = reinterpret_cast<Query>(driver_symbol("cuStreamQuery"));
+	const RelaxedCapture relaxed;
 	// An error (a stream of a failed context) leaves nothing running.
 	return !query || query(static_cast<CUstream>(stream)) != CUDA_ERROR_NOT_READY;
 }

@@ -33,6 +33,10 @@ constexpr int kExitGpuslotRun = 125;
 	_exit(kExitGpuslotRun);
 }
 
+// The layout generation the program's streams were made for (0: none on a
+// partition yet).
+std::atomic<uint64_t> partition_generation{0};
+
 class LibgpuslotLock final : public SlotLock {
 public:
 	LibgpuslotLock(gpuslot_client *client, uint64_t mask) : client_(client), mask_(mask) {}
@@ -59,11 +63,23 @@ public:
 			told = true;
 			usleep(100000);
 		}
-		if (err)
+		if (err) {
 			std::fprintf(stderr, "gpuslot-run: %s\n", gpuslot_last_error());
-		else
-			priority_.store(slot_.priority, std::memory_order_relaxed);
-		return err;
+			return err;
+		}
+		priority_.store(slot_.priority, std::memory_order_relaxed);
+		// The program's streams keep the partition they were made on.
+		const uint64_t made_for = partition_generation.load(std::memory_order_relaxed);
+		if (made_for && slot_.generation != made_for && !layout_change_told_) {
+			layout_change_told_ = true;
+			std::fprintf(stderr,
+				     "gpuslot-run: the layout changed (generation %llu) since the "
+				     "program's streams were made on generation %llu's partition: "
+				     "they stay there, and may overlap another slot's partition now\n",
+				     (unsigned long long)slot_.generation,
+				     (unsigned long long)made_for);
+		}
+		return 0;
 	}
 	void release() override
 	{
@@ -98,6 +114,7 @@ private:
 	std::atomic<uint32_t> priority_{0};
 	bool work_supported_ = true;
 	bool work_error_told_ = false;
+	bool layout_change_told_ = false;
 };
 
 // Whether a slot above the held one preempts: the domain's published work
@@ -136,7 +153,6 @@ struct State {
 	gpuslot_client *client = nullptr;
 	uint64_t slot_mask = 0;
 	uint32_t domain = 0;
-	bool partitioned = false; // the slots' partition is not the whole GPU
 	// The cuda backend's client whose green context the program's streams
 	// are made on (slot_partition()); open for the process.
 	gpuslot_client *partition_client = nullptr;
@@ -152,7 +168,8 @@ State state;
 thread_local bool library_setup;
 
 // Whether any slot of @mask is partitioned, as the lock says it ("all":
-// the whole GPU), from the lock client: no driver call.
+// the whole GPU), from the lock client: no driver call. An attribute that
+// cannot be read counts as partitioned: opening the partition then says why.
 bool any_partitioned(uint64_t mask)
 {
 	bool partitioned = false;
@@ -162,7 +179,7 @@ bool any_partitioned(uint64_t mask)
 		char text[160] = "";
 		const std::string name = "slot" + std::to_string(s) + "/units";
 		if (gpuslot_domain_attr(state.client, name.c_str(), text, sizeof(text)) < 0)
-			fail(name + ": " + gpuslot_last_error());
+			return true;
 		partitioned |= std::strncmp(text, "all", 3) != 0;
 	}
 	return partitioned;
@@ -170,35 +187,36 @@ bool any_partitioned(uint64_t mask)
 
 int open_partition(Partition *out, std::string *error)
 {
-	if (!state.partitioned)
+	// Decided now, at the program's first stream, from the layout the
+	// lock serves now.
+	if (!any_partitioned(state.slot_mask))
 		return 0; // the whole GPU: the program's own context is right
 	gpuslot_options o{};
 	o.size = sizeof(o);
 	o.domain = state.domain;
 	o.backend = GPUSLOT_BACKEND_CUDA;
 	o.slot_mask = state.slot_mask;
-	if (gpuslot_open(&o, &state.partition_client) < 0) {
+	gpuslot_client *client = nullptr;
+	if (gpuslot_open(&o, &client) < 0) {
 		*error = gpuslot_last_error();
 		return -EIO;
 	}
-	gpuslot_client *const client = state.partition_client;
 	gpuslot_layout_info layout{};
 	layout.size = sizeof(layout);
-	if (gpuslot_client_layout(client, &layout) < 0) {
+	// A stream serves every job of the program, whichever slot it holds:
+	// the slots' one partition, or the union of theirs.
+	if (gpuslot_client_layout(client, &layout) < 0 ||
+	    gpuslot_slots_context(client, state.slot_mask, &out->green, &out->generation) < 0) {
 		*error = gpuslot_last_error();
+		gpuslot_close(client);
+		*out = Partition{};
 		return -EIO;
 	}
 	if (layout.notice && *layout.notice)
 		std::fprintf(stderr, "gpuslot-run: %s\n", layout.notice);
 	out->device = layout.device;
-	// A stream serves every job of the program, whichever slot it holds:
-	// the slots' one partition, or the union of theirs.
-	if (gpuslot_slots_context(client, state.slot_mask, &out->green, &out->generation) < 0) {
-		*error = gpuslot_last_error();
-		return -EIO;
-	}
-	// The client stays open for the process: its contexts back the
-	// program's streams.
+	// Open for the process: its contexts back the program's streams.
+	state.partition_client = client;
 	return 0;
 }
 
@@ -266,10 +284,10 @@ void print_stats_at_exit()
 	unsigned long confined, whole;
 	stream_counts(&confined, &whole);
 	std::fprintf(stderr,
-		     "gpuslot-run: pid %d: %llu acquires, %llu commands held back, %lu streams "
-		     "on the slot's partition, %lu on the whole GPU\n",
-		     int(getpid()), state.queue->acquires(), state.queue->throttled(), confined,
-		     whole);
+		     "gpuslot-run: pid %d: %llu acquires, %llu commands held back (%llu past "
+		     "the bound), %lu streams on the slot's partition, %lu on the whole GPU\n",
+		     int(getpid()), state.queue->acquires(), state.queue->throttled(),
+		     state.queue->overdue(), confined, whole);
 }
 
 __attribute__((constructor)) void load()
@@ -314,7 +332,6 @@ __attribute__((constructor)) void load()
 	o.slot_mask = *mask;
 	if (gpuslot_open(&o, &state.client) < 0)
 		fail(std::string("domain ") + std::to_string(*domain) + ": " + gpuslot_last_error());
-	state.partitioned = any_partitioned(*mask);
 	// A stream's priority is fixed when it is made, and the program's
 	// streams outlive any one hold: the lowest priority of the slots it
 	// may hold, so that no stream stands above the slot that runs it.
@@ -374,12 +391,16 @@ int slot_partition(Partition *out, std::string *error)
 {
 	static std::mutex lock;
 	static bool opened;
-	static int result;
 	static Partition partition;
-	static std::string why;
 	if (!state.queue) {
 		*error = "gpuslot-run's variables were not set at load";
 		return -ENOENT;
+	}
+	// A forked child (its mutex may be held by a thread that does not
+	// exist there): libgpuslot serves it nothing either.
+	if (getpid() != state.loader_pid) {
+		*error = "a forked child of the program has no client of its own";
+		return -ECHILD;
 	}
 	if (library_setup) {
 		*error = "libgpuslot's own setup made a stream";
@@ -387,14 +408,25 @@ int slot_partition(Partition *out, std::string *error)
 	}
 	std::lock_guard<std::mutex> hold(lock);
 	if (!opened) {
-		opened = true;
 		library_setup = true;
-		result = open_partition(&partition, &why);
+		const int err = open_partition(&partition, error);
 		library_setup = false;
+		// A failure (gpuslotd restarting, say) is tried again at the
+		// program's next stream.
+		if (err)
+			return err;
+		opened = true;
+		partition_generation.store(partition.generation, std::memory_order_relaxed);
 	}
 	*out = partition;
-	*error = why;
-	return result;
+	return 0;
+}
+
+bool slots_partitioned()
+{
+	// Asked at the program's first stream, of the layout then.
+	static const bool partitioned = state.queue && any_partitioned(state.slot_mask);
+	return partitioned;
 }
 
 bool in_library_setup()

@@ -32,6 +32,10 @@ struct Partition {
 // 0, or -errno with *error saying why. Thread-safe.
 int slot_partition(Partition *out, std::string *error);
 
+// Whether a slot the program may hold is partitioned (not the whole GPU),
+// as the lock says at the first call.
+bool slots_partitioned();
+
 // True on a thread inside libgpuslot's own driver setup (slot_partition()):
 // the dlsym hook then answers with libcuda's entry points, never the
 // interposer's, so the library's calls do not pass the queue.

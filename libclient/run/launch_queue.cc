@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 
@@ -122,12 +123,20 @@ bool LaunchQueue::throttle(StreamKey stream)
 	const unsigned long long ticket = next_ticket_++;
 	waiting_.push_back(ticket);
 	bool waited = false, place = true;
+	std::chrono::steady_clock::time_point deadline;
 	for (;;) {
 		reap();
 		if (waiting_.front() == ticket && markers_.size() + reserved_ < limit(preempted))
 			break;
-		if (!waited)
+		if (!waited) {
 			throttled_++;
+			deadline = std::chrono::steady_clock::now() +
+				   std::chrono::milliseconds(throttle_.max_wait_ms);
+		} else if (std::chrono::steady_clock::now() >= deadline) {
+			overdue_++;
+			place = false; // waited long enough: at once, unmarked
+			break;
+		}
 		waited = true;
 		guard.unlock();
 		// Polled, not waited for: the wait ends on either of two
@@ -237,6 +246,12 @@ unsigned long long LaunchQueue::acquires() const
 {
 	std::lock_guard guard(mutex_);
 	return acquires_;
+}
+
+unsigned long long LaunchQueue::overdue() const
+{
+	std::lock_guard guard(mutex_);
+	return overdue_;
 }
 
 unsigned long long LaunchQueue::throttled() const

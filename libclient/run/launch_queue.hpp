@@ -72,11 +72,20 @@ public:
 // preempting still runs, ahead of its work, and without a window that is
 // everything the program sent (a whole frame of a camera network). Only
 // with @inflight > 0.
+//
+// @max_wait_ms bounds how long one command waits: a program whose queued
+// GPU work waits for host progress that the waiting thread would make
+// later (a kernel spinning on a flag the host writes after its next
+// launch) would otherwise never go on. Past the bound the command goes
+// unmarked, and is counted (overdue()). The default is the lock's default
+// preemption window (preempt_window_ms, 1000 ms): a preemption within its
+// budget never lasts longer.
 struct Throttle {
 	unsigned int inflight = 0;
 	unsigned int window = 0;
 	PreemptView *preempt = nullptr;
 	Markers *markers = nullptr;
+	unsigned int max_wait_ms = 1000;
 };
 
 // A stream as the queue keys it. The per-thread default stream is one
@@ -134,6 +143,8 @@ public:
 	unsigned long long acquires() const;
 	// Commands that waited for the throttle, so far.
 	unsigned long long throttled() const;
+	// Commands that went after waiting Throttle::max_wait_ms, so far.
+	unsigned long long overdue() const;
 
 	// How long a throttled command sleeps between two looks at its
 	// stream's oldest markers and at the preemption (launch_queue.cc).
@@ -182,6 +193,7 @@ private:
 	std::vector<unsigned long long> waiting_;
 	unsigned long long next_ticket_ = 0;
 	unsigned long long throttled_ = 0;
+	unsigned long long overdue_ = 0;
 };
 
 } // namespace gpuslot::run

@@ -59,6 +59,7 @@ int CudaBackend::build(const SlotLayout &layout, uint64_t slots, StreamSet *set,
 		if (int err = check_split(layout, split, error))
 			return err;
 		coscheduled = split.device_coscheduled;
+		coscheduled_ = coscheduled;
 	}
 	// Slot priorities: p levels above the default is CUDA's least - p;
 	// the device offers least - greatest levels.
@@ -184,11 +185,14 @@ int CudaBackend::build_union(const SlotLayout &layout, uint64_t slots, StreamSet
 			 api_.error_string(err);
 		return -EIO;
 	}
-	// Read back, as each slot's is.
+	// Read back, as each slot's is: its SMs, and clusters as large as on
+	// the whole GPU.
 	const unsigned int want = unsigned(idx.size()) * layout.unit_size;
-	if (sms != want) {
+	if (sms != want || coscheduled < coscheduled_) {
 		*error = "the green context of the slots' partitions has " + std::to_string(sms) +
-			 " SMs; the layout says " + std::to_string(want);
+			 " SMs co-scheduled in groups of " + std::to_string(coscheduled) +
+			 "; the layout says " + std::to_string(want) + " SMs in groups of " +
+			 std::to_string(coscheduled_);
 		api_.destroy(stream, gctx);
 		return -EIO;
 	}

@@ -95,6 +95,8 @@ private:
 	int check_split(const SlotLayout &layout, const CudaSplit &split,
 			std::string *error) const;
 
+	// The split's co-scheduled alignment, which every context keeps.
+	unsigned int coscheduled_ = 0;
 	CudaApi api_;
 	DeviceChoice choice_;
 	int ordinal_ = -1;

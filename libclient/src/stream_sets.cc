@@ -74,8 +74,10 @@ void StreamSets::install(Generation &&g)
 	builds_++;
 	if (!gens_.empty()) {
 		trim(gens_.back());
-		// A set that nobody got a stream of is gone at once.
-		if (!gens_.back().set.slots && !gens_.back().holds) {
+		// A set that nobody got a stream or a context of is gone at
+		// once.
+		if (!gens_.back().set.slots && !gens_.back().holds &&
+		    gens_.back().set.unions.empty()) {
 			destroy(gens_.back());
 			gens_.pop_back();
 		}

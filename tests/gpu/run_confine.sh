@@ -6,8 +6,9 @@
 # confine_torch.py (PyTorch, and a CuPy kernel on its stream) report the
 # SMs their kernels ran on (%smid), their stream's priority and whether
 # their output is exact; the summary checks that a NON_BLOCKING stream
-# stays inside its slot's partition (each slot's kernels on as many SMs as
-# its partition has, the two together no more than the GPU's), that a
+# stays inside its slot's partition (each slot's kernels on fewer SMs than
+# the GPU has, slot 0's fewer than slot 1's, the two together no more than
+# the GPU's), that a
 # blocking stream runs on the whole GPU (said on stderr), and that
 # PyTorch's output is bit-identical to a run without gpuslot-run. It also
 # says whether the two slots' %smid values overlap: the first run showed
@@ -99,4 +100,5 @@ if r["torch-plain"]:
         f"{len(t1['sms'])} under slot 1, as the plain program's")
     say(t0["priority"] == -2, f"PyTorch: its stream's priority {t0['priority']} (slot 0: -2)")
 print("confinement:", "all checks passed" if ok else "SOME CHECKS FAILED")
+sys.exit(0 if ok else 1)
 PY

@@ -57,6 +57,7 @@ uint64_t now_ns()
 // A green context: the SMs its groups give it, [first, first + count).
 struct Green {
 	std::vector<std::pair<unsigned int, unsigned int>> sms;
+	bool dead = false;
 	unsigned int count() const
 	{
 		unsigned int n = 0;
@@ -143,6 +144,10 @@ CUresult launch(const char *name, CUstream s)
 	const std::string held = lock_state();
 	std::lock_guard guard(mutex);
 	Stream *st = stream_of(s);
+	if (st->green && st->green->dead) {
+		log(std::string(name) + " error=context-destroyed");
+		return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+	}
 	st->busy_until = std::max(st->busy_until, now_ns()) + kernel_ns();
 	char h[32];
 	std::snprintf(h, sizeof(h), "%p", static_cast<void *>(s));
@@ -321,9 +326,17 @@ FAKE_EXPORT CUresult cuStreamIsCapturing(CUstream, CUstreamCaptureStatus *status
 	*status = CU_STREAM_CAPTURE_STATUS_NONE;
 	return CUDA_SUCCESS;
 }
+// The primary context, and with FAKE_CUDA_OWN_CTX=1 a context of the
+// program's own current instead (cuCtxCreate's, as the double has it).
+CUcontext primary_context()
+{
+	return reinterpret_cast<CUcontext>(&default_stream);
+}
 FAKE_EXPORT CUresult cuCtxGetCurrent(CUcontext *ctx)
 {
-	*ctx = reinterpret_cast<CUcontext>(&default_stream);
+	static int own;
+	*ctx = std::getenv("FAKE_CUDA_OWN_CTX") ? reinterpret_cast<CUcontext>(&own)
+						 : primary_context();
 	return CUDA_SUCCESS;
 }
 // An event: the time its stream's work recorded before it ends.
@@ -338,14 +351,35 @@ FAKE_EXPORT CUresult cuEventDestroy_v2(CUevent e)
 	delete reinterpret_cast<uint64_t *>(e);
 	return CUDA_SUCCESS;
 }
+// The calling thread's stream-capture mode (cuThreadExchangeStreamCaptureMode).
+static thread_local CUstreamCaptureMode capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+FAKE_EXPORT CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
+{
+	std::swap(*mode, capture_mode);
+	return CUDA_SUCCESS;
+}
+static const char *mode_name()
+{
+	return capture_mode == CU_STREAM_CAPTURE_MODE_RELAXED ? "relaxed" : "other";
+}
+FAKE_EXPORT CUresult cuCtxGetId(CUcontext, unsigned long long *id)
+{
+	*id = 1;
+	return CUDA_SUCCESS;
+}
+// Event records and queries say the thread's capture mode.
 FAKE_EXPORT CUresult cuEventRecord(CUevent e, CUstream s)
 {
-	std::lock_guard guard(mutex);
-	*reinterpret_cast<uint64_t *>(e) = stream_of(s)->busy_until;
+	{
+		std::lock_guard guard(mutex);
+		*reinterpret_cast<uint64_t *>(e) = stream_of(s)->busy_until;
+	}
+	log(std::string("cuEventRecord mode=") + mode_name());
 	return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuEventQuery(CUevent e)
 {
+	log(std::string("cuEventQuery mode=") + mode_name());
 	return now_ns() < *reinterpret_cast<uint64_t *>(e) ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
 }
 
@@ -374,7 +408,14 @@ FAKE_EXPORT CUresult cuDeviceGetByPCIBusId(CUdevice *d, const char *id)
 }
 FAKE_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice)
 {
-	return cuCtxGetCurrent(ctx);
+	*ctx = primary_context();
+	return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice, unsigned int *flags, int *active)
+{
+	*flags = 0;
+	*active = 1;
+	return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice)
 {
@@ -467,9 +508,13 @@ FAKE_EXPORT CUresult cuGreenCtxGetDevResource(CUgreenCtx g, CUdevResource *r, CU
 	*r = sm_resource(green->sms.empty() ? 0 : green->sms[0].first, green->count());
 	return CUDA_SUCCESS;
 }
+// Kept, marked dead: a command on a stream of a destroyed green context
+// fails, as on the driver.
 FAKE_EXPORT CUresult cuGreenCtxDestroy(CUgreenCtx g)
 {
-	delete reinterpret_cast<Green *>(g);
+	std::lock_guard guard(mutex);
+	reinterpret_cast<Green *>(g)->dead = true;
+	log("cuGreenCtxDestroy");
 	return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuGreenCtxStreamCreate(CUstream *out, CUgreenCtx g, unsigned int flags,
@@ -542,6 +587,7 @@ const Proc procs[] = {
 	{"cuDeviceGetByPCIBusId", 4010, FN(cuDeviceGetByPCIBusId), nullptr},
 	{"cuDevicePrimaryCtxRetain", 7000, FN(cuDevicePrimaryCtxRetain), nullptr},
 	{"cuDevicePrimaryCtxRelease", 11000, FN(cuDevicePrimaryCtxRelease_v2), nullptr},
+	{"cuDevicePrimaryCtxGetState", 7000, FN(cuDevicePrimaryCtxGetState), nullptr},
 	{"cuCtxGetCurrent", 4000, FN(cuCtxGetCurrent), nullptr},
 	{"cuCtxGetDevice", 2000, FN(cuCtxGetDevice), nullptr},
 	{"cuCtxPushCurrent", 4000, FN(cuCtxPushCurrent_v2), nullptr},
@@ -556,6 +602,8 @@ const Proc procs[] = {
 	{"cuStreamGetGreenCtx", 12040, FN(cuStreamGetGreenCtx), nullptr},
 	{"cuGetErrorString", 6000, FN(cuGetErrorString), nullptr},
 	{"cuEventQuery", 2000, FN(cuEventQuery), nullptr},
+	{"cuThreadExchangeStreamCaptureMode", 10010, FN(cuThreadExchangeStreamCaptureMode), nullptr},
+	{"cuCtxGetId", 12000, FN(cuCtxGetId), nullptr},
 	{"cuMemcpyHtoDAsync", 3020, FN(cuMemcpyHtoDAsync_v2), FN(cuMemcpyHtoDAsync_v2_ptsz)},
 	{"cuMemcpyDtoH", 3020, FN(cuMemcpyDtoH_v2), FN(cuMemcpyDtoH_v2_ptds)},
 };

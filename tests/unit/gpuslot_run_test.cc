@@ -420,10 +420,29 @@ TEST_F(GpuslotRun, NonBlockingStreamsRunOnTheSlotsPartition)
 	// Whole-GPU slots: no green context at all.
 	layout({2, 0});
 	fs::remove(log_);
-	e = run({kRun, "--slot", "0", "--", kDl, "confine"});
+	e = run_with_stderr({kRun, "--slot", "0", "--", kDl, "confine"});
 	ASSERT_EQ(e.status, 0) << e.out;
 	for (const std::string &l : log_lines())
 		EXPECT_EQ(l.find("cuGreenCtx"), std::string::npos) << l;
+	EXPECT_EQ(e.out.find("whole GPU"), std::string::npos) << "nothing to say: " << e.out;
+	sm_layout({0xf, 0xfff0}, {2, 0});
+	// A context the program made itself is no green context's: its
+	// streams stay on the whole GPU, said.
+	extra_env_ = {"FAKE_CUDA_OWN_CTX=1"};
+	fs::remove(log_);
+	e = run_with_stderr({kRun, "--slot", "0", "--", kLinked, "confine"});
+	ASSERT_EQ(e.status, 0) << e.out;
+	EXPECT_NE(e.out.find("a context the program made itself"), std::string::npos) << e.out;
+	for (const auto &[stream, sms] : sms_by_stream(log_lines()))
+		EXPECT_EQ(sms, std::set<std::string>{"all"}) << stream;
+	// A partition that cannot be had (the domain's GPU is not the
+	// driver's): the program's NON_BLOCKING stream is refused, said.
+	extra_env_ = {"FAKE_CUDA_PCI=0000:3b:00.0"};
+	fs::remove(log_);
+	e = run_with_stderr({kRun, "--slot", "0", "--", kDl, "confine"});
+	EXPECT_EQ(e.status, 3) << e.out;
+	EXPECT_NE(e.out.find("the program's stream is refused"), std::string::npos) << e.out;
+	extra_env_.clear();
 	// Slots of different partitions: the program's streams run on the
 	// union of theirs, whichever slot a job holds, never outside it.
 	sm_layout({0x3, 0xc, 0xfff0}, {2, 0, 0});
@@ -634,6 +653,19 @@ TEST_F(GpuslotRun, ThrottleKeepsTheThresholdWhilePreempted)
 				ends.push_back(field(l, "end"));
 		EXPECT_EQ(ends.size(), 20u);
 		EXPECT_TRUE(std::is_sorted(ends.begin(), ends.end()));
+		// The markers are recorded and asked in relaxed capture mode,
+		// so that they cannot invalidate another thread's capture.
+		unsigned int markers = 0;
+		for (const std::string &l : lines) {
+			if (l.find(" cuEventRecord ") == std::string::npos &&
+			    l.find(" cuEventQuery ") == std::string::npos)
+				continue;
+			markers++;
+			EXPECT_NE(l.find("mode=relaxed"), std::string::npos) << l;
+		}
+		if (c.most) {
+			EXPECT_GT(markers, 0u);
+		}
 	}
 }
 

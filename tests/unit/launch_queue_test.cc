@@ -321,10 +321,11 @@ class Throttled : public testing::Test {
 protected:
 	CountingLock lock;
 	FakeGpu gpu;
-	LaunchQueue make(Policy p, unsigned int inflight, unsigned int window = 0)
+	LaunchQueue make(Policy p, unsigned int inflight, unsigned int window = 0,
+			 unsigned int max_wait_ms = 10000)
 	{
 		return LaunchQueue(p, &lock, [](void *) { return true; },
-				   Throttle{inflight, window, &gpu, &gpu});
+				   Throttle{inflight, window, &gpu, &gpu, max_wait_ms});
 	}
 	int send(LaunchQueue &q, void *s, int id, pid_t thread = 0)
 	{
@@ -445,6 +446,27 @@ TEST_F(Throttled, PreemptionEndsWaitingCommandsGoAtOnce)
 	EXPECT_EQ(gpu.sent(stream(1)), 10u);
 	EXPECT_EQ(gpu.unfinished(), 9u) << "one finished: none waited for the GPU";
 	EXPECT_EQ(q.throttled(), 1u);
+}
+
+// A command never waits past Throttle::max_wait_ms: with nothing finishing
+// and the preemption going on (GPU work that waits for the host's next
+// step), it goes unmarked once the bound has passed, and is counted.
+TEST_F(Throttled, NoCommandWaitsPastTheBound)
+{
+	auto q = make(Policy::hold, 1, 0, 50);
+	send(q, stream(1), 0);
+	std::atomic<bool> second_sent{false};
+	std::thread program([&] {
+		send(q, stream(1), 1);
+		second_sent = true;
+	});
+	EXPECT_TRUE(eventually([&] { return q.throttled() == 1; }));
+	EXPECT_TRUE(eventually([&] { return bool(second_sent); })) << "stuck past the bound";
+	program.join();
+	EXPECT_EQ(gpu.sent(stream(1)), 2u);
+	EXPECT_EQ(gpu.unfinished(), 2u) << "nothing finished: it went on the bound";
+	EXPECT_EQ(q.overdue(), 1u);
+	EXPECT_TRUE(gpu.preempting);
 }
 
 // Nothing preempting, or the throttle off (N = 0): no command waits and no

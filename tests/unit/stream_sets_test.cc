@@ -190,6 +190,26 @@ TEST_F(StreamSets, LentContextsLiveWithTheirSetAndUnionsAreBuiltOnce)
 						   "unreserve 1"}));
 }
 
+// A union lent alone keeps its set past a layout change, though none of
+// the set's streams was handed out, until its generation is retired.
+TEST_F(StreamSets, AUnionLentAloneLivesUntilRetired)
+{
+	gpuslot::StreamSets sets(backend, budget, 0);
+	ASSERT_EQ(sets.update(layout(1, 2), &error), 1);
+	void *ctx = nullptr;
+	uint64_t gen = 0;
+	ASSERT_EQ(sets.lend_context(0x3, &ctx, &gen, &error), 0);
+	calls.clear();
+	ASSERT_EQ(sets.update(layout(2, 3), &error), 1);
+	for (const std::string &c : calls)
+		EXPECT_NE(c, "destroy union 3") << "destroyed with its streams";
+	EXPECT_EQ(sets.live_sets(), 2u);
+	calls.clear();
+	EXPECT_EQ(sets.retire(1), 0);
+	EXPECT_EQ(calls, std::vector<std::string>{"destroy union 3"});
+	EXPECT_EQ(sets.live_sets(), 1u);
+}
+
 // A newer generation of the same layout (gpuslotd restarted; a change
 // undone) is no new layout: the current set takes its number, nothing is
 // built or destroyed, and a hold under either number ends. A changed
