@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // The CUDA driver entry points libgpuslot-run.so stands in for, and the
-// three ways a program reaches them (docs/gpuslot-run.md): linked with
+// three ways a program reaches them (docs/run.md): linked with
 // -lcuda (LD_PRELOAD binds them here first), dlsym() on libcuda's handle
 // (the dlsym hook below), and cuGetProcAddress, through which cudart, and
 // so PyTorch, TensorRT, cuDNN and cuBLAS, take every driver entry point.
