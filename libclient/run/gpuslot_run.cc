@@ -4,6 +4,7 @@
 // through libgpuslot (the lock the program will use, on the transport it
 // will use), tells the interposer what to do in GPUSLOT_RUN_*, adds it to
 // LD_PRELOAD and execs the program.
+#include <linux/gpuslot.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -14,6 +15,7 @@
 #include <optional>
 #include <vector>
 
+#include "amd_cu_mask.hpp"
 #include "gpuslot.h"
 #include "run_env.hpp"
 
@@ -64,7 +66,8 @@ const char kUsage[] =
 	"cuGetProcAddress (cudart: PyTorch, TensorRT, cuDNN, cuBLAS). The default\n"
 	"streams (at the default priority) and blocking streams run on the whole GPU\n"
 	"(said on stderr); the processes the program starts do not inherit the slot.\n"
-	"See gpuslot-run(1).\n"
+	"On AMD it sets HSA_CU_MASK to the slots' CUs (HIP is not interposed: only\n"
+	"--hold takes a slot there). See gpuslot-run(1).\n"
 	"\n"
 	"Throttling covers what the queue sees (kernel and graph launches, the copies,\n"
 	"memsets and event waits above); commands sent before a preemption began are\n"
@@ -94,9 +97,54 @@ std::string interposer_path()
 	return set && *set ? set : GPUSLOT_RUN_LIBRARY_PATH;
 }
 
+// The text of the domain's attribute @name ("" on error).
+std::string attr(gpuslot_client *c, const std::string &name)
+{
+	char text[256] = "";
+	return gpuslot_domain_attr(c, name.c_str(), text, sizeof(text)) < 0 ? "" : text;
+}
+
+// AMD: the HSA_CU_MASK that confines every queue the program creates to the
+// CUs of the slots in @mask (their union), in *@value; "" where a slot is
+// the whole GPU. 0, or gpuslot-run's exit status after saying why.
+int amd_cu_mask(gpuslot_client *c, uint64_t mask, std::string *value)
+{
+	value->clear();
+	std::vector<uint32_t> cus;
+	for (unsigned int s = 0; s < 64; s++) {
+		if (!(mask >> s & 1))
+			continue;
+		const std::string name = "slot" + std::to_string(s) + "/units";
+		const std::string text = attr(c, name);
+		std::vector<uint32_t> bits;
+		bool whole = false;
+		if (!gpuslot::run::parse_units_bitmap(text, &bits, &whole))
+			return fail(name + " reads \"" + text + "\": not a partition");
+		if (whole)
+			return 0; // a whole-GPU slot: nothing to confine
+		if (cus.size() < bits.size())
+			cus.resize(bits.size());
+		for (size_t i = 0; i < bits.size(); i++)
+			cus[i] |= bits[i];
+	}
+	std::string pci = attr(c, "pci_bus_id");
+	while (!pci.empty() && pci.back() == '\n')
+		pci.pop_back();
+	const char *topology = std::getenv("GPUSLOT_KFD_TOPOLOGY");
+	unsigned int index = 0;
+	std::string error;
+	if (gpuslot::run::rocr_gpu_index(topology && *topology ? topology
+								: "/sys/class/kfd/kfd/topology",
+					 pci, std::getenv("ROCR_VISIBLE_DEVICES"), &index,
+					 &error))
+		return fail("HSA_CU_MASK for the slot's CUs: " + error);
+	*value = std::to_string(index) + ":" + gpuslot::run::cu_list(cus);
+	return 0;
+}
+
 // The slots exist in the domain's layout: a slot at or past k would wait
-// for ever.
-int check_slots(unsigned long domain, uint64_t mask)
+// for ever. On AMD, *@hsa_cu_mask gets the mask that confines the program.
+int check_slots(unsigned long domain, uint64_t mask, std::string *hsa_cu_mask)
 {
 	gpuslot_options o{};
 	o.size = sizeof(o);
@@ -107,16 +155,21 @@ int check_slots(unsigned long domain, uint64_t mask)
 		return fail("domain " + std::to_string(domain) + ": " + gpuslot_last_error());
 	gpuslot_layout_info info{};
 	info.size = sizeof(info);
-	const int err = gpuslot_client_layout(c, &info);
-	gpuslot_close(c);
-	if (err < 0)
+	int err = gpuslot_client_layout(c, &info);
+	if (err < 0) {
+		gpuslot_close(c);
 		return fail(std::string("the domain's layout: ") + gpuslot_last_error());
+	}
 	const uint64_t all = info.k >= 64 ? ~0ULL : (1ULL << info.k) - 1;
-	if (mask & ~all)
+	if (mask & ~all) {
+		gpuslot_close(c);
 		return fail("slot " + slot_list(mask & ~all) + " is not in domain " +
 			    std::to_string(domain) + "'s layout: k is " + std::to_string(info.k) +
 			    ", slots 0 .. " + std::to_string(info.k - 1));
-	return 0;
+	}
+	err = info.unit_kind == GPUSLOT_UNIT_AMD_CU ? amd_cu_mask(c, mask, hsa_cu_mask) : 0;
+	gpuslot_close(c);
+	return err;
 }
 
 } // namespace
@@ -188,8 +241,20 @@ int main(int argc, char **argv)
 		return usage_error("--slot or --slots is required");
 	if (i >= argc)
 		return usage_error("no program to run (after --)");
-	if (int err = check_slots(domain, *mask))
+	std::string hsa_cu_mask;
+	if (int err = check_slots(domain, *mask, &hsa_cu_mask))
 		return err;
+	// ROCr reads it when the program's HIP starts: every queue it makes
+	// gets the slots' CUs. A mask of the user's own would be replaced.
+	if (!hsa_cu_mask.empty()) {
+		const char *set = std::getenv("HSA_CU_MASK");
+		if (set && *set)
+			return fail(std::string("HSA_CU_MASK is set (\"") + set +
+				    "\"): gpuslot-run sets it to the slot's CUs (\"" + hsa_cu_mask +
+				    "\"); unset it");
+		if (setenv("HSA_CU_MASK", hsa_cu_mask.c_str(), 1))
+			return fail(std::string("setenv: ") + std::strerror(errno));
+	}
 	const std::string library = interposer_path();
 	if (access(library.c_str(), R_OK))
 		return fail("the interposer " + library + ": " + std::strerror(errno) +

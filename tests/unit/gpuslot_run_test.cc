@@ -466,6 +466,84 @@ TEST_F(GpuslotRun, NonBlockingStreamsRunOnTheSlotsPartition)
 	}
 }
 
+// AMD: gpuslot-run sets HSA_CU_MASK to its slots' CUs (the union for
+// --slots; the bits of the layout's HIP CU masks, as ROCr applies them to
+// every queue), at ROCr's index of the domain's GPU: the KFD topology's GPU
+// order (a CPU node skipped), renumbered by ROCR_VISIBLE_DEVICES. A GPU
+// hidden from ROCr, an index it cannot place (a UUID), a mask the user set
+// already: gpuslot-run refuses before the program runs. A whole-GPU slot
+// sets none.
+TEST_F(GpuslotRun, AmdSlotsSetHsaCuMaskToTheirCus)
+{
+	// nodes/0 a CPU, 1 a Radeon VII at 0000:03:00.0, 2 an MI100 at the
+	// domain's 0000:19:00.0: ROCr's GPU 1.
+	const fs::path topo = dir_ / "topology";
+	auto node = [&](int n, const std::string &fixture, unsigned int location) {
+		fs::create_directories(topo / "nodes" / std::to_string(n));
+		std::ofstream out(topo / "nodes" / std::to_string(n) / "properties");
+		if (fixture.empty()) {
+			out << "cpu_cores_count 8\nsimd_count 0\n";
+			return;
+		}
+		std::ifstream in(std::string(GPUSLOT_KFD_FIXTURES) + "/" + fixture + "/properties");
+		for (std::string l; std::getline(in, l);)
+			out << (l.rfind("location_id ", 0) == 0 ? "location_id " + std::to_string(location)
+							     : l)
+			    << "\n";
+	};
+	node(0, "", 0);
+	node(1, "radeon-vii-gfx906", 0x300);
+	node(2, "mi100-gfx908", 0x1900);
+	gpuslot_layout l{};
+	l.size = sizeof(l);
+	l.k = 3;
+	l.unit_kind = GPUSLOT_UNIT_AMD_CU;
+	l.unit_size = 1;
+	l.nr_units = 120;
+	l.nr_partitions = 3;
+	gpuslot_partition parts[3] = {};
+	parts[0].units[0] = 0xffff;		   // CUs 0-15
+	parts[1].units[0] = 0xffffULL << 32;	   // CUs 32-47
+	parts[2].units[1] = 0xffULL << (100 - 64); // CUs 100-107
+	ASSERT_EQ(server_->set_layout(0, &l, parts), 0);
+	const std::string env = "GPUSLOT_KFD_TOPOLOGY=" + topo.string();
+	auto mask_under = [&](std::vector<std::string> options, std::vector<std::string> more) {
+		extra_env_ = {env};
+		extra_env_.insert(extra_env_.end(), more.begin(), more.end());
+		std::vector<std::string> args = {kRun};
+		args.insert(args.end(), options.begin(), options.end());
+		args.insert(args.end(), {"--", "/usr/bin/printenv", "HSA_CU_MASK"});
+		return run_with_stderr(args);
+	};
+	Exit e = mask_under({"--slot", "1"}, {});
+	EXPECT_EQ(e.status, 0) << e.out;
+	EXPECT_EQ(e.out, "1:32-47\n");
+	e = mask_under({"--slots", "0-2"}, {});
+	EXPECT_EQ(e.out, "1:0-15,32-47,100-107\n");
+	e = mask_under({"--slot", "1"}, {"ROCR_VISIBLE_DEVICES=1,0"});
+	EXPECT_EQ(e.out, "0:32-47\n") << "ROCr's GPU 1 listed first";
+	e = mask_under({"--slot", "1"}, {"ROCR_VISIBLE_DEVICES=0"});
+	EXPECT_EQ(e.status, 125) << e.out;
+	EXPECT_NE(e.out.find("hides the domain's GPU"), std::string::npos) << e.out;
+	e = mask_under({"--slot", "1"}, {"ROCR_VISIBLE_DEVICES=GPU-0123456789abcdef"});
+	EXPECT_EQ(e.status, 125) << e.out;
+	e = mask_under({"--slot", "1"}, {"HSA_CU_MASK=0:0-3"});
+	EXPECT_EQ(e.status, 125) << e.out;
+	EXPECT_NE(e.out.find("HSA_CU_MASK is set"), std::string::npos) << e.out;
+	extra_env_ = {"GPUSLOT_KFD_TOPOLOGY=" + (dir_ / "none").string()};
+	e = run_with_stderr({kRun, "--slot", "1", "--", "/usr/bin/printenv", "HSA_CU_MASK"});
+	EXPECT_EQ(e.status, 125) << "no topology: no index to give: " << e.out;
+	// Whole-GPU slots: nothing to confine.
+	l.nr_partitions = 0;
+	l.unit_kind = GPUSLOT_UNIT_NONE;
+	l.nr_units = 0;
+	l.unit_size = 0;
+	ASSERT_EQ(server_->set_layout(0, &l, nullptr), 0);
+	e = mask_under({"--slot", "1"}, {});
+	EXPECT_EQ(e.status, 1) << "printenv: HSA_CU_MASK unset: " << e.out;
+	EXPECT_EQ(e.out, "");
+}
+
 struct Interval {
 	uint64_t start, end;
 };
