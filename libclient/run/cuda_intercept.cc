@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "gpuslot.h"
 #include "interposer.hpp"
 
 #define GPUSLOT_RUN_EXPORT extern "C" __attribute__((visibility("default")))
@@ -777,6 +778,23 @@ const Entry &entry(Index i)
 namespace gpuslot::run {
 namespace {
 
+} // namespace
+
+// Whether @address is in libgpuslot.so.1's text: the object of
+// gpuslot_open(), which this library links.
+__attribute__((no_sanitize("address", "undefined"))) bool from_libgpuslot(void *address)
+{
+	static void *base = [] {
+		Dl_info mine{};
+		return dladdr(reinterpret_cast<void *>(&gpuslot_open), &mine) ? mine.dli_fbase
+									   : nullptr;
+	}();
+	Dl_info in{};
+	return base && address && dladdr(address, &in) && in.dli_fbase == base;
+}
+
+namespace {
+
 void *answer_cuda(void *handle, const char *name, DlsymFn real_lookup)
 {
 	for (int i = 0; i < kCount; i++)
@@ -799,15 +817,19 @@ void *answer_cuda(void *handle, const char *name, DlsymFn real_lookup)
 // The dlsym hook's question (dlsym_hook.cc): on a handle lookup of an entry
 // point the interposer stands in for, its wrapper; nullptr sends the call to
 // glibc's dlsym unchanged. Every other lookup returns before anything a
-// sanitizer instruments.
+// sanitizer instruments. @caller: the return address of dlsym's caller.
 extern "C" __attribute__((visibility("hidden"), no_sanitize("address", "undefined"))) void *
-gpuslot_run_dlsym_answer(void *handle, const char *name)
+gpuslot_run_dlsym_answer(void *handle, const char *name, void *caller)
 {
 	const DlsymFn real_lookup = gpuslot::run::real_dlsym();
 	if (handle == RTLD_NEXT || !name || name[0] != 'c' || name[1] != 'u')
 		return nullptr;
-	// libgpuslot's own driver setup gets libcuda's entry points.
-	if (gpuslot::run::in_library_setup())
+	// libgpuslot's own lookups get libcuda's entry points: the
+	// interposer's setup of its partition, and a program's own libgpuslot
+	// (the same library), whose calls must never pass the queue: they
+	// would wait for the slot the program holds, or for the lock its own
+	// gpuslot_open() holds.
+	if (gpuslot::run::in_library_setup() || gpuslot::run::from_libgpuslot(caller))
 		return nullptr;
 	return gpuslot::run::answer_cuda(handle, name, real_lookup);
 }

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // dlsym() of libgpuslot-run.so: asks gpuslot_run_dlsym_answer() whether the
-// lookup is one the interposer answers (cuda_intercept.cc), and otherwise
+// lookup is one the interposer answers (cuda_intercept.cc; its third
+// argument is the caller's return address, so that libgpuslot's own
+// lookups get libcuda's entry points), and otherwise
 // jumps to glibc's dlsym with the caller's arguments and return address
 // untouched. glibc finds the caller from that return address: for
 // RTLD_NEXT (the object after the caller) and for the caller's namespace.
@@ -19,6 +21,7 @@ __asm__(".text\n"
 #if defined(__CET__)
 	"	endbr64\n"
 #endif
+	"	movq (%rsp), %rdx\n" // the caller's return address
 	"	pushq %rdi\n"
 	"	.cfi_adjust_cfa_offset 8\n"
 	"	pushq %rsi\n"
@@ -48,6 +51,7 @@ __asm__(".text\n"
 #if defined(__ARM_FEATURE_BTI_DEFAULT)
 	"	bti c\n"
 #endif
+	"	mov x2, x30\n" // the caller's return address
 	"	stp x29, x30, [sp, #-32]!\n"
 	"	.cfi_def_cfa_offset 32\n"
 	"	.cfi_offset 29, -32\n"

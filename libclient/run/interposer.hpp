@@ -45,6 +45,9 @@ bool in_library_setup();
 // that stayed on the whole GPU of a partitioned slot (cuda_intercept.cc).
 void stream_counts(unsigned long *confined, unsigned long *whole);
 
+// Whether @address is in libgpuslot's code (cuda_intercept.cc).
+bool from_libgpuslot(void *address);
+
 // Whether the work queued on @stream has finished (cuStreamQuery; in
 // cuda_intercept.cc).
 bool stream_finished(void *stream);

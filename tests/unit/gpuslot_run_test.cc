@@ -267,6 +267,7 @@ protected:
 const std::string kRun = GPUSLOT_RUN_BIN;
 const std::string kLinked = RUN_PROBE_LINKED;
 const std::string kDl = RUN_PROBE_DL;
+const std::string kClient = RUN_PROBE_CLIENT;
 
 std::vector<std::string> lines_of(const std::string &text, const std::string &prefix)
 {
@@ -542,6 +543,29 @@ TEST_F(GpuslotRun, AmdSlotsSetHsaCuMaskToTheirCus)
 	e = mask_under({"--slot", "1"}, {});
 	EXPECT_EQ(e.status, 1) << "printenv: HSA_CU_MASK unset: " << e.out;
 	EXPECT_EQ(e.out, "");
+}
+
+// A program that links libgpuslot and opens its own client of the cuda
+// backend, under gpuslot-run on a partitioned slot: its library's driver
+// lookups get libcuda's entry points, not the interposer's (the dlsym hook
+// sees the caller is libgpuslot), so its whole-GPU slot stream is made by
+// the driver, never on the program's partition, and its gpuslot_open()
+// does not wait for the lock it holds itself (it did: the interposer's
+// partition opened from inside it).
+TEST_F(GpuslotRun, AProgramsOwnLibgpuslotGetsTheDriversEntryPoints)
+{
+	sm_layout({0, 0xfff0}, {2, 0}); // slot 0 the whole GPU, slot 1 groups 4-15
+	fs::remove(log_);
+	Exit e = run({kRun, "--slot", "1", "--", kClient});
+	ASSERT_EQ(e.status, 0) << e.out;
+	EXPECT_EQ(e.out, "client ok priority 2\n");
+	int plain = 0;
+	for (const std::string &l : log_lines()) {
+		EXPECT_EQ(l.find(" cuGreenCtxStreamCreate "), std::string::npos)
+			<< "no stream on a partition: " << l;
+		plain += l.find(" cuStreamCreate priority=-2") != std::string::npos;
+	}
+	EXPECT_EQ(plain, 1) << "the library's own stream, by the driver";
 }
 
 struct Interval {
