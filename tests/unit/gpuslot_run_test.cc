@@ -26,6 +26,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "lock_file.hpp"
@@ -447,23 +448,15 @@ TEST_F(GpuslotRun, NonBlockingStreamsRunOnTheSlotsPartition)
 	// Slots of different partitions: the program's streams run on the
 	// union of theirs, whichever slot a job holds, never outside it.
 	sm_layout({0x3, 0xc, 0xfff0}, {2, 0, 0});
-	fs::remove(log_);
-	e = run({kRun, "--slots", "0-1", "--", kDl, "confine"});
-	ASSERT_EQ(e.status, 0) << e.out;
-	{
+	for (auto [slots, probe, sms] : {std::tuple{"0-1", kDl, "0-31"},
+					 std::tuple{"1-2", kLinked, "16-127"}}) {
+		fs::remove(log_);
+		e = run({kRun, "--slots", slots, "--", probe, "confine"});
+		ASSERT_EQ(e.status, 0) << e.out;
 		std::istringstream out(e.out);
-		std::string word, nb, b;
-		out >> word >> nb >> b;
-		EXPECT_EQ(sms_by_stream(log_lines()).at(nb), std::set<std::string>{"0-31"});
-	}
-	fs::remove(log_);
-	e = run({kRun, "--slots", "1-2", "--", kLinked, "confine"});
-	ASSERT_EQ(e.status, 0) << e.out;
-	{
-		std::istringstream out(e.out);
-		std::string word, nb, b;
-		out >> word >> nb >> b;
-		EXPECT_EQ(sms_by_stream(log_lines()).at(nb), std::set<std::string>{"16-127"});
+		std::string word, nb;
+		out >> word >> nb;
+		EXPECT_EQ(sms_by_stream(log_lines()).at(nb), std::set<std::string>{sms}) << slots;
 	}
 }
 
