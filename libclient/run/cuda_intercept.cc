@@ -121,6 +121,13 @@ void *driver_symbol(const char *name)
 	return real_dlsym()(h, name);
 }
 
+// driver_symbol() as a function of type @Fn.
+template <class Fn>
+Fn driver_fn(const char *name)
+{
+	return reinterpret_cast<Fn>(driver_symbol(name));
+}
+
 void remember(Index i, Variant v, void *driver)
 {
 	void *expected = nullptr;
@@ -205,7 +212,7 @@ bool slot_cuda_priority(int *priority)
 	if (!stream_priority_levels(&levels))
 		return false;
 	using Range = CUresult (*)(int *, int *);
-	static auto range = reinterpret_cast<Range>(driver_symbol("cuCtxGetStreamPriorityRange"));
+	static auto range = driver_fn<Range>("cuCtxGetStreamPriorityRange");
 	int least = 0, greatest = 0;
 	if (!range || range(&least, &greatest) != CUDA_SUCCESS)
 		return false;
@@ -221,12 +228,6 @@ void say_once(std::atomic<bool> &said, const std::string &what)
 {
 	if (!said.exchange(true))
 		std::fprintf(stderr, "gpuslot-run: %s\n", what.c_str());
-}
-
-template <class Fn>
-Fn driver_fn(const char *name)
-{
-	return reinterpret_cast<Fn>(driver_symbol(name));
 }
 
 // A blocking stream cannot go on a green context (NON_BLOCKING is
@@ -330,7 +331,8 @@ CUresult create_stream(CUstream *stream, unsigned int flags, int asked, bool ask
 			Partition p;
 			std::string why;
 			// A blocking stream never needs the partition.
-			if (!blocking(flags) && slot_partition(&p, &why) < 0) {
+			const bool is_blocking = blocking(flags);
+			if (!is_blocking && slot_partition(&p, &why) < 0) {
 				// A program that asked for a partition never runs
 				// its streams outside it: its stream is refused.
 				std::fprintf(stderr, "gpuslot-run: the slot's partition: %s; the "
@@ -345,7 +347,7 @@ CUresult create_stream(CUstream *stream, unsigned int flags, int asked, bool ask
 			}
 			// A whole-GPU slot among the slots gives no context.
 			static std::atomic<bool> said_whole;
-			if (!p.green && !blocking(flags))
+			if (!p.green && !is_blocking)
 				say_once(said_whole, "a slot the program may hold is the whole GPU: "
 						     "its streams run on the whole GPU");
 			streams_whole.fetch_add(1, std::memory_order_relaxed);
@@ -406,8 +408,7 @@ public:
 	RelaxedCapture()
 	{
 		using Exchange = CUresult (*)(CUstreamCaptureMode *);
-		static auto exchange =
-			reinterpret_cast<Exchange>(driver_symbol("cuThreadExchangeStreamCaptureMode"));
+		static auto exchange = driver_fn<Exchange>("cuThreadExchangeStreamCaptureMode");
 		exchange_ = exchange;
 		if (exchange_ && exchange_(&mode_) != CUDA_SUCCESS)
 			exchange_ = nullptr;
@@ -493,11 +494,6 @@ private:
 		unsigned long long ctx; // its context's cuCtxGetId
 		CUevent event;
 	};
-	template <class Fn>
-	static Fn driver(const char *name)
-	{
-		return reinterpret_cast<Fn>(driver_symbol(name));
-	}
 	using IsCapturing = CUresult (*)(CUstream, CUstreamCaptureStatus *);
 	using GetCurrent = CUresult (*)(CUcontext *);
 	using GetId = CUresult (*)(CUcontext, unsigned long long *);
@@ -507,13 +503,13 @@ private:
 	using Destroy = CUresult (*)(CUevent);
 	// Looked up on first use (the queue is made at load, before the
 	// program may have loaded the driver).
-	IsCapturing is_capturing_ = driver<IsCapturing>("cuStreamIsCapturing");
-	GetCurrent get_current_ = driver<GetCurrent>("cuCtxGetCurrent");
-	GetId get_id_ = driver<GetId>("cuCtxGetId");
-	Create create_ = driver<Create>("cuEventCreate");
-	Record record_ = driver<Record>("cuEventRecord");
-	Query query_ = driver<Query>("cuEventQuery");
-	Destroy destroy_ = driver<Destroy>("cuEventDestroy_v2");
+	IsCapturing is_capturing_ = driver_fn<IsCapturing>("cuStreamIsCapturing");
+	GetCurrent get_current_ = driver_fn<GetCurrent>("cuCtxGetCurrent");
+	GetId get_id_ = driver_fn<GetId>("cuCtxGetId");
+	Create create_ = driver_fn<Create>("cuEventCreate");
+	Record record_ = driver_fn<Record>("cuEventRecord");
+	Query query_ = driver_fn<Query>("cuEventQuery");
+	Destroy destroy_ = driver_fn<Destroy>("cuEventDestroy_v2");
 	std::vector<Event *> free_;
 };
 
@@ -549,7 +545,7 @@ void stream_counts(unsigned long *confined, unsigned long *whole)
 bool stream_finished(void *stream)
 {
 	using Query = CUresult (*)(CUstream);
-	static auto query = reinterpret_cast<Query>(driver_symbol("cuStreamQuery"));
+	static auto query = driver_fn<Query>("cuStreamQuery");
 	const RelaxedCapture relaxed;
 	// An error (a stream of a failed context) leaves nothing running.
 	return !query || query(static_cast<CUstream>(stream)) != CUDA_ERROR_NOT_READY;
@@ -776,9 +772,6 @@ const Entry &entry(Index i)
 } // namespace gpuslot::run
 
 namespace gpuslot::run {
-namespace {
-
-} // namespace
 
 // Whether @address is in libgpuslot.so.1's text: the object of
 // gpuslot_open(), which this library links.
@@ -829,7 +822,7 @@ gpuslot_run_dlsym_answer(void *handle, const char *name, void *caller)
 	// (the same library), whose calls must never pass the queue: they
 	// would wait for the slot the program holds, or for the lock its own
 	// gpuslot_open() holds.
-	if (gpuslot::run::in_library_setup() || gpuslot::run::from_libgpuslot(caller))
+	if (gpuslot::run::from_libgpuslot(caller))
 		return nullptr;
 	return gpuslot::run::answer_cuda(handle, name, real_lookup);
 }

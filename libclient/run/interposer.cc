@@ -165,8 +165,6 @@ struct State {
 };
 State state;
 
-thread_local bool library_setup;
-
 // Whether any slot of @mask is partitioned, as the lock says it ("all":
 // the whole GPU), from the lock client: no driver call. An attribute that
 // cannot be read counts as partitioned: opening the partition then says why.
@@ -187,9 +185,7 @@ bool any_partitioned(uint64_t mask)
 
 int open_partition(Partition *out, std::string *error)
 {
-	// Decided now, at the program's first stream, from the layout the
-	// lock serves now.
-	if (!any_partitioned(state.slot_mask))
+	if (!slots_partitioned())
 		return 0; // the whole GPU: the program's own context is right
 	gpuslot_options o{};
 	o.size = sizeof(o);
@@ -402,15 +398,11 @@ int slot_partition(Partition *out, std::string *error)
 		*error = "a forked child of the program has no client of its own";
 		return -ECHILD;
 	}
-	if (library_setup) {
-		*error = "libgpuslot's own setup made a stream";
-		return -EDEADLK;
-	}
+	// libgpuslot's own driver calls never reach here (the dlsym hook
+	// gives the library libcuda's entry points): no recursion on @lock.
 	std::lock_guard<std::mutex> hold(lock);
 	if (!opened) {
-		library_setup = true;
 		const int err = open_partition(&partition, error);
-		library_setup = false;
 		// A failure (gpuslotd restarting, say) is tried again at the
 		// program's next stream.
 		if (err)
@@ -427,11 +419,6 @@ bool slots_partitioned()
 	// Asked at the program's first stream, of the layout then.
 	static const bool partitioned = state.queue && any_partitioned(state.slot_mask);
 	return partitioned;
-}
-
-bool in_library_setup()
-{
-	return library_setup;
 }
 
 bool stream_priority_levels(unsigned int *levels)

@@ -36,16 +36,14 @@ int slot_partition(Partition *out, std::string *error);
 // as the lock says at the first call.
 bool slots_partitioned();
 
-// True on a thread inside libgpuslot's own driver setup (slot_partition()):
-// the dlsym hook then answers with libcuda's entry points, never the
-// interposer's, so the library's calls do not pass the queue.
-bool in_library_setup();
-
 // The program's streams made so far on the slot's partition, and those
 // that stayed on the whole GPU of a partitioned slot (cuda_intercept.cc).
 void stream_counts(unsigned long *confined, unsigned long *whole);
 
-// Whether @address is in libgpuslot's code (cuda_intercept.cc).
+// Whether @address is in libgpuslot's code (cuda_intercept.cc): the dlsym
+// hook then answers with libcuda's entry points, never the interposer's,
+// so the library's own calls (the interposer's partition, a program's own
+// client) do not pass the queue.
 bool from_libgpuslot(void *address);
 
 // Whether the work queued on @stream has finished (cuStreamQuery; in

@@ -9,6 +9,38 @@
 
 namespace gpuslot {
 
+namespace {
+
+// The groups a unit mask names, ascending: what cuDevResourceGenerateDesc
+// is given.
+std::vector<unsigned int> mask_units(const std::vector<uint32_t> &mask)
+{
+	std::vector<unsigned int> idx;
+	for (unsigned int i = 0; i < mask.size() * 32; i++)
+		if (mask[i / 32] >> (i % 32) & 1)
+			idx.push_back(i);
+	return idx;
+}
+
+// A green context is what the layout says, read back from it: @want SMs,
+// and clusters as large as on the whole GPU (@coscheduled; a context of
+// IGNORE_SM_COSCHEDULING groups reads back 2 on an H100, and cuDNN and
+// cuBLAS kernels fail on it). A driver before CUDA 13.0 reports no
+// alignment (0) for the device or the context: there is nothing to compare.
+// False with *error naming @what.
+bool as_planned(const std::string &what, unsigned int sms, unsigned int got_coscheduled,
+		unsigned int want, unsigned int coscheduled, std::string *error)
+{
+	if (sms == want && got_coscheduled >= coscheduled)
+		return true;
+	*error = what + " has " + std::to_string(sms) + " SMs co-scheduled in groups of " +
+		 std::to_string(got_coscheduled) + "; its layout says " + std::to_string(want) +
+		 " SMs in groups of " + std::to_string(coscheduled);
+	return false;
+}
+
+} // namespace
+
 int CudaBackend::resolve(std::string *error)
 {
 	if (ordinal_ >= 0)
@@ -92,11 +124,7 @@ int CudaBackend::build(const SlotLayout &layout, uint64_t slots, StreamSet *set,
 		if (!(slots >> slot & 1))
 			continue;
 		const int cuda_priority = least - int(layout.priority(slot));
-		const auto &mask = layout.masks[slot];
-		std::vector<unsigned int> idx;
-		for (unsigned int i = 0; i < mask.size() * 32; i++)
-			if (mask[i / 32] >> (i % 32) & 1)
-				idx.push_back(i);
+		const std::vector<unsigned int> idx = mask_units(layout.masks[slot]);
 		void *stream = nullptr, *gctx = nullptr;
 		unsigned int sms = 0, got_coscheduled = 0;
 		int err = idx.empty() ? api_.plain_stream(ordinal_, cuda_priority, &stream)
@@ -109,19 +137,9 @@ int CudaBackend::build(const SlotLayout &layout, uint64_t slots, StreamSet *set,
 			destroy(set);
 			return -EIO;
 		}
-		// The partition is what the layout says, read back from the
-		// context: its SMs, and clusters as large as on the whole GPU
-		// (a context of IGNORE_SM_COSCHEDULING groups reads back 2 on an
-		// H100, and cuDNN and cuBLAS kernels fail on it). A driver before
-		// CUDA 13.0 reports no alignment (0) for the device or the
-		// context: there is nothing to compare.
-		const unsigned int want = unsigned(idx.size()) * layout.unit_size;
-		if (gctx && (sms != want || got_coscheduled < coscheduled)) {
-			*error = "slot " + std::to_string(slot) + "'s green context has " +
-				 std::to_string(sms) + " SMs co-scheduled in groups of " +
-				 std::to_string(got_coscheduled) + "; its layout says " +
-				 std::to_string(want) + " SMs in groups of " +
-				 std::to_string(coscheduled);
+		if (gctx && !as_planned("slot " + std::to_string(slot) + "'s green context", sms,
+					got_coscheduled, unsigned(idx.size()) * layout.unit_size,
+					coscheduled, error)) {
 			api_.destroy(stream, gctx);
 			destroy(set);
 			return -EIO;
@@ -164,15 +182,18 @@ int CudaBackend::build_union(const SlotLayout &layout, uint64_t slots, StreamSet
 		*error = "no streams were built yet";
 		return -EINVAL;
 	}
-	std::vector<unsigned int> idx;
-	for (unsigned int i = 0; i < layout.nr_units; i++) {
-		bool in = false;
-		for (unsigned int s = 0; s < layout.k && !in; s++)
-			in = (slots >> s & 1) && i / 32 < layout.masks[s].size() &&
-			     (layout.masks[s][i / 32] >> (i % 32) & 1);
-		if (in)
-			idx.push_back(i);
+	// The union of the slots' masks.
+	std::vector<uint32_t> mask;
+	for (unsigned int s = 0; s < layout.k; s++) {
+		if (!(slots >> s & 1))
+			continue;
+		const std::vector<uint32_t> &m = layout.masks[s];
+		if (mask.size() < m.size())
+			mask.resize(m.size());
+		for (size_t w = 0; w < m.size(); w++)
+			mask[w] |= m[w];
 	}
+	const std::vector<unsigned int> idx = mask_units(mask);
 	if (idx.empty()) {
 		*error = "the slots have no partition to unite";
 		return -EINVAL;
@@ -185,14 +206,8 @@ int CudaBackend::build_union(const SlotLayout &layout, uint64_t slots, StreamSet
 			 api_.error_string(err);
 		return -EIO;
 	}
-	// Read back, as each slot's is: its SMs, and clusters as large as on
-	// the whole GPU.
-	const unsigned int want = unsigned(idx.size()) * layout.unit_size;
-	if (sms != want || coscheduled < coscheduled_) {
-		*error = "the green context of the slots' partitions has " + std::to_string(sms) +
-			 " SMs co-scheduled in groups of " + std::to_string(coscheduled) +
-			 "; the layout says " + std::to_string(want) + " SMs in groups of " +
-			 std::to_string(coscheduled_);
+	if (!as_planned("the green context of the slots' partitions", sms, coscheduled,
+			unsigned(idx.size()) * layout.unit_size, coscheduled_, error)) {
 		api_.destroy(stream, gctx);
 		return -EIO;
 	}

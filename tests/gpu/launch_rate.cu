@@ -17,6 +17,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "cuda_check.cuh"
+
 namespace {
 
 __global__ void empty() {}
@@ -26,14 +28,6 @@ double now_s()
 	timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return double(ts.tv_sec) + ts.tv_nsec / 1e9;
-}
-
-void check(cudaError_t e, const char *what)
-{
-	if (e != cudaSuccess) {
-		std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
-		std::exit(1);
-	}
 }
 
 void run(cudaStream_t s, long launches, long batch)

@@ -16,6 +16,8 @@
 #include <cstdlib>
 #include <vector>
 
+#include "cuda_check.cuh"
+
 namespace {
 
 __device__ unsigned long long global_ns()
@@ -46,14 +48,6 @@ unsigned long long now_ns()
 	timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (unsigned long long)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
-void check(cudaError_t e, const char *what)
-{
-	if (e != cudaSuccess) {
-		std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
-		std::exit(1);
-	}
 }
 
 } // namespace

@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "cuda_check.cuh"
+
 namespace {
 
 __global__ void where(unsigned long long cycles, unsigned int *smid, unsigned int *value,
@@ -31,14 +33,6 @@ __global__ void where(unsigned long long cycles, unsigned int *smid, unsigned in
 	if (threadIdx.x == 0) {
 		smid[blockIdx.x] = id;
 		value[blockIdx.x] = blockIdx.x * 7u + round;
-	}
-}
-
-void check(cudaError_t e, const char *what)
-{
-	if (e != cudaSuccess) {
-		std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
-		std::exit(1);
 	}
 }
 

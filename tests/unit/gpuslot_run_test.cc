@@ -92,24 +92,32 @@ protected:
 		ASSERT_EQ(server_->set_layout(0, &l, nullptr), 0);
 	}
 
+	// One partition per slot, of units of @kind, at these priorities.
+	void partitioned_layout(uint32_t kind, uint32_t unit_size, uint32_t nr_units,
+				const std::vector<gpuslot_partition> &parts,
+				const std::vector<unsigned int> &priorities)
+	{
+		gpuslot_layout l{};
+		l.size = sizeof(l);
+		l.k = unsigned(parts.size());
+		l.unit_kind = kind;
+		l.unit_size = unit_size;
+		l.nr_units = nr_units;
+		l.nr_partitions = l.k;
+		for (size_t s = 0; s < parts.size(); s++)
+			l.priority[s] = priorities[s];
+		ASSERT_EQ(server_->set_layout(0, &l, parts.data()), 0);
+	}
+
 	// Slots of NVIDIA SM groups as gpuslotd plans them for the driver
 	// double's GPU (132 SMs, split by 8: 16 groups): one partition per
 	// slot, each a mask of groups, at these priorities.
 	void sm_layout(std::vector<uint64_t> groups, std::vector<unsigned int> priorities)
 	{
-		gpuslot_layout l{};
-		l.size = sizeof(l);
-		l.k = unsigned(groups.size());
-		l.unit_kind = GPUSLOT_UNIT_NV_SM_GROUP;
-		l.unit_size = 8;
-		l.nr_units = 16;
-		l.nr_partitions = l.k;
 		std::vector<gpuslot_partition> parts(groups.size());
-		for (size_t s = 0; s < groups.size(); s++) {
+		for (size_t s = 0; s < groups.size(); s++)
 			parts[s].units[0] = groups[s];
-			l.priority[s] = priorities[s];
-		}
-		ASSERT_EQ(server_->set_layout(0, &l, parts.data()), 0);
+		partitioned_layout(GPUSLOT_UNIT_NV_SM_GROUP, 8, 16, parts, priorities);
 	}
 
 	// The environment of a program of the test: the lock on dir_'s
@@ -488,18 +496,11 @@ TEST_F(GpuslotRun, AmdSlotsSetHsaCuMaskToTheirCus)
 	node(0, "", 0);
 	node(1, "radeon-vii-gfx906", 0x300);
 	node(2, "mi100-gfx908", 0x1900);
-	gpuslot_layout l{};
-	l.size = sizeof(l);
-	l.k = 3;
-	l.unit_kind = GPUSLOT_UNIT_AMD_CU;
-	l.unit_size = 1;
-	l.nr_units = 120;
-	l.nr_partitions = 3;
-	gpuslot_partition parts[3] = {};
+	std::vector<gpuslot_partition> parts(3);
 	parts[0].units[0] = 0xffff;		   // CUs 0-15
 	parts[1].units[0] = 0xffffULL << 32;	   // CUs 32-47
 	parts[2].units[1] = 0xffULL << (100 - 64); // CUs 100-107
-	ASSERT_EQ(server_->set_layout(0, &l, parts), 0);
+	partitioned_layout(GPUSLOT_UNIT_AMD_CU, 1, 120, parts, {0, 0, 0});
 	const std::string env = "GPUSLOT_KFD_TOPOLOGY=" + topo.string();
 	auto mask_under = [&](std::vector<std::string> options, std::vector<std::string> more) {
 		extra_env_ = {env};
@@ -528,11 +529,7 @@ TEST_F(GpuslotRun, AmdSlotsSetHsaCuMaskToTheirCus)
 	e = run_with_stderr({kRun, "--slot", "1", "--", "/usr/bin/printenv", "HSA_CU_MASK"});
 	EXPECT_EQ(e.status, 125) << "no topology: no index to give: " << e.out;
 	// Whole-GPU slots: nothing to confine.
-	l.nr_partitions = 0;
-	l.unit_kind = GPUSLOT_UNIT_NONE;
-	l.nr_units = 0;
-	l.unit_size = 0;
-	ASSERT_EQ(server_->set_layout(0, &l, nullptr), 0);
+	layout({0, 0, 0});
 	e = mask_under({"--slot", "1"}, {});
 	EXPECT_EQ(e.status, 1) << "printenv: HSA_CU_MASK unset: " << e.out;
 	EXPECT_EQ(e.out, "");
