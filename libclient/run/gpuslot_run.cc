@@ -31,7 +31,7 @@ constexpr int kExitNotFound = 127;
 
 const char kUsage[] =
 	"usage: gpuslot-run [--domain N] --slot S|--slots LIST [--hold|--per-sync]\n"
-	"                   [--inflight N|--no-preempt] [--window M] -- PROGRAM [ARGS...]\n"
+	"                   [--inflight N|--no-preempt] -- PROGRAM [ARGS...]\n"
 	"\n"
 	"Runs PROGRAM, unchanged, with its CUDA work under a slot of gpuslot's lock:\n"
 	"the NON_BLOCKING streams it creates run on the slot's SM partition (its\n"
@@ -49,15 +49,14 @@ const char kUsage[] =
 	"                 synchronization that finishes the job's work releases\n"
 	"  --hold         take the slot before the program starts, keep it to exit\n"
 	"  --inflight N   while a slot of higher priority has work (and is within its\n"
-	"                 preemption budget), at most N of the program's commands are\n"
-	"                 unfinished on the GPU; the next waits in the thread that\n"
-	"                 sends it until one finishes or the preemption ends (default\n"
-	"                 4; 0 .. 4096; 0 never holds a command back)\n"
-	"  --no-preempt   --inflight 0 (and no window)\n"
-	"  --window M     where another slot of the domain has a higher priority than\n"
-	"                 the program's, at most M of its commands are unfinished at\n"
-	"                 any time, so that a preemption finds at most M ahead of the\n"
-	"                 higher slot's work (default 16; 0 .. 4096; 0: no bound)\n"
+	"                 preemption budget), the program sends no command: each\n"
+	"                 waits in the thread that sends it until the preemption\n"
+	"                 ends; and where another slot of the domain has a higher\n"
+	"                 priority than the program's, at most N of its commands\n"
+	"                 are unfinished on the GPU at any time, so that a\n"
+	"                 preemption finds at most N ahead of the higher slot's work\n"
+	"                 (XSched's threshold; default 4; 0 .. 4096; 0: no bound)\n"
+	"  --no-preempt   never hold a command back (and no bound)\n"
 	"  -h, --help     this text\n"
 	"\n"
 	"The lock is libgpuslot's: /dev/gpuslot, or gpuslotd's socket where the module\n"
@@ -70,9 +69,9 @@ const char kUsage[] =
 	"--hold takes a slot there). See gpuslot-run(1).\n"
 	"\n"
 	"Throttling covers what the queue sees (kernel and graph launches, the copies,\n"
-	"memsets and event waits above); commands sent before a preemption began are\n"
-	"not counted. With nothing preempting it costs one look at the lock's\n"
-	"published state per command.\n"
+	"memsets and event waits above). A program nobody outranks pays one look at\n"
+	"the lock's published state per command; an outranked one also a CUDA event\n"
+	"per command (its bound).\n"
 	"\n"
 	"Exit status: PROGRAM's, or 125 gpuslot-run failed, 126 PROGRAM could not be\n"
 	"run, 127 PROGRAM was not found.\n";
@@ -180,7 +179,7 @@ int main(int argc, char **argv)
 	std::optional<uint64_t> mask;
 	const char *policy = "per-sync";
 	unsigned long inflight = kDefaultInflight;
-	unsigned long window = kDefaultWindow;
+	bool preempt = true;
 	int i = 1;
 	for (; i < argc; i++) {
 		const std::string a = argv[i];
@@ -203,14 +202,7 @@ int main(int argc, char **argv)
 						   std::to_string(kMaxInflight));
 			inflight = *n;
 		} else if (a == "--no-preempt") {
-			inflight = 0;
-		} else if (a == "--window") {
-			const char *v = value();
-			auto n = v ? parse_number(v, kMaxInflight) : std::nullopt;
-			if (!n)
-				return usage_error("--window: expected a number of commands 0 .. " +
-						   std::to_string(kMaxInflight));
-			window = *n;
+			preempt = false;
 		} else if (a == "--domain") {
 			const char *v = value();
 			auto n = v ? parse_number(v, 1u << 20) : std::nullopt;
@@ -269,7 +261,7 @@ int main(int argc, char **argv)
 	    setenv(kEnvDomain, std::to_string(domain).c_str(), 1) ||
 	    setenv(kEnvSlots, slot_list(*mask).c_str(), 1) || setenv(kEnvPolicy, policy, 1) ||
 	    setenv(kEnvInflight, std::to_string(inflight).c_str(), 1) ||
-	    setenv(kEnvWindow, std::to_string(window).c_str(), 1))
+	    setenv(kEnvPreempt, preempt ? "1" : "0", 1))
 		return fail(std::string("setenv: ") + std::strerror(errno));
 	execvp(argv[i], argv + i);
 	const int err = errno;

@@ -251,7 +251,7 @@ void leave_environment()
 	unsetenv(kEnvSlots);
 	unsetenv(kEnvPolicy);
 	unsetenv(kEnvInflight);
-	unsetenv(kEnvWindow);
+	unsetenv(kEnvPreempt);
 }
 
 void forked_child()
@@ -292,7 +292,7 @@ __attribute__((constructor)) void load()
 	const char *slots_text = std::getenv(kEnvSlots);
 	const char *policy_text = std::getenv(kEnvPolicy);
 	const char *inflight_text = std::getenv(kEnvInflight);
-	const char *window_text = std::getenv(kEnvWindow);
+	const char *preempt_text = std::getenv(kEnvPreempt);
 	if (!slots_text)
 		return; // loaded by hand, without gpuslot-run: pass through
 	std::string error;
@@ -312,11 +312,9 @@ __attribute__((constructor)) void load()
 	if (!inflight)
 		fail(std::string(kEnvInflight) + " \"" + inflight_text + "\" is not a number 0 .. " +
 		     std::to_string(kMaxInflight));
-	const auto window = window_text ? parse_number(window_text, kMaxInflight)
-					: std::optional<unsigned long>(kDefaultWindow);
-	if (!window)
-		fail(std::string(kEnvWindow) + " \"" + window_text + "\" is not a number 0 .. " +
-		     std::to_string(kMaxInflight));
+	const std::string preempt = preempt_text ? preempt_text : "1";
+	if (preempt != "0" && preempt != "1")
+		fail(std::string(kEnvPreempt) + " \"" + preempt + "\" is neither 0 nor 1");
 	leave_environment();
 
 	gpuslot_options o{};
@@ -342,9 +340,10 @@ __attribute__((constructor)) void load()
 			state.priority_levels = unsigned(p);
 		first = false;
 	}
-	// The window applies where another slot of the domain outranks the
-	// program's (the layout at start: a program outranked later gets
-	// the bound only while preempted).
+	// The bound on what is in flight applies where another slot of the
+	// domain outranks the program's (the layout at start: a program
+	// outranked later is held back while preempted, with no bound on
+	// what it sent before).
 	// Only slots the program may not hold count: its own slots of
 	// different priorities do not outrank it.
 	bool outranked = false;
@@ -361,7 +360,7 @@ __attribute__((constructor)) void load()
 	state.lock = new LibgpuslotLock(state.client, *mask);
 	state.preempt = new LibgpuslotPreempt(state.client, state.lock);
 	state.queue = new LaunchQueue(state.policy, state.lock, stream_finished,
-				      Throttle{unsigned(*inflight), outranked ? unsigned(*window) : 0u,
+				      Throttle{preempt == "1", outranked ? unsigned(*inflight) : 0u,
 					       state.preempt, cuda_markers()});
 	pthread_atfork(nullptr, nullptr, forked_child);
 	state.loader_pid = getpid();

@@ -89,31 +89,28 @@ void LaunchQueue::reap()
 	});
 }
 
-// While a higher slot preempts, at most inflight commands sent during the
-// preemption are unfinished; the command beyond waits here, in the thread
-// that submits it, so that nothing is reordered, lost or sent twice, and a
-// synchronization of the program's finds its commands sent as it sent them.
+// XSched's Level 1, in the thread that submits: while a higher slot
+// preempts, no command goes; where the program is outranked, at most
+// inflight commands are unfinished at any time, so that a preemption finds
+// no more than that ahead of the higher slot's work (XSched's threshold).
+// The command that may not go waits here, in the thread that submits it,
+// so that nothing is reordered, lost or sent twice, and a synchronization
+// of the program's finds its commands sent as it sent them.
 //
-// Without a window, markers are recorded only while preempted: with
-// nothing preempting, a command costs one look at the published state (a
-// few loads) and no driver call, and commands sent before the preemption
-// began are not counted: they are in the GPU's queues already and run
-// whatever is done here (XSched's Level 1 cannot recall them either). With
-// a window (a program whose slot is outranked), every command is marked
-// and at most window of them are unfinished at any time, so that a
-// preemption finds at most that many ahead of the higher slot's work.
-// Markers of an earlier preemption still unfinished count in the next.
-unsigned int LaunchQueue::limit(bool preempted) const
-{
-	return preempted ? throttle_.inflight : throttle_.window;
-}
-
+// Keeping N in flight while preempted, instead of none, protects nothing
+// on a GPU that N large kernels per process fill: the first H100 run
+// (docs/results-ch6.md, issue 40) kept camera-130's front camera where
+// stream priorities left it with 4 and with 1 in flight.
+//
+// Without a bound (a program nobody outranks, or --inflight 0), no
+// command is marked: with nothing preempting a command costs one look at
+// the published state (a few loads) and no driver call.
 bool LaunchQueue::throttle(StreamKey stream)
 {
-	if (!throttle_.inflight || disabled_)
+	if (!throttle_.suspend || disabled_)
 		return false;
 	bool preempted = throttle_.preempt->preempted();
-	if (!limit(preempted))
+	if (!preempted && !throttle_.inflight)
 		return false;
 	std::unique_lock guard(mutex_);
 	// A captured command does not run now: holding it back would protect
@@ -126,8 +123,15 @@ bool LaunchQueue::throttle(StreamKey stream)
 	std::chrono::steady_clock::time_point deadline;
 	for (;;) {
 		reap();
-		if (waiting_.front() == ticket && markers_.size() + reserved_ < limit(preempted))
-			break;
+		if (!preempted) {
+			if (!throttle_.inflight) {
+				place = false; // the preemption ended, no bound
+				break;
+			}
+			if (waiting_.front() == ticket &&
+			    markers_.size() + reserved_ < throttle_.inflight)
+				break;
+		}
 		if (!waited) {
 			throttled_++;
 			deadline = std::chrono::steady_clock::now() +
@@ -152,10 +156,6 @@ bool LaunchQueue::throttle(StreamKey stream)
 		nanosleep(&poll, nullptr);
 		preempted = throttle_.preempt->preempted();
 		guard.lock();
-		if (!limit(preempted)) {
-			place = false; // the preemption ended: at once, unmarked
-			break;
-		}
 	}
 	waiting_.erase(std::find(waiting_.begin(), waiting_.end(), ticket));
 	if (place)

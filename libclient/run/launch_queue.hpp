@@ -2,8 +2,9 @@
 // The launch path of gpuslot-run's interposer: every command the program
 // sends to the GPU passes LaunchQueue::submit(), which decides when it may
 // go to the driver and may hold it back: under --per-sync until the slot is
-// held, and while a slot of higher priority preempts (issue 40) until fewer
-// than N of this process's commands are in flight. It reports the job's
+// held, while a slot of higher priority preempts (issue 40), and where the
+// program's slot is outranked, while N of its commands are in flight. It
+// reports the job's
 // work edges to the lock. Synchronizations report their return.
 // Nothing here knows CUDA or libgpuslot: streams are opaque, whether one has
 // finished is asked of the caller's probe (cuStreamQuery), preemption of a
@@ -63,15 +64,20 @@ public:
 	virtual void recycle(void *marker) = 0;
 };
 
-// The in-flight threshold while a higher slot preempts (gpuslot-run
-// --inflight N; 0: never throttle).
+// The throttle (issue 40), XSched's Level 1 in the submitting thread:
 //
-// @window bounds the commands in flight at all times, preempted or not,
-// for a program whose slot another slot of the domain outranks (0: no
-// bound): what is in the GPU's queues when a higher slot starts
-// preempting still runs, ahead of its work, and without a window that is
-// everything the program sent (a whole frame of a camera network). Only
-// with @inflight > 0.
+// @suspend: while a slot of higher priority preempts, the program sends no
+// command; each waits in the thread that sends it until the preemption
+// ends (gpuslot-run; false: --no-preempt, nothing is held back). What is
+// already in the GPU's queues still runs: no launch-side throttle can
+// recall it.
+//
+// @inflight bounds that: at most @inflight of the program's commands are
+// unfinished at any time (XSched's threshold, its "4 in flight" on
+// Hopper), so that a preemption finds at most that many ahead of the
+// higher slot's work, not the whole frame the program sent before it
+// began. Set where another slot of the domain outranks the program's
+// (gpuslot-run --inflight); 0: no bound. Only with @suspend.
 //
 // @max_wait_ms bounds how long one command waits: a program whose queued
 // GPU work waits for host progress that the waiting thread would make
@@ -81,8 +87,8 @@ public:
 // preemption window (preempt_window_ms, 1000 ms): a preemption within its
 // budget never lasts longer.
 struct Throttle {
+	bool suspend = false;
 	unsigned int inflight = 0;
-	unsigned int window = 0;
 	PreemptView *preempt = nullptr;
 	Markers *markers = nullptr;
 	unsigned int max_wait_ms = 1000;
@@ -158,7 +164,6 @@ private:
 
 	bool admit(StreamKey stream);
 	bool throttle(StreamKey stream);
-	unsigned int limit(bool preempted) const;
 	void submitted(StreamKey stream, bool marked);
 	void reap();
 	void drained();
@@ -185,9 +190,9 @@ private:
 	unsigned long long acquires_ = 0;
 	// The lock was told that the job has work pending.
 	bool work_ = false;
-	// The throttle: markers of the commands sent while preempted, oldest
-	// first; places taken by commands being sent; throttled commands in
-	// arrival order (tickets), which go in that order.
+	// The throttle: markers of the unfinished commands, oldest first;
+	// places taken by commands being sent; throttled commands in arrival
+	// order (tickets), which go in that order.
 	std::vector<Marker> markers_;
 	unsigned int reserved_ = 0;
 	std::vector<unsigned long long> waiting_;

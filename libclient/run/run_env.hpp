@@ -12,18 +12,17 @@ namespace gpuslot::run {
 inline constexpr const char *kEnvDomain = "GPUSLOT_RUN_DOMAIN";
 inline constexpr const char *kEnvSlots = "GPUSLOT_RUN_SLOTS"; // a slot list, as --slots takes it
 inline constexpr const char *kEnvPolicy = "GPUSLOT_RUN_POLICY"; // hold | per-sync
-// The throttle's threshold while a higher slot preempts (--inflight): a
-// number 0 (off) .. kMaxInflight; unset: kDefaultInflight.
+// Whether the program's commands wait while a slot of higher priority
+// preempts (issue 40): "1" (unset: the same) or "0" (--no-preempt).
+inline constexpr const char *kEnvPreempt = "GPUSLOT_RUN_PREEMPT";
+// The bound on the program's unfinished commands where another slot of the
+// domain outranks its slot (--inflight): a number 0 (none) ..
+// kMaxInflight; unset: kDefaultInflight. What a preemption finds queued
+// ahead of the higher slot's work (docs/preemption.md).
 inline constexpr const char *kEnvInflight = "GPUSLOT_RUN_INFLIGHT";
 // XSched's threshold (its "4 in flight" on Hopper, issue 40).
 inline constexpr unsigned int kDefaultInflight = 4;
 inline constexpr unsigned int kMaxInflight = 4096;
-// The bound on commands in flight at all times for a program whose slot
-// another slot of the domain outranks (--window): 0 (none) ..
-// kMaxInflight; unset: kDefaultWindow. What a preemption finds queued
-// ahead of the higher slot's work (docs/preemption.md).
-inline constexpr const char *kEnvWindow = "GPUSLOT_RUN_WINDOW";
-inline constexpr unsigned int kDefaultWindow = 16;
 
 // "1", "0,2", "1-3,5": bit i for slot i (0 .. 63). std::nullopt and
 // @error for anything else (empty items, reversed ranges, slots past 63).

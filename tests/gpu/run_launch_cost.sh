@@ -55,9 +55,9 @@ for r in $(seq "$reps"); do
 	echo "plain $r $("${rate[@]}")" >>"$out/runs.txt"
 	echo "no-preempt $r $(under --no-preempt)" >>"$out/runs.txt"
 	echo "idle $r $(under)" >>"$out/runs.txt"
-	# Slot 1 is outranked by slot 0: "idle" has the window (every command
-	# marked, at most 16 unfinished); this, the throttle armed without it.
-	echo "idle-nowindow $r $(under --window 0)" >>"$out/runs.txt"
+	# Slot 1 is outranked by slot 0: "idle" has the bound (every command
+	# marked, at most 4 unfinished); this, the throttle armed without it.
+	echo "idle-nobound $r $(under --inflight 0)" >>"$out/runs.txt"
 	if [ ! -x "$b/work_holder" ]; then
 		echo "no work_holder in the bundle: no throttled runs" >>"$out/holder.log"
 		continue

@@ -669,12 +669,10 @@ uint64_t field(const std::string &line, const std::string &key)
 	return at == std::string::npos ? 0 : std::stoull(line.substr(at + key.size() + 2));
 }
 
-// The most kernels of the log unfinished on the double's GPU at once, seen
-// at each launch: the launches before it whose work ends after it was sent,
-// and itself.
-unsigned int most_in_flight(const std::vector<std::string> &lines)
+// The kernels of the log as (sent, end) in the double's clock.
+std::vector<std::pair<uint64_t, uint64_t>> kernels(const std::vector<std::string> &lines)
 {
-	std::vector<std::pair<uint64_t, uint64_t>> launches; // sent, ends
+	std::vector<std::pair<uint64_t, uint64_t>> out;
 	for (const std::string &l : lines) {
 		std::istringstream in(l);
 		pid_t pid;
@@ -682,8 +680,17 @@ unsigned int most_in_flight(const std::vector<std::string> &lines)
 		std::string what;
 		in >> pid >> t >> what;
 		if (what.rfind("cuLaunchKernel", 0) == 0)
-			launches.push_back({t, field(l, "end")});
+			out.push_back({t, field(l, "end")});
 	}
+	return out;
+}
+
+// The most kernels of the log unfinished on the double's GPU at once, seen
+// at each launch: the launches before it whose work ends after it was sent,
+// and itself.
+unsigned int most_in_flight(const std::vector<std::string> &lines)
+{
+	const auto launches = kernels(lines);
 	unsigned int most = 0;
 	for (size_t i = 0; i < launches.size(); i++) {
 		unsigned int n = 0;
@@ -696,37 +703,32 @@ unsigned int most_in_flight(const std::vector<std::string> &lines)
 
 // The throttle through the interposer, its CUDA events and the driver
 // double (1 ms per kernel), with the work state of libgpuslot faked
-// (fake_work_state.cc): while a higher slot preempts, a burst of 20
-// kernels never has more than --inflight 2 unfinished, all 20 run in order
-// on their stream; with the throttle off, or nothing preempting, the burst
-// is all unfinished at once (nothing waits).
-TEST_F(GpuslotRun, ThrottleKeepsTheThresholdWhilePreempted)
+// (fake_work_state.cc). A program on slot 1, outranked by slot 0: a burst
+// of 20 kernels never has more than --inflight 2 unfinished, all 20 run in
+// order on their stream, every marker in relaxed capture mode; with
+// --no-preempt, or on slot 0 (nobody outranks it), the burst is all
+// unfinished at once (nothing waits, nothing marked).
+TEST_F(GpuslotRun, ThrottleKeepsTheBoundWhereOutranked)
 {
-	layout({0});
-	const fs::path preempts = dir_ / "preempts";
+	layout({1, 0});
 	preload_ = FAKE_WORK_STATE;
-	extra_env_ = {"FAKE_WORK_PREEMPTS=" + preempts.string()};
-	std::ofstream(preempts).put('\n');
 	struct Case {
 		std::vector<std::string> options;
-		bool preempting;
 		unsigned int most; // 0: more than 2
 	};
 	const Case cases[] = {
-		{{"--inflight", "2"}, true, 2},
-		{{"--inflight", "2", "--per-sync"}, true, 2},
-		{{"--no-preempt"}, true, 0},
-		{{"--inflight", "2"}, false, 0},
+		{{"--slot", "1", "--inflight", "2"}, 2},
+		{{"--slot", "1", "--inflight", "2", "--per-sync"}, 2},
+		{{"--slot", "1", "--inflight", "2", "--no-preempt"}, 0},
+		{{"--slot", "0", "--inflight", "2"}, 0},
 	};
 	for (const Case &c : cases) {
 		std::string name;
 		for (const std::string &o : c.options)
 			name += o + " ";
-		SCOPED_TRACE(name + (c.preempting ? "preempted" : "nothing preempting"));
-		if (!c.preempting)
-			fs::remove(preempts);
+		SCOPED_TRACE(name);
 		fs::remove(log_);
-		std::vector<std::string> args = {kRun, "--slot", "0"};
+		std::vector<std::string> args = {kRun};
 		args.insert(args.end(), c.options.begin(), c.options.end());
 		args.insert(args.end(), {"--", kLinked, "burst", "20"});
 		const Exit e = run(args);
@@ -740,9 +742,8 @@ TEST_F(GpuslotRun, ThrottleKeepsTheThresholdWhilePreempted)
 			EXPECT_GT(most, 2u) << "the burst was held back";
 		// On their one stream, in the order sent: their ends rise.
 		std::vector<uint64_t> ends;
-		for (const std::string &l : lines)
-			if (l.find(" cuLaunchKernel ") != std::string::npos)
-				ends.push_back(field(l, "end"));
+		for (const auto &[sent, end] : kernels(lines))
+			ends.push_back(end);
 		EXPECT_EQ(ends.size(), 20u);
 		EXPECT_TRUE(std::is_sorted(ends.begin(), ends.end()));
 		// The markers are recorded and asked in relaxed capture mode,
@@ -755,8 +756,47 @@ TEST_F(GpuslotRun, ThrottleKeepsTheThresholdWhilePreempted)
 			markers++;
 			EXPECT_NE(l.find("mode=relaxed"), std::string::npos) << l;
 		}
-		if (c.most) {
+		if (c.most)
 			EXPECT_GT(markers, 0u);
+		else
+			EXPECT_EQ(markers, 0u);
+	}
+}
+
+// While a higher slot preempts, the program sends nothing: a burst started
+// during a preemption sends its first kernel only after the preemption
+// ended (300 ms later), then keeps to the bound. With --no-preempt the
+// burst runs during the preemption.
+TEST_F(GpuslotRun, NothingIsSentWhileAHigherSlotPreempts)
+{
+	layout({1, 0});
+	const fs::path preempts = dir_ / "preempts";
+	preload_ = FAKE_WORK_STATE;
+	extra_env_ = {"FAKE_WORK_PREEMPTS=" + preempts.string()};
+	for (bool preempt : {true, false}) {
+		SCOPED_TRACE(preempt ? "preempted" : "--no-preempt");
+		fs::remove(log_);
+		std::ofstream(preempts).put('\n');
+		std::vector<std::string> args = {kRun, "--slot", "1", "--hold"};
+		args.insert(args.end(), {"--inflight", "2"});
+		if (!preempt)
+			args.push_back("--no-preempt");
+		args.insert(args.end(), {"--", kLinked, "burst", "20"});
+		Child c = spawn(args);
+		std::this_thread::sleep_for(std::chrono::milliseconds(300));
+		timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		const uint64_t ended = uint64_t(ts.tv_sec) * 1000000000 + uint64_t(ts.tv_nsec);
+		fs::remove(preempts);
+		const Exit e = finish(c);
+		ASSERT_EQ(e.status, 0) << e.out;
+		const auto sent = kernels(log_lines());
+		ASSERT_EQ(sent.size(), 20u);
+		if (preempt) {
+			EXPECT_GE(sent.front().first, ended) << "a kernel went while preempted";
+			EXPECT_EQ(most_in_flight(log_lines()), 2u);
+		} else {
+			EXPECT_LT(sent.back().first, ended) << "held back with --no-preempt";
 		}
 	}
 }
@@ -818,25 +858,24 @@ TEST_F(GpuslotRun, LauncherRejectsBadInput)
 	}
 	e = run({kRun, "--slot", "0", "--no-preempt", "--", kLinked, "streams"});
 	EXPECT_EQ(e.status, 0) << e.out;
-	// --window: the same range, as strictly, both sides.
-	for (const char *bad : {"", "-1", "4097", "16k"}) {
-		e = run({kRun, "--slot", "0", "--window", bad, "--", kLinked, "streams"});
-		EXPECT_EQ(e.status, 125) << "--window \"" << bad << "\"";
-	}
-	e = run({"/usr/bin/env", "GPUSLOT_RUN_SLOTS=0", "GPUSLOT_RUN_WINDOW=wide",
-		 std::string("LD_PRELOAD=") + (*GPUSLOT_ASAN_RUNTIME ? GPUSLOT_ASAN_RUNTIME ":" : "") +
-			 GPUSLOT_RUN_INTERPOSER,
-		 kLinked, "streams"});
-	EXPECT_EQ(e.status, 125) << e.out;
-	for (const char *good : {"0", "16", "4096"}) {
-		e = run({kRun, "--slot", "0", "--window", good, "--", kLinked, "streams"});
-		EXPECT_EQ(e.status, 0) << "--window " << good << ": " << e.out;
+	EXPECT_EQ(run({kRun, "--slot", "0", "--window", "16", "--", kLinked, "streams"}).status,
+		  125)
+		<< "--window is gone (a bound at all times is --inflight's now)";
+	// The interposer reads whether to hold back as strictly.
+	for (const char *bad : {"", "yes", "2"}) {
+		e = run({"/usr/bin/env", "GPUSLOT_RUN_SLOTS=0",
+			 std::string("GPUSLOT_RUN_PREEMPT=") + bad,
+			 std::string("LD_PRELOAD=") +
+				 (*GPUSLOT_ASAN_RUNTIME ? GPUSLOT_ASAN_RUNTIME ":" : "") +
+				 GPUSLOT_RUN_INTERPOSER,
+			 kLinked, "streams"});
+		EXPECT_EQ(e.status, 125) << "GPUSLOT_RUN_PREEMPT=" << bad << ": " << e.out;
 	}
 	const Exit help = run({kRun, "--help"});
 	EXPECT_EQ(help.status, 0);
 	EXPECT_NE(help.out.find("usage: gpuslot-run"), std::string::npos);
 	EXPECT_NE(help.out.find("--inflight N"), std::string::npos);
-	EXPECT_NE(help.out.find("--window M"), std::string::npos);
+	EXPECT_NE(help.out.find("--no-preempt"), std::string::npos);
 }
 
 } // namespace

@@ -321,11 +321,13 @@ class Throttled : public testing::Test {
 protected:
 	CountingLock lock;
 	FakeGpu gpu;
-	LaunchQueue make(Policy p, unsigned int inflight, unsigned int window = 0,
+	// @inflight: the bound of a program whose slot is outranked (0:
+	// none); @suspend false: --no-preempt.
+	LaunchQueue make(Policy p, unsigned int inflight, bool suspend = true,
 			 unsigned int max_wait_ms = 10000)
 	{
 		return LaunchQueue(p, &lock, [](void *) { return true; },
-				   Throttle{inflight, window, &gpu, &gpu, max_wait_ms});
+				   Throttle{suspend, inflight, &gpu, &gpu, max_wait_ms});
 	}
 	int send(LaunchQueue &q, void *s, int id, pid_t thread = 0)
 	{
@@ -353,12 +355,13 @@ protected:
 	}
 };
 
-// While preempted, one thread's 20 commands on a stream: never more than
-// N = 2 unfinished on the GPU, sent in order, each once, and submit()
-// returns only after its command was sent. Without the throttle all 20
-// would be unfinished at once.
+// Outranked, nothing preempting: one thread's 20 commands on a stream,
+// never more than N = 2 unfinished on the GPU, sent in order, each once,
+// every one marked, and submit() returns only after its command was sent.
+// Without the bound all 20 would be unfinished at once.
 TEST_F(Throttled, AtMostNInFlightInOrderNoneLostOrDuplicated)
 {
+	gpu.preempting = false;
 	auto q = make(Policy::hold, 2);
 	std::vector<int> returned;
 	std::thread program([&] {
@@ -369,7 +372,7 @@ TEST_F(Throttled, AtMostNInFlightInOrderNoneLostOrDuplicated)
 	});
 	drain({stream(1)}, 20);
 	program.join();
-	EXPECT_EQ(gpu.most_unfinished(), 2u);
+	EXPECT_EQ(gpu.most_unfinished(), 2u) << "the bound, not more, not fewer";
 	std::vector<int> want(20);
 	for (int i = 0; i < 20; i++)
 		want[i] = i;
@@ -387,6 +390,7 @@ TEST_F(Throttled, AtMostNInFlightInOrderNoneLostOrDuplicated)
 // commands in its order on each stream, none lost or sent twice.
 TEST_F(Throttled, ThreadsAndStreamsShareTheThreshold)
 {
+	gpu.preempting = false;
 	auto q = make(Policy::per_sync, 3);
 	std::vector<std::thread> threads;
 	for (int t = 0; t < 3; t++)
@@ -421,124 +425,103 @@ TEST_F(Throttled, ThreadsAndStreamsShareTheThreshold)
 	EXPECT_EQ(lock.acquires, 1);
 }
 
-// When the preemption ends, the waiting command goes at once though
-// nothing finished, and so does every command after it.
-TEST_F(Throttled, PreemptionEndsWaitingCommandsGoAtOnce)
+// While a higher slot preempts, nothing is sent, however little is
+// unfinished (XSched's suspension: N in flight would keep the GPU as busy
+// as before); when the preemption ends the waiting command goes at once,
+// and so does every command after it (no bound: nobody outranks it).
+TEST_F(Throttled, NothingIsSentWhilePreempted)
 {
-	auto q = make(Policy::hold, 1);
-	send(q, stream(1), 0);
-	std::atomic<bool> second_sent{false};
+	auto q = make(Policy::hold, 0);
+	std::atomic<int> sent{0};
 	std::thread program([&] {
-		send(q, stream(1), 1);
-		second_sent = true;
+		for (int i = 0; i < 3; i++, sent++)
+			send(q, stream(1), i);
 	});
 	// (EXPECT, not ASSERT: where it fails, the thread is still joined)
 	EXPECT_TRUE(eventually([&] { return q.throttled() == 1; }));
 	std::this_thread::sleep_for(std::chrono::milliseconds(20));
-	EXPECT_FALSE(second_sent) << "past the threshold while preempted";
-	EXPECT_EQ(gpu.sent(stream(1)), 1u);
+	EXPECT_EQ(sent, 0) << "sent while preempted, with nothing unfinished";
+	EXPECT_EQ(gpu.sent(stream(1)), 0u);
 	gpu.preempting = false;
-	EXPECT_TRUE(eventually([&] { return bool(second_sent); }));
-	gpu.finish_one(stream(1)); // (where it failed: lets the program end)
+	EXPECT_TRUE(eventually([&] { return sent == 3; }));
 	program.join();
-	for (int i = 2; i < 10; i++)
+	for (int i = 3; i < 10; i++)
 		send(q, stream(1), i);
 	EXPECT_EQ(gpu.sent(stream(1)), 10u);
-	EXPECT_EQ(gpu.unfinished(), 9u) << "one finished: none waited for the GPU";
+	EXPECT_EQ(gpu.unfinished(), 10u) << "none waited for the GPU";
 	EXPECT_EQ(q.throttled(), 1u);
+	EXPECT_EQ(gpu.records, 0) << "no bound: no marker";
 }
 
-// A command never waits past Throttle::max_wait_ms: with nothing finishing
-// and the preemption going on (GPU work that waits for the host's next
-// step), it goes unmarked once the bound has passed, and is counted.
-TEST_F(Throttled, NoCommandWaitsPastTheBound)
+// With a bound (outranked): a preemption that begins with 2 of N = 3
+// unfinished sends nothing, even when all finish; when it ends, the
+// waiting commands go as the bound has room, not at once past it.
+TEST_F(Throttled, APreemptionEndsIntoTheBound)
 {
-	auto q = make(Policy::hold, 1, 0, 50);
+	gpu.preempting = false;
+	auto q = make(Policy::hold, 3);
 	send(q, stream(1), 0);
-	std::atomic<bool> second_sent{false};
+	send(q, stream(1), 1);
+	gpu.preempting = true;
+	std::atomic<int> sent{0};
 	std::thread program([&] {
-		send(q, stream(1), 1);
-		second_sent = true;
+		for (int i = 2; i < 8; i++, sent++)
+			send(q, stream(1), i);
 	});
 	EXPECT_TRUE(eventually([&] { return q.throttled() == 1; }));
-	EXPECT_TRUE(eventually([&] { return bool(second_sent); })) << "stuck past the bound";
+	while (gpu.finish_one(stream(1)))
+		;
+	std::this_thread::sleep_for(std::chrono::milliseconds(20));
+	EXPECT_EQ(sent, 0) << "sent while preempted";
+	gpu.preempting = false;
+	EXPECT_TRUE(eventually([&] { return sent == 3; }));
+	std::this_thread::sleep_for(std::chrono::milliseconds(20));
+	EXPECT_EQ(sent, 3) << "past the bound once the preemption ended";
+	drain({stream(1)}, 8);
 	program.join();
-	EXPECT_EQ(gpu.sent(stream(1)), 2u);
-	EXPECT_EQ(gpu.unfinished(), 2u) << "nothing finished: it went on the bound";
+	EXPECT_EQ(gpu.most_unfinished(), 3u);
+	std::vector<int> want(8);
+	for (int i = 0; i < 8; i++)
+		want[i] = i;
+	EXPECT_EQ(gpu.sent_ids(stream(1)), want);
+}
+
+// A command never waits past Throttle::max_wait_ms: with the preemption
+// going on (GPU work that waits for the host's next step), it goes unmarked
+// once the bound has passed, and is counted.
+TEST_F(Throttled, NoCommandWaitsPastTheBound)
+{
+	auto q = make(Policy::hold, 1, true, 50);
+	std::atomic<bool> sent{false};
+	std::thread program([&] {
+		send(q, stream(1), 0);
+		sent = true;
+	});
+	EXPECT_TRUE(eventually([&] { return q.throttled() == 1; }));
+	EXPECT_TRUE(eventually([&] { return bool(sent); })) << "stuck past the bound";
+	program.join();
+	EXPECT_EQ(gpu.sent(stream(1)), 1u);
 	EXPECT_EQ(q.overdue(), 1u);
+	EXPECT_EQ(gpu.records, 0) << "past the bound: unmarked";
 	EXPECT_TRUE(gpu.preempting);
 }
 
-// Nothing preempting, or the throttle off (N = 0): no command waits and no
-// marker is recorded, however much is unfinished.
+// Nothing preempting and nobody outranking, or --no-preempt (preempted,
+// with a bound given): no command waits and no marker is recorded,
+// however much is unfinished.
 TEST_F(Throttled, NothingPreemptingNothingWaits)
 {
 	gpu.preempting = false;
-	auto q = make(Policy::hold, 1);
+	auto q = make(Policy::hold, 0);
 	for (int i = 0; i < 50; i++)
 		send(q, stream(1), i);
 	EXPECT_EQ(gpu.unfinished(), 50u);
 	gpu.preempting = true;
-	auto off = make(Policy::hold, 0);
+	auto off = make(Policy::hold, 3, false);
 	for (int i = 0; i < 50; i++)
 		send(off, stream(2), i);
 	EXPECT_EQ(gpu.unfinished(), 100u);
 	EXPECT_EQ(q.throttled() + off.throttled(), 0u);
-	EXPECT_EQ(gpu.records, 0);
-}
-
-// With a window (the program's slot outranked): at most window commands
-// unfinished while nothing preempts, every command marked, in order; when
-// a preemption begins the bound tightens to N; when it ends the waiting
-// command goes as soon as the window has room, not at once past it.
-TEST_F(Throttled, AWindowBoundsWhatIsInFlightWhenNothingPreempts)
-{
-	gpu.preempting = false;
-	auto q = make(Policy::hold, 2, 5);
-	std::thread program([&] {
-		for (int i = 0; i < 30; i++)
-			send(q, stream(1), i);
-	});
-	drain({stream(1)}, 30);
-	program.join();
-	EXPECT_EQ(gpu.most_unfinished(), 5u) << "the window, not more, not fewer";
-	EXPECT_EQ(gpu.records, 30);
-	std::vector<int> want(30);
-	for (int i = 0; i < 30; i++)
-		want[i] = i;
-	EXPECT_EQ(gpu.sent_ids(stream(1)), want);
-
-	// Five unfinished, then a preemption: the next waits for the
-	// unfinished count to fall under 2, not 5.
-	for (int i = 30; i < 35; i++)
-		send(q, stream(1), i);
-	gpu.preempting = true;
-	std::atomic<bool> sent{false};
-	std::thread more([&] {
-		send(q, stream(1), 35);
-		sent = true;
-	});
-	EXPECT_TRUE(eventually([&] { return q.throttled() > 0; }));
-	for (int i = 0; i < 3; i++)
-		gpu.finish_one(stream(1));
-	std::this_thread::sleep_for(std::chrono::milliseconds(20));
-	EXPECT_FALSE(sent) << "2 unfinished while preempted with N = 2";
-	// The preemption ends with 2 unfinished: under the window, at once.
-	gpu.preempting = false;
-	EXPECT_TRUE(eventually([&] { return bool(sent); }));
-	while (gpu.finish_one(stream(1)))
-		;
-	more.join();
-}
-
-// A window without the throttle (--no-preempt: N = 0) bounds nothing.
-TEST_F(Throttled, NoPreemptTurnsTheWindowOffToo)
-{
-	gpu.preempting = false;
-	auto q = make(Policy::hold, 0, 3);
-	for (int i = 0; i < 20; i++)
-		send(q, stream(1), i);
-	EXPECT_EQ(gpu.unfinished(), 20u);
 	EXPECT_EQ(gpu.records, 0);
 }
 
@@ -565,17 +548,16 @@ TEST_F(Throttled, CapturedCommandsAreNotHeldBack)
 // (--per-sync) gives the slot back until it was sent and synchronized.
 TEST_F(Throttled, ASynchronizationWhileACommandWaitsKeepsTheJob)
 {
-	auto q = make(Policy::per_sync, 1);
-	send(q, stream(1), 0);
+	auto q = make(Policy::per_sync, 0);
 	std::thread program([&] { send(q, stream(1), 1); });
 	// (EXPECT, not ASSERT: where it fails, the thread is still joined)
 	EXPECT_TRUE(eventually([&] { return q.throttled() == 1; }));
 	q.synchronized(SyncKind::context);
 	EXPECT_TRUE(lock.held());
 	EXPECT_EQ(lock.work, std::vector<bool>{true});
-	gpu.finish_one(stream(1));
+	gpu.preempting = false;
 	program.join();
-	EXPECT_EQ(gpu.sent(stream(1)), 2u);
+	EXPECT_EQ(gpu.sent(stream(1)), 1u);
 	q.synchronized(SyncKind::context);
 	EXPECT_FALSE(lock.held());
 	EXPECT_EQ(lock.work, (std::vector<bool>{true, false}));

@@ -180,8 +180,9 @@ def gpuslot_run_launcher(task):
         raise RuntimeError("technique run: CH6_GPUSLOT_RUN must name gpuslot-run")
     slots = ",".join(map(str, sorted(task.slots))) if task.slots else None
     cmd = [run] + (["--slots", slots] if slots else [])
-    cmd += ["--hold" if task.hold else "--per-sync", "--inflight", str(task.inflight)]
-    cmd += (["--window", str(task.window)] if task.window else []) + ["--"]
+    cmd += ["--hold" if task.hold else "--per-sync"]
+    cmd += ["--inflight", str(task.inflight)] if task.preempt else ["--no-preempt"]
+    cmd += ["--"]
     return cmd
 
 

@@ -212,22 +212,23 @@ TECHNIQUES = {
     "hybrid": "the priority task on a CUDA stream of priority -5 on the whole GPU, no lock; "
               "the competitors k-exclusive (k = 2) on the whole GPU",
     "xsched": "every task under XSched (its stand-in libcuda, xserver highest priority "
-              "first, Level 1, 4 commands in flight while suspended, one stream per "
+              "first, Level 1, at most 4 commands in flight, none launched while "
+              "suspended, one stream per "
               "process), the priority task's queue at priority 1, the others' at 0",
     "gpuslot-run-held": "gpuslot-prio-held's layout, every task an unmodified program under "
                         "gpuslot-run: the priority task --hold on slot 0, the competitors "
                         "--per-sync on slots 1-3; nothing held back (issue 39)",
     "gpuslot-preempt": "gpuslot-run-held, and while the priority task has work the "
-                       "competitors keep at most 4 commands in flight (issue 40)",
+                       "competitors send nothing, with at most 4 commands in flight at "
+                       "any time (XSched's Level 1, issue 40)",
     "gpuslot-preempt-whole": "gpuslot-preempt with every slot on the whole GPU: the "
                              "competitors held back, not confined",
-    "gpuslot-preempt-tight": "gpuslot-preempt with 1 command in flight while preempted and "
-                             "a window of 4 (not 4 and 16)",
+    "gpuslot-preempt-tight": "gpuslot-preempt with at most 1 command in flight (not 4)",
     "gpuslot-preempt-nobudget": "gpuslot-preempt with preempt_share 100: no bound on "
                                 "what the priority task holds back",
 }
-# Issue 40's preemptive layouts: the competitors' commands in flight while
-# the priority task has work (XSched's threshold in its authors' setting).
+# Issue 40's preemptive layouts: the competitors' commands in flight at any
+# time (XSched's threshold in its authors' setting).
 PREEMPT_INFLIGHT = 4
 RUN_LAYOUTS = ("gpuslot-run-held", "gpuslot-preempt", "gpuslot-preempt-whole",
                "gpuslot-preempt-tight", "gpuslot-preempt-nobudget")
@@ -341,11 +342,10 @@ def protection(experiment, front, competitors, techniques=tuple(TECHNIQUES),
                 ("all",) + ((100 - DEFAULT_RESERVE) // 3,) * 3
             layout = Layout(4, sizes, (HIGH_SLOT_PRIORITY, 0, 0, 0),
                             100 if t == "gpuslot-preempt-nobudget" else None)
-            inflight = 0 if t == "gpuslot-run-held" else 1 if t == "gpuslot-preempt-tight" \
-                else PREEMPT_INFLIGHT
-            window = 4 if t == "gpuslot-preempt-tight" else 0
+            inflight = 1 if t == "gpuslot-preempt-tight" else PREEMPT_INFLIGHT
             first = dataclasses.replace(front("run", frozenset({0}), 0), hold=True)
-            rest = tuple(dataclasses.replace(c, inflight=inflight, window=window)
+            rest = tuple(dataclasses.replace(c, inflight=inflight,
+                                             preempt=t != "gpuslot-run-held")
                          for c in competitors("run", frozenset({1, 2, 3}), 0, 0))
             out.append(Scenario(experiment, t, layout, (first,) + rest, technique=t))
         elif t == "hybrid":

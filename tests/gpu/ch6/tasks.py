@@ -15,13 +15,14 @@ random weights. How a task reaches the GPU is its technique:
   xsched      unmanaged, its process under XSched's stand-in libcuda
               (XSCHED_SCHEDULER=GLB, highest priority first), its queue at
               ``xsched_priority`` (more is more urgent), Level 1, at most
-              ``inflight`` commands in flight while suspended, one stream per
-              process (issue 40)
+              ``inflight`` commands in flight at any time and none launched
+              while suspended, one stream per process (issue 40)
   run         unmanaged, its process under gpuslot-run (issues 39, 40): on
               one of ``slots``, holding it from the first GPU call to exit
-              with ``hold``, else per synchronization (--per-sync); at most
-              ``inflight`` commands in flight while a higher slot has work
-              (0: never held back)
+              with ``hold``, else per synchronization (--per-sync); with
+              ``preempt``, no command sent while a higher slot has work and,
+              where a higher slot outranks it, at most ``inflight`` unfinished
+              at any time (--inflight; 0: no bound); without, --no-preempt
 
 A task with ``period_s`` releases a job every period (deadline = period),
 the first ``phase_s`` after the common start (cameras are not released in
@@ -78,8 +79,8 @@ class Task:
     graph: bool = False            # replay a CUDA graph of the job
     hold: bool = False             # lock, run: one hold for every job
     xsched_priority: int = 0       # xsched: the XQueue's priority
-    inflight: int = 0              # xsched, run: commands in flight while held back
-    window: int = 0                # run: gpuslot-run --window (0: its default)
+    inflight: int = 0              # xsched: its threshold; run: gpuslot-run --inflight
+    preempt: bool = True           # run: held back while a higher slot has work
 
     def __post_init__(self):
         if self.technique not in TECHNIQUES:
@@ -113,5 +114,9 @@ class Task:
         d.setdefault("hold", False)
         d.setdefault("xsched_priority", 0)
         d.setdefault("inflight", 0)
-        d.setdefault("window", 0)
+        # Schedules written before gpuslot-run held every command back
+        # while preempted (--window): inflight 0 was --no-preempt then.
+        if "preempt" not in d:
+            d["preempt"] = not (d["technique"] == "run" and d["inflight"] == 0)
+        d.pop("window", None)
         return Task(**d)

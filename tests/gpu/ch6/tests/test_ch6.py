@@ -4,6 +4,7 @@ scenario definitions, statistics, running scenarios (none backend,
 against a gpuslotd on its socket transport) and the report."""
 
 import csv
+import dataclasses
 import json
 import os
 import random
@@ -744,7 +745,8 @@ def test_preemptive_layouts_and_xsched_scenarios():
         assert all(t.technique == "run" and not t.hold and t.slots == frozenset({1, 2, 3})
                    for t in s.tasks[1:])
         assert s.layout.priorities == (scenarios.HIGH_SLOT_PRIORITY, 0, 0, 0)
-    assert {t.inflight for t in held.tasks[1:]} == {0}
+    assert {t.preempt for t in held.tasks[1:]} == {False}
+    assert {t.preempt for t in pre.tasks[1:]} == {True}
     assert {t.inflight for t in pre.tasks[1:]} == {scenarios.PREEMPT_INFLIGHT}
     assert pre.layout.percents == ("all", 25, 25, 25)
     assert whole.layout.percents == ("all",) * 4
@@ -769,6 +771,13 @@ def test_launchers_of_xsched_and_gpuslot_run(tmp_path, monkeypatch):
                                               "--per-sync", "--inflight", "4", "--"]
     h = Task("front", SIZES["medium"], "run", slots=frozenset({0}), hold=True)
     assert runner.gpuslot_run_launcher(h)[3] == "--hold"
+    off = dataclasses.replace(r, preempt=False)
+    assert runner.gpuslot_run_launcher(off)[3:] == ["--per-sync", "--no-preempt", "--"]
+    # A schedule of before --inflight's present meaning: inflight 0 was off.
+    old = dict(r.to_json(), inflight=0, window=0)
+    del old["preempt"]
+    assert not Task.from_json(old).preempt
+    assert Task.from_json(dict(old, inflight=4)).preempt
     monkeypatch.delenv("CH6_XSCHED_DIR")
     with pytest.raises(RuntimeError, match="CH6_XSCHED_DIR"):
         runner.xsched_env({}, t)
