@@ -252,6 +252,7 @@ void leave_environment()
 	unsetenv(kEnvPolicy);
 	unsetenv(kEnvInflight);
 	unsetenv(kEnvPreempt);
+	unsetenv(kEnvPollUs);
 }
 
 void forked_child()
@@ -293,6 +294,7 @@ __attribute__((constructor)) void load()
 	const char *policy_text = std::getenv(kEnvPolicy);
 	const char *inflight_text = std::getenv(kEnvInflight);
 	const char *preempt_text = std::getenv(kEnvPreempt);
+	const char *poll_text = std::getenv(kEnvPollUs);
 	if (!slots_text)
 		return; // loaded by hand, without gpuslot-run: pass through
 	std::string error;
@@ -312,6 +314,14 @@ __attribute__((constructor)) void load()
 	if (!inflight)
 		fail(std::string(kEnvInflight) + " \"" + inflight_text + "\" is not a number 0 .. " +
 		     std::to_string(kMaxInflight));
+	Throttle throttle;
+	if (poll_text) {
+		const auto poll = parse_number(poll_text, kMaxPollUs);
+		if (!poll || *poll < kMinPollUs)
+			fail(std::string(kEnvPollUs) + " \"" + poll_text + "\" is not a number " +
+			     std::to_string(kMinPollUs) + " .. " + std::to_string(kMaxPollUs));
+		throttle.poll_us = unsigned(*poll);
+	}
 	const std::string preempt = preempt_text ? preempt_text : "1";
 	if (preempt != "0" && preempt != "1")
 		fail(std::string(kEnvPreempt) + " \"" + preempt + "\" is neither 0 nor 1");
@@ -359,9 +369,11 @@ __attribute__((constructor)) void load()
 		}
 	state.lock = new LibgpuslotLock(state.client, *mask);
 	state.preempt = new LibgpuslotPreempt(state.client, state.lock);
-	state.queue = new LaunchQueue(state.policy, state.lock, stream_finished,
-				      Throttle{preempt == "1", outranked ? unsigned(*inflight) : 0u,
-					       state.preempt, cuda_markers()});
+	throttle.suspend = preempt == "1";
+	throttle.inflight = outranked ? unsigned(*inflight) : 0u;
+	throttle.preempt = state.preempt;
+	throttle.markers = cuda_markers();
+	state.queue = new LaunchQueue(state.policy, state.lock, stream_finished, throttle);
 	pthread_atfork(nullptr, nullptr, forked_child);
 	state.loader_pid = getpid();
 	if (const char *stats = std::getenv("GPUSLOT_RUN_STATS"); stats && !std::strcmp(stats, "1"))

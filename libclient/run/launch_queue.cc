@@ -152,7 +152,8 @@ bool LaunchQueue::throttle(StreamKey stream)
 		// the default timer slack of a normal thread, below which a
 		// shorter sleep buys nothing; each look costs a few loads and
 		// an event query per stream.
-		const timespec poll = {0, long(kPollMicroseconds) * 1000};
+		const timespec poll = {long(throttle_.poll_us / 1000000),
+				       long(throttle_.poll_us % 1000000) * 1000};
 		nanosleep(&poll, nullptr);
 		preempted = throttle_.preempt->preempted();
 		guard.lock();

@@ -92,6 +92,9 @@ struct Throttle {
 	PreemptView *preempt = nullptr;
 	Markers *markers = nullptr;
 	unsigned int max_wait_ms = 1000;
+	// How long a held-back command sleeps between two looks at its
+	// stream's oldest markers and at the preemption (launch_queue.cc).
+	unsigned int poll_us = 50;
 };
 
 // A stream as the queue keys it. The per-thread default stream is one
@@ -151,10 +154,6 @@ public:
 	unsigned long long throttled() const;
 	// Commands that went after waiting Throttle::max_wait_ms, so far.
 	unsigned long long overdue() const;
-
-	// How long a throttled command sleeps between two looks at its
-	// stream's oldest markers and at the preemption (launch_queue.cc).
-	static constexpr unsigned int kPollMicroseconds = 50;
 
 private:
 	struct Marker {

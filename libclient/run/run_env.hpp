@@ -23,6 +23,11 @@ inline constexpr const char *kEnvInflight = "GPUSLOT_RUN_INFLIGHT";
 // XSched's threshold (its "4 in flight" on Hopper, issue 40).
 inline constexpr unsigned int kDefaultInflight = 4;
 inline constexpr unsigned int kMaxInflight = 4096;
+// How often a held-back command looks again, in microseconds
+// (GPUSLOT_RUN_POLL_US, kMinPollUs .. kMaxPollUs; unset: Throttle's 50).
+inline constexpr const char *kEnvPollUs = "GPUSLOT_RUN_POLL_US";
+inline constexpr unsigned int kMinPollUs = 10;
+inline constexpr unsigned int kMaxPollUs = 100000;
 
 // "1", "0,2", "1-3,5": bit i for slot i (0 .. 63). std::nullopt and
 // @error for anything else (empty items, reversed ranges, slots past 63).

@@ -6,9 +6,15 @@
 #   no-preempt   under gpuslot-run --slot 1 --hold --no-preempt (the queue,
 #                no throttle)
 #   idle         under gpuslot-run --slot 1 --hold (the throttle armed,
-#                nothing preempting: one look at the work state per launch)
-#   throttled-N  the same with --inflight N while work_holder holds slot 0
-#                (priority 3, above slot 1's 0) with work reported
+#                nothing preempting; slot 1 is outranked, so every launch
+#                is also marked and at most 4 are unfinished)
+#   idle-nobound the same with --inflight 0 (one look at the work state
+#                per launch, no marker)
+#   throttled-N  --inflight N while work_holder holds slot 0 (priority 3,
+#                above slot 1's 0) with work reported: nothing is sent while
+#                it preempts, so this is the rate its preemption budget
+#                leaves (preempt_share, 25 % by default), not a per-launch
+#                cost
 # against gpuslotd's lock server on the socket transport (run_lock_server,
 # k = 2). Needs a libgpuslot and lock server with the work state (issue 40's
 # lock side): without it the throttled runs are not throttled, and

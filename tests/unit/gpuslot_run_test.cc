@@ -871,6 +871,21 @@ TEST_F(GpuslotRun, LauncherRejectsBadInput)
 			 kLinked, "streams"});
 		EXPECT_EQ(e.status, 125) << "GPUSLOT_RUN_PREEMPT=" << bad << ": " << e.out;
 	}
+	// And how often a held-back command looks again: 10 .. 100000 us.
+	for (const char *bad : {"", "9", "100001", "50us"}) {
+		e = run({"/usr/bin/env", "GPUSLOT_RUN_SLOTS=0",
+			 std::string("GPUSLOT_RUN_POLL_US=") + bad,
+			 std::string("LD_PRELOAD=") +
+				 (*GPUSLOT_ASAN_RUNTIME ? GPUSLOT_ASAN_RUNTIME ":" : "") +
+				 GPUSLOT_RUN_INTERPOSER,
+			 kLinked, "streams"});
+		EXPECT_EQ(e.status, 125) << "GPUSLOT_RUN_POLL_US=" << bad << ": " << e.out;
+	}
+	for (const char *good : {"10", "100000"}) {
+		e = run({"/usr/bin/env", "GPUSLOT_RUN_POLL_US=" + std::string(good), kRun, "--slot",
+			 "0", "--", kLinked, "streams"});
+		EXPECT_EQ(e.status, 0) << "GPUSLOT_RUN_POLL_US=" << good << ": " << e.out;
+	}
 	const Exit help = run({kRun, "--help"});
 	EXPECT_EQ(help.status, 0);
 	EXPECT_NE(help.out.find("usage: gpuslot-run"), std::string::npos);

@@ -224,6 +224,9 @@ TECHNIQUES = {
     "gpuslot-preempt-whole": "gpuslot-preempt with every slot on the whole GPU: the "
                              "competitors held back, not confined",
     "gpuslot-preempt-tight": "gpuslot-preempt with at most 1 command in flight (not 4)",
+    "gpuslot-preempt-nobound": "gpuslot-preempt with no bound on the competitors' commands "
+                               "in flight (--inflight 0: held back only while preempted, "
+                               "no CUDA event per command)",
     "gpuslot-preempt-nobudget": "gpuslot-preempt with preempt_share 100: no bound on "
                                 "what the priority task holds back",
 }
@@ -231,7 +234,7 @@ TECHNIQUES = {
 # time (XSched's threshold in its authors' setting).
 PREEMPT_INFLIGHT = 4
 RUN_LAYOUTS = ("gpuslot-run-held", "gpuslot-preempt", "gpuslot-preempt-whole",
-               "gpuslot-preempt-tight", "gpuslot-preempt-nobudget")
+               "gpuslot-preempt-tight", "gpuslot-preempt-nobound", "gpuslot-preempt-nobudget")
 # The alternatives a user has without gpuslot: issue 32's bar compares
 # gpuslot's priority layouts against the best of them.
 ALTERNATIVES = ("unmanaged", "stream-priority", "mps")
@@ -342,7 +345,8 @@ def protection(experiment, front, competitors, techniques=tuple(TECHNIQUES),
                 ("all",) + ((100 - DEFAULT_RESERVE) // 3,) * 3
             layout = Layout(4, sizes, (HIGH_SLOT_PRIORITY, 0, 0, 0),
                             100 if t == "gpuslot-preempt-nobudget" else None)
-            inflight = 1 if t == "gpuslot-preempt-tight" else PREEMPT_INFLIGHT
+            inflight = {"gpuslot-preempt-tight": 1,
+                        "gpuslot-preempt-nobound": 0}.get(t, PREEMPT_INFLIGHT)
             first = dataclasses.replace(front("run", frozenset({0}), 0), hold=True)
             rest = tuple(dataclasses.replace(c, inflight=inflight,
                                              preempt=t != "gpuslot-run-held")
