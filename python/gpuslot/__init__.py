@@ -21,12 +21,12 @@ Reference: libgpuslot(3), docs/python.md.
 
 from ._native import lib as _lib
 from .aio import AsyncClient, AsyncSlot
-from .client import Client, Layout, Slot
+from .client import Client, Layout, Slot, WorkState
 from .errors import ClientClosed, GpuslotError, NotPermitted, SlotInterrupted, SlotTimeout
 from .graphs import SlotGraph
 from .status import Holder, SlotInfo, Status, Waiter
 
-__all__ = ["Client", "Slot", "Layout", "AsyncClient", "AsyncSlot", "Status", "Holder",
+__all__ = ["Client", "Slot", "Layout", "WorkState", "AsyncClient", "AsyncSlot", "Status", "Holder",
            "Waiter", "SlotInfo", "SlotGraph", "GpuslotError", "SlotTimeout", "SlotInterrupted",
            "ClientClosed", "NotPermitted",
            "library_version",

@@ -64,7 +64,23 @@ class LayoutInfo(ctypes.Structure):
     ]
 
 
+class WorkInfo(ctypes.Structure):
+    _fields_ = [
+        ("size", ctypes.c_uint32),
+        ("k", ctypes.c_uint32),
+        ("generation", ctypes.c_uint64),
+        ("held_mask", ctypes.c_uint64),
+        ("work_mask", ctypes.c_uint64),
+        ("preempt_mask", ctypes.c_uint64),
+        ("updates", ctypes.c_uint64),
+        ("preempt_level", ctypes.c_uint32),
+        ("_reserved0", ctypes.c_uint32),
+        ("_reserved", ctypes.c_uint64 * 2),
+    ]
+
+
 # The *_SIZE_VER0 literals of gpuslot.h: the structs may grow, never shrink.
+assert ctypes.sizeof(WorkInfo) == 72
 assert ctypes.sizeof(Options) == 80
 assert ctypes.sizeof(SlotStruct) == 72
 assert ctypes.sizeof(LayoutInfo) == 88
@@ -98,6 +114,12 @@ def _declare(lib):
     fn("gpuslot_last_error", ctypes.c_char_p)
     fn("gpuslot_hqd_explain", ctypes.c_int, ctypes.c_uint, ctypes.c_uint, ctypes.c_char_p,
        ctypes.c_size_t)
+    # Preemptive slots (libgpuslot 1.4): absent from an older library,
+    # whose callers get EOPNOTSUPP from the package instead.
+    if hasattr(lib, "gpuslot_set_work"):
+        fn("gpuslot_set_work", ctypes.c_int, _client_p, ctypes.POINTER(SlotStruct), ctypes.c_int)
+        fn("gpuslot_work_snapshot", ctypes.c_int, _client_p, ctypes.POINTER(WorkInfo))
+        fn("gpuslot_work_preempts", ctypes.c_int, _client_p, ctypes.c_uint32)
     return lib
 
 

@@ -80,6 +80,25 @@ class Layout:
     priorities: tuple = ()
 
 
+@dataclasses.dataclass(frozen=True)
+class WorkState:
+    """A domain's work state (preemptive slots, docs/preemption.md): the
+    held slots, those whose holder reported GPU work pending, those of
+    them that preempt (within their budget), 1 + the highest priority
+    preempting (0: none), and how many changes it has seen."""
+    k: int
+    generation: int
+    held: frozenset
+    work: frozenset
+    preempting: frozenset
+    preempt_level: int
+    updates: int
+
+
+def _slots_of(mask):
+    return frozenset(i for i in range(64) if mask >> i & 1)
+
+
 class Slot:
     """A slot held by the thread that acquired it, until released.
 
@@ -126,6 +145,19 @@ class Slot:
         """The client's close ended this hold."""
         self._closed_with_client = True
         self._held = False
+
+    def set_work(self, pending):
+        """Tell the lock that this hold has GPU work pending (``True``: call it
+        as the job's first work is queued) or has drained (``False``: once
+        the stream's work finished, after a synchronization). While a slot
+        reports work within its preemption budget, the programs on slots of
+        lower priority that run under gpuslot-run send no command
+        (docs/preemption.md); releasing the slot clears the report. Two
+        calls per job, not per kernel."""
+        if not self._held:
+            raise errors.GpuslotError(errno.EINVAL,
+                                      f"gpuslot: slot {self.index} is not held: no work to report")
+        self._client._set_work(self, bool(pending))
 
     def torch_stream(self):
         """The slot's stream as a ``torch.cuda.ExternalStream``: torch's
@@ -392,6 +424,36 @@ class Client:
             self._slots.discard(slot)
         errors.check(self._call(self._lib.gpuslot_release_slot, ctypes.byref(slot._raw), flags),
                      "gpuslot_release_slot")
+
+    def _set_work(self, slot, pending):
+        fn = self._work_call("gpuslot_set_work")
+        errors.check(self._call(fn, ctypes.byref(slot._raw), int(pending)), "gpuslot_set_work")
+
+    def _work_call(self, name):
+        fn = getattr(self._lib, name, None)
+        if fn is None:
+            raise errors.GpuslotError(errno.EOPNOTSUPP,
+                                      f"gpuslot: {name}: the loaded libgpuslot predates "
+                                      "preemptive slots (1.4)")
+        return fn
+
+    def work_state(self):
+        """The domain's published work state now, as a WorkState: which
+        slots are held, which report work, which of those preempt (within
+        their budget). A few loads after the first call, no system call."""
+        info = _native.WorkInfo(size=ctypes.sizeof(_native.WorkInfo))
+        errors.check(self._call(self._work_call("gpuslot_work_snapshot"), ctypes.byref(info)),
+                     "gpuslot_work_snapshot")
+        return WorkState(k=info.k, generation=info.generation, held=_slots_of(info.held_mask),
+                         work=_slots_of(info.work_mask), preempting=_slots_of(info.preempt_mask),
+                         preempt_level=info.preempt_level, updates=info.updates)
+
+    def preempted(self, priority):
+        """Whether a slot of priority above ``priority`` preempts now."""
+        if not isinstance(priority, int) or isinstance(priority, bool) or priority < 0:
+            raise ValueError(f"gpuslot: priority {priority!r}: a slot priority, 0 or more")
+        return errors.check(self._call(self._work_call("gpuslot_work_preempts"), priority),
+                            "gpuslot_work_preempts") == 1
 
     def layout(self):
         """The Layout the current streams are built for."""

@@ -1,0 +1,60 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Issue 40 from Python: a holder reports its slot's GPU work
+(Slot.set_work), every client reads the domain's published work state
+(Client.work_state, Client.preempted), and the end of the hold clears the
+report, on either transport."""
+
+import errno
+import os
+
+import pytest
+
+import gpuslot
+
+from test_priority import set_layout, whole_gpu  # noqa: F401 (a fixture)
+
+
+def test_a_holders_work_is_published_to_every_client_until_its_hold_ends(lock, whole_gpu):
+    if os.geteuid() != 0:
+        pytest.skip("setting a layout needs root")
+    assert set_layout(lock, 2, [5, 0]) == 0
+    with gpuslot.Client(backend="none") as front, gpuslot.Client(backend="none") as other:
+        assert front.work_state().work == frozenset()
+        assert not other.preempted(0)
+        slot = front.acquire(slots={0})
+        try:
+            slot.set_work(True)
+            seen = other.work_state()
+            assert seen.k == 2
+            assert 0 in seen.held and seen.work == {0} and seen.preempting == {0}
+            assert seen.preempt_level == 5 + 1
+            assert other.preempted(0), "slot 1's priority 0 is below slot 0's 5"
+            assert not other.preempted(5), "nothing above 5 preempts"
+            slot.set_work(False)
+            assert other.work_state().work == frozenset()
+            assert not other.preempted(0)
+            slot.set_work(True)
+            assert other.preempted(0)
+        finally:
+            slot.release()
+        after = other.work_state()
+        assert after.work == frozenset() and after.preempting == frozenset(), \
+            "the hold's end clears its report"
+        assert not other.preempted(0)
+
+
+def test_only_a_held_slot_reports_work(lock, whole_gpu):
+    if os.geteuid() != 0:
+        pytest.skip("setting a layout needs root")
+    assert set_layout(lock, 2, [5, 0]) == 0
+    with gpuslot.Client(backend="none") as c:
+        with c.acquire(slots={1}) as slot:
+            pass
+        with pytest.raises(gpuslot.GpuslotError) as e:
+            slot.set_work(True)
+        assert e.value.errno == errno.EINVAL
+        assert c.work_state().work == frozenset()
+        with pytest.raises(ValueError):
+            c.preempted(-1)
+        with pytest.raises(ValueError):
+            c.preempted(True)
