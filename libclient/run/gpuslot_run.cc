@@ -70,8 +70,10 @@ const char kUsage[] =
 	"\n"
 	"Throttling covers what the queue sees (kernel and graph launches, the copies,\n"
 	"memsets and event waits above). A program nobody outranks pays one look at\n"
-	"the lock's published state per command; an outranked one also a CUDA event\n"
-	"per command (its bound).\n"
+	"the lock's published state per command; an outranked one with a bound also a\n"
+	"CUDA event per command. The bound counts all the program's streams together:\n"
+	"where one stream's work waits on a later command of another, the next\n"
+	"command may wait up to 1000 ms, preempted or not.\n"
 	"\n"
 	"Exit status: PROGRAM's, or 125 gpuslot-run failed, 126 PROGRAM could not be\n"
 	"run, 127 PROGRAM was not found.\n";

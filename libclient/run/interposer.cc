@@ -138,7 +138,7 @@ public:
 		if ((r == -EOPNOTSUPP || r == -ECHILD) && supported_.exchange(false))
 			std::fprintf(stderr,
 				     "gpuslot-run: the lock publishes no work state (%s): "
-				     "commands are not throttled\n",
+				     "commands are not held back for higher slots' work\n",
 				     std::strerror(-r));
 		return false;
 	}
@@ -281,8 +281,8 @@ void print_stats_at_exit()
 	unsigned long confined, whole;
 	stream_counts(&confined, &whole);
 	std::fprintf(stderr,
-		     "gpuslot-run: pid %d: %llu acquires, %llu commands held back (%llu past "
-		     "the bound), %lu streams on the slot's partition, %lu on the whole GPU\n",
+		     "gpuslot-run: pid %d: %llu acquires, %llu commands held back (%llu after "
+		     "the 1000 ms wait limit), %lu streams on the slot's partition, %lu on the whole GPU\n",
 		     int(getpid()), state.queue->acquires(), state.queue->throttled(),
 		     state.queue->overdue(), confined, whole);
 }

@@ -137,8 +137,11 @@ bool LaunchQueue::throttle(StreamKey stream)
 			deadline = std::chrono::steady_clock::now() +
 				   std::chrono::milliseconds(throttle_.max_wait_ms);
 		} else if (std::chrono::steady_clock::now() >= deadline) {
+			// Waited long enough: at once, past the bound, but
+			// marked where there is one, so that the commands
+			// after it count it as unfinished.
 			overdue_++;
-			place = false; // waited long enough: at once, unmarked
+			place = throttle_.inflight > 0;
 			break;
 		}
 		waited = true;

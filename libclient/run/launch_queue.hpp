@@ -82,8 +82,9 @@ public:
 // @max_wait_ms bounds how long one command waits: a program whose queued
 // GPU work waits for host progress that the waiting thread would make
 // later (a kernel spinning on a flag the host writes after its next
-// launch) would otherwise never go on. Past the bound the command goes
-// unmarked, and is counted (overdue()). The default is the lock's default
+// launch) would otherwise never go on. Past the limit the command goes,
+// past the bound too, and is counted (overdue()); where there is a bound it
+// is marked, so that the commands after it count it. The default is the lock's default
 // preemption window (preempt_window_ms, 1000 ms): a preemption within its
 // budget never lasts longer.
 struct Throttle {

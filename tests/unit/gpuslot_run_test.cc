@@ -764,15 +764,30 @@ TEST_F(GpuslotRun, ThrottleKeepsTheBoundWhereOutranked)
 }
 
 // While a higher slot preempts, the program sends nothing: a burst started
-// during a preemption sends its first kernel only after the preemption
-// ended (300 ms later), then keeps to the bound. With --no-preempt the
-// burst runs during the preemption.
+// during a preemption has told the lock of its work (so it is at its first
+// command) and sent no kernel 50 ms later; it sends its first kernel only
+// after the preemption ended, then keeps to the bound. With --no-preempt the
+// whole burst goes during the preemption. (Waits on the log, not on a
+// fixed time, so that a slow start on a loaded machine decides nothing.)
 TEST_F(GpuslotRun, NothingIsSentWhileAHigherSlotPreempts)
 {
 	layout({1, 0});
 	const fs::path preempts = dir_ / "preempts";
 	preload_ = FAKE_WORK_STATE;
 	extra_env_ = {"FAKE_WORK_PREEMPTS=" + preempts.string()};
+	auto logged = [&](const std::string &what) {
+		unsigned int n = 0;
+		if (fs::exists(log_))
+			for (const std::string &l : log_lines())
+				n += l.find(what) != std::string::npos;
+		return n;
+	};
+	auto within_10s = [](auto done) {
+		const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+		while (!done() && std::chrono::steady_clock::now() < until)
+			std::this_thread::sleep_for(std::chrono::milliseconds(5));
+		return done();
+	};
 	for (bool preempt : {true, false}) {
 		SCOPED_TRACE(preempt ? "preempted" : "--no-preempt");
 		fs::remove(log_);
@@ -783,7 +798,15 @@ TEST_F(GpuslotRun, NothingIsSentWhileAHigherSlotPreempts)
 			args.push_back("--no-preempt");
 		args.insert(args.end(), {"--", kLinked, "burst", "20"});
 		Child c = spawn(args);
-		std::this_thread::sleep_for(std::chrono::milliseconds(300));
+		if (preempt) {
+			EXPECT_TRUE(within_10s([&] { return logged(" gpuslot_set_work ") > 0; }))
+				<< "the burst never began";
+			std::this_thread::sleep_for(std::chrono::milliseconds(50));
+			EXPECT_EQ(logged(" cuLaunchKernel "), 0u) << "a kernel went while preempted";
+		} else {
+			EXPECT_TRUE(within_10s([&] { return logged(" cuLaunchKernel ") == 20; }))
+				<< "held back with --no-preempt";
+		}
 		timespec ts;
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		const uint64_t ended = uint64_t(ts.tv_sec) * 1000000000 + uint64_t(ts.tv_nsec);
@@ -796,7 +819,7 @@ TEST_F(GpuslotRun, NothingIsSentWhileAHigherSlotPreempts)
 			EXPECT_GE(sent.front().first, ended) << "a kernel went while preempted";
 			EXPECT_EQ(most_in_flight(log_lines()), 2u);
 		} else {
-			EXPECT_LT(sent.back().first, ended) << "held back with --no-preempt";
+			EXPECT_LT(sent.back().first, ended);
 		}
 	}
 }
