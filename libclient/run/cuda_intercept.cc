@@ -515,7 +515,7 @@ private:
 
 } // namespace
 
-Markers *cuda_markers()
+Markers *api_markers()
 {
 	// Made on the first marker's request, when the driver is loaded.
 	class Lazy final : public Markers {

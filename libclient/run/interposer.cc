@@ -372,7 +372,7 @@ __attribute__((constructor)) void load()
 	throttle.suspend = preempt == "1";
 	throttle.inflight = outranked ? unsigned(*inflight) : 0u;
 	throttle.preempt = state.preempt;
-	throttle.markers = cuda_markers();
+	throttle.markers = api_markers();
 	state.queue = new LaunchQueue(state.policy, state.lock, stream_finished, throttle);
 	pthread_atfork(nullptr, nullptr, forked_child);
 	state.loader_pid = getpid();

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// libgpuslot-run.so's state: the slot it runs the program on, set up when
-// the library is loaded (interposer.cc), used by the CUDA entry points
-// (cuda_intercept.cc).
+// The interposers' state: the slot they run the program on, set up when
+// the library is loaded (interposer.cc), used by the API's entry points:
+// cuda_intercept.cc in libgpuslot-run.so (the CUDA driver), hip_intercept.cc
+// in libgpuslot-run-hip.so (HIP). Each API's file defines stream_counts(),
+// stream_finished() and api_markers(); the partition (slot_partition()) and
+// from_libgpuslot() are the CUDA interposer's only.
 #pragma once
 
 #include <cstdint>
@@ -37,7 +40,7 @@ int slot_partition(Partition *out, std::string *error);
 bool slots_partitioned();
 
 // The program's streams made so far on the slot's partition, and those
-// that stayed on the whole GPU of a partitioned slot (cuda_intercept.cc).
+// that stayed on the whole GPU of a partitioned slot (the API's file).
 void stream_counts(unsigned long *confined, unsigned long *whole);
 
 // Whether @address is in libgpuslot's code (cuda_intercept.cc): the dlsym
@@ -46,12 +49,12 @@ void stream_counts(unsigned long *confined, unsigned long *whole);
 // client) do not pass the queue.
 bool from_libgpuslot(void *address);
 
-// Whether the work queued on @stream has finished (cuStreamQuery; in
-// cuda_intercept.cc).
+// Whether the work queued on @stream has finished (cuStreamQuery in
+// cuda_intercept.cc, hipStreamQuery in hip_intercept.cc).
 bool stream_finished(void *stream);
 
-// The throttle's completion markers: CUDA events without timing, pooled
-// per context (cuda_intercept.cc).
-Markers *cuda_markers();
+// The throttle's completion markers: events without timing, pooled per
+// context (CUDA, cuda_intercept.cc) or per device (HIP, hip_intercept.cc).
+Markers *api_markers();
 
 } // namespace gpuslot::run
