@@ -990,6 +990,46 @@ TEST_F(GpuslotRun, HipStreamsGetTheSlotsPriority)
 	EXPECT_EQ(e.out, "streams -1 -1 -1\n") << "--slots: the lowest";
 }
 
+// Every HIP command the interposer gates waits for the slot: under
+// --per-sync on k = 1, each (a job of its own) reaches HIP (the double)
+// while the lock says the slot is held, the blocking copies too; without
+// gpuslot-run, none does.
+TEST_F(GpuslotRun, HipEveryCommandWaitsForTheSlot)
+{
+	amd_layout({0});
+	const std::vector<std::string> commands = {
+		"hipModuleLaunchKernel", "hipLaunchKernel",	"hipLaunchCooperativeKernel",
+		"hipGraphLaunch",	 "hipMemcpyAsync",	"hipMemcpyHtoDAsync",
+		"hipMemcpyDtoHAsync",	 "hipMemcpyDtoDAsync", "hipMemsetAsync",
+		"hipMemsetD32Async",	 "hipStreamWaitEvent", "hipMemcpy",
+		"hipMemcpyHtoD",	 "hipMemcpyDtoH"};
+	for (bool under : {false, true}) {
+		SCOPED_TRACE(under ? "under gpuslot-run --per-sync" : "alone");
+		fs::remove(log_);
+		std::vector<std::string> args;
+		if (under)
+			args = {kRun, "--slot", "0", "--per-sync", "--"};
+		args.insert(args.end(), {kHip, "commands"});
+		const Exit e = run(args, true);
+		ASSERT_EQ(e.status, 0) << e.out;
+		EXPECT_EQ(e.out, "commands\n");
+		std::vector<std::string> seen;
+		for (const std::string &l : log_lines()) {
+			std::istringstream in(l);
+			pid_t pid;
+			uint64_t t;
+			std::string what;
+			in >> pid >> t >> what;
+			if (l.find(" lock=") == std::string::npos)
+				continue;
+			seen.push_back(what);
+			EXPECT_NE(l.find(under ? " lock=busy" : " lock=free"), std::string::npos) << l;
+		}
+		EXPECT_EQ(seen, commands);
+	}
+	EXPECT_EQ(try_acquire(), 0) << "the slot given back";
+}
+
 // --per-sync on k = 1: two HIP programs never have a job on the (simulated)
 // GPU at once, each gets its 12 jobs and its blocking copy done, and each
 // job acquired once (the queue's count, GPUSLOT_RUN_STATS).

@@ -10,6 +10,9 @@
 //            synchronization at the end
 //   streams  streams made by hipStreamCreate, hipStreamCreateWithFlags and
 //            hipStreamCreateWithPriority (asking -1): their priorities
+//   commands every command the interposer gates, each a job of its own on
+//            a created stream (ended by hipStreamSynchronize; the event
+//            wait by hipDeviceSynchronize), then each blocking copy
 #include <hip/hip_runtime_api.h>
 
 #include <cstdio>
@@ -76,6 +79,46 @@ void streams()
 	check(hipStreamDestroy(c), "hipStreamDestroy");
 }
 
+void commands()
+{
+	hipStream_t s;
+	check(hipStreamCreate(&s), "hipStreamCreate");
+	char buf[8] = {};
+	void *dev = buf; // the double moves nothing
+	hipEvent_t e;
+	check(hipEventCreateWithFlags(&e, hipEventDisableTiming), "hipEventCreateWithFlags");
+	// Each command a job of its own: under --per-sync every one of them
+	// must acquire.
+	auto job = [&](hipError_t r, const char *what) {
+		check(r, what);
+		check(hipStreamSynchronize(s), "hipStreamSynchronize");
+	};
+	job(hipModuleLaunchKernel(nullptr, 1, 1, 1, 1, 1, 1, 0, s, nullptr, nullptr),
+	    "hipModuleLaunchKernel");
+	launch(s);
+	check(hipStreamSynchronize(s), "hipStreamSynchronize");
+	job(hipLaunchCooperativeKernel(reinterpret_cast<const void *>(&kernel_body), dim3(1),
+				       dim3(1), nullptr, 0u, s),
+	    "hipLaunchCooperativeKernel");
+	job(hipGraphLaunch(nullptr, s), "hipGraphLaunch");
+	job(hipMemcpyAsync(dev, buf, sizeof(buf), hipMemcpyHostToDevice, s), "hipMemcpyAsync");
+	job(hipMemcpyHtoDAsync(dev, buf, sizeof(buf), s), "hipMemcpyHtoDAsync");
+	job(hipMemcpyDtoHAsync(buf, dev, sizeof(buf), s), "hipMemcpyDtoHAsync");
+	job(hipMemcpyDtoDAsync(dev, dev, sizeof(buf), s), "hipMemcpyDtoDAsync");
+	job(hipMemsetAsync(dev, 0, sizeof(buf), s), "hipMemsetAsync");
+	job(hipMemsetD32Async(dev, 0, sizeof(buf) / 4, s), "hipMemsetD32Async");
+	check(hipEventRecord(e, s), "hipEventRecord");
+	check(hipStreamWaitEvent(s, e, 0), "hipStreamWaitEvent");
+	check(hipEventSynchronize(e), "hipEventSynchronize");
+	check(hipDeviceSynchronize(), "hipDeviceSynchronize");
+	check(hipMemcpy(dev, buf, sizeof(buf), hipMemcpyHostToDevice), "hipMemcpy");
+	check(hipMemcpyHtoD(dev, buf, sizeof(buf)), "hipMemcpyHtoD");
+	check(hipMemcpyDtoH(buf, dev, sizeof(buf)), "hipMemcpyDtoH");
+	check(hipEventDestroy(e), "hipEventDestroy");
+	check(hipStreamDestroy(s), "hipStreamDestroy");
+	std::printf("commands\n");
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -87,8 +130,10 @@ int main(int argc, char **argv)
 		burst(std::atoi(argv[2]));
 	else if (mode == "streams")
 		streams();
+	else if (mode == "commands")
+		commands();
 	else {
-		std::fprintf(stderr, "usage: hip_run_probe jobs N|burst N|streams\n");
+		std::fprintf(stderr, "usage: hip_run_probe jobs N|burst N|streams|commands\n");
 		return 2;
 	}
 	return 0;
