@@ -16,7 +16,9 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cerrno>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -202,6 +204,117 @@ CUresult blocking_copy(Index i, A... a)
 	if (LaunchQueue *q = launch_queue())
 		q->synchronized(SyncKind::stream);
 	return r;
+}
+
+// The slot's partition, which the program's streams are made on.
+struct Partition {
+	void *green = nullptr; // CUgreenCtx; nullptr: the slot is the whole GPU
+	int device = -1;       // the runtime's number of the domain's GPU
+	uint64_t generation = 0;
+};
+
+// Whether a slot the program may hold is partitioned (not the whole GPU),
+// as the lock says at the first call.
+bool slots_partitioned();
+
+// Whether any slot of @mask is partitioned, as the lock says it ("all":
+// the whole GPU), from the lock client: no driver call. An attribute that
+// cannot be read counts as partitioned: opening the partition then says why.
+bool any_partitioned(uint64_t mask)
+{
+	bool partitioned = false;
+	for (unsigned int s = 0; s < 64; s++) {
+		if (!(mask >> s & 1))
+			continue;
+		char text[160] = "";
+		const std::string name = "slot" + std::to_string(s) + "/units";
+		if (gpuslot_domain_attr(run_state().client, name.c_str(), text, sizeof(text)) < 0)
+			return true;
+		partitioned |= std::strncmp(text, "all", 3) != 0;
+	}
+	return partitioned;
+}
+
+// The cuda backend's client whose green context the program's streams are
+// made on; open for the process, never read (volatile: the store stays, so
+// that the client is reachable, as it is in use).
+gpuslot_client *volatile partition_client;
+
+int open_partition(Partition *out, std::string *error)
+{
+	if (!slots_partitioned())
+		return 0; // the whole GPU: the program's own context is right
+	const RunState run = run_state();
+	gpuslot_options o{};
+	o.size = sizeof(o);
+	o.domain = run.domain;
+	o.backend = GPUSLOT_BACKEND_CUDA;
+	o.slot_mask = run.slot_mask;
+	gpuslot_client *client = nullptr;
+	if (gpuslot_open(&o, &client) < 0) {
+		*error = gpuslot_last_error();
+		return -EIO;
+	}
+	gpuslot_layout_info layout{};
+	layout.size = sizeof(layout);
+	// A stream serves every job of the program, whichever slot it holds:
+	// the slots' one partition, or the union of theirs.
+	if (gpuslot_client_layout(client, &layout) < 0 ||
+	    gpuslot_slots_context(client, run.slot_mask, &out->green, &out->generation) < 0) {
+		*error = gpuslot_last_error();
+		gpuslot_close(client);
+		*out = Partition{};
+		return -EIO;
+	}
+	if (layout.notice && *layout.notice)
+		std::fprintf(stderr, "gpuslot-run: %s\n", layout.notice);
+	out->device = layout.device;
+	// Open for the process: its contexts back the program's streams.
+	partition_client = client;
+	return 0;
+}
+
+// The partition of the program's slots. A partitioned slot's green context
+// comes from a client of libgpuslot's cuda backend, opened on the first
+// call (after the program has initialised the driver, never at load):
+// 0, or -errno with *error saying why. Thread-safe.
+int slot_partition(Partition *out, std::string *error)
+{
+	static std::mutex lock;
+	static bool opened;
+	static Partition partition;
+	if (!launch_queue()) {
+		*error = "gpuslot-run's variables were not set at load";
+		return -ENOENT;
+	}
+	// A forked child (its mutex may be held by a thread that does not
+	// exist there): libgpuslot serves it nothing either.
+	if (!in_loader_process()) {
+		*error = "a forked child of the program has no client of its own";
+		return -ECHILD;
+	}
+	// libgpuslot's own driver calls never reach here (the dlsym hook
+	// gives the library libcuda's entry points): no recursion on @lock.
+	std::lock_guard<std::mutex> hold(lock);
+	if (!opened) {
+		const int err = open_partition(&partition, error);
+		// A failure (gpuslotd restarting, say) is tried again at the
+		// program's next stream.
+		if (err)
+			return err;
+		opened = true;
+		set_partition_generation(partition.generation);
+	}
+	*out = partition;
+	return 0;
+}
+
+bool slots_partitioned()
+{
+	// Asked at the program's first stream, of the layout then.
+	static const bool partitioned =
+		launch_queue() && any_partitioned(run_state().slot_mask);
+	return partitioned;
 }
 
 // The CUDA priority for the program's new streams: the slot's, clamped
@@ -515,7 +628,7 @@ private:
 
 } // namespace
 
-Markers *cuda_markers()
+Markers *api_markers()
 {
 	// Made on the first marker's request, when the driver is loaded.
 	class Lazy final : public Markers {

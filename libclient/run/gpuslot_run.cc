@@ -65,8 +65,14 @@ const char kUsage[] =
 	"cuGetProcAddress (cudart: PyTorch, TensorRT, cuDNN, cuBLAS). The default\n"
 	"streams (at the default priority) and blocking streams run on the whole GPU\n"
 	"(said on stderr); the processes the program starts do not inherit the slot.\n"
-	"On AMD it sets HSA_CU_MASK to the slots' CUs (HIP is not interposed: only\n"
-	"--hold takes a slot there). See gpuslot-run(1).\n"
+	"On AMD (a layout of CUs) it sets HSA_CU_MASK to the slots' CUs and preloads\n"
+	"libgpuslot-run-hip.so instead: HIP's kernel launches, asynchronous copies and\n"
+	"memsets, event waits and blocking copies (hipMemcpy, hipMemcpyHtoD/DtoH)\n"
+	"pass the same queue, --per-sync, --hold, --inflight and the throttle work as\n"
+	"on NVIDIA, and HIP streams the program creates get the slot's priority,\n"
+	"clamped into hipDeviceGetStreamPriorityRange; other HIP calls (the 2D/3D\n"
+	"copies, hipMemset and the other synchronous memsets, hipExtLaunch*, a HIP\n"
+	"reached by dlopen/dlsym) pass ungated. See gpuslot-run(1).\n"
 	"\n"
 	"Throttling covers what the queue sees (kernel and graph launches, the copies,\n"
 	"memsets and event waits above). A program nobody outranks pays one look at\n"
@@ -90,12 +96,14 @@ int fail(const std::string &what)
 	return kExitFailed;
 }
 
-// The interposer: GPUSLOT_RUN_LIBRARY where set (a build tree), else
-// where the package installs it.
-std::string interposer_path()
+// The interposer: on an AMD domain HIP's (libgpuslot-run-hip.so,
+// GPUSLOT_RUN_HIP_LIBRARY where set), else CUDA's (libgpuslot-run.so,
+// GPUSLOT_RUN_LIBRARY where set: a build tree), else where the package
+// installs it.
+std::string interposer_path(bool amd)
 {
-	const char *set = std::getenv("GPUSLOT_RUN_LIBRARY");
-	return set && *set ? set : GPUSLOT_RUN_LIBRARY_PATH;
+	const char *set = std::getenv(amd ? "GPUSLOT_RUN_HIP_LIBRARY" : "GPUSLOT_RUN_LIBRARY");
+	return set && *set ? set : amd ? GPUSLOT_RUN_HIP_LIBRARY_PATH : GPUSLOT_RUN_LIBRARY_PATH;
 }
 
 // The text of the domain's attribute @name ("" on error).
@@ -144,8 +152,9 @@ int amd_cu_mask(gpuslot_client *c, uint64_t mask, std::string *value)
 }
 
 // The slots exist in the domain's layout: a slot at or past k would wait
-// for ever. On AMD, *@hsa_cu_mask gets the mask that confines the program.
-int check_slots(unsigned long domain, uint64_t mask, std::string *hsa_cu_mask)
+// for ever. On AMD (a layout of AMD CUs: *@amd), *@hsa_cu_mask gets the
+// mask that confines the program.
+int check_slots(unsigned long domain, uint64_t mask, std::string *hsa_cu_mask, bool *amd)
 {
 	gpuslot_options o{};
 	o.size = sizeof(o);
@@ -168,7 +177,8 @@ int check_slots(unsigned long domain, uint64_t mask, std::string *hsa_cu_mask)
 			    std::to_string(domain) + "'s layout: k is " + std::to_string(info.k) +
 			    ", slots 0 .. " + std::to_string(info.k - 1));
 	}
-	err = info.unit_kind == GPUSLOT_UNIT_AMD_CU ? amd_cu_mask(c, mask, hsa_cu_mask) : 0;
+	*amd = info.unit_kind == GPUSLOT_UNIT_AMD_CU;
+	err = *amd ? amd_cu_mask(c, mask, hsa_cu_mask) : 0;
 	gpuslot_close(c);
 	return err;
 }
@@ -236,7 +246,8 @@ int main(int argc, char **argv)
 	if (i >= argc)
 		return usage_error("no program to run (after --)");
 	std::string hsa_cu_mask;
-	if (int err = check_slots(domain, *mask, &hsa_cu_mask))
+	bool amd = false;
+	if (int err = check_slots(domain, *mask, &hsa_cu_mask, &amd))
 		return err;
 	// ROCr reads it when the program's HIP starts: every queue it makes
 	// gets the slots' CUs. A mask of the user's own would be replaced.
@@ -249,13 +260,14 @@ int main(int argc, char **argv)
 		if (setenv("HSA_CU_MASK", hsa_cu_mask.c_str(), 1))
 			return fail(std::string("setenv: ") + std::strerror(errno));
 	}
-	const std::string library = interposer_path();
+	const std::string library = interposer_path(amd);
 	if (access(library.c_str(), R_OK))
 		return fail("the interposer " + library + ": " + std::strerror(errno) +
-			    " (GPUSLOT_RUN_LIBRARY names another)");
+			    (amd ? " (GPUSLOT_RUN_HIP_LIBRARY names another)"
+				 : " (GPUSLOT_RUN_LIBRARY names another)"));
 	// After what is preloaded already (a sanitizer's runtime must stay
-	// first); the CUDA driver is never preloaded, so the interposer still
-	// comes before it.
+	// first); the CUDA driver and HIP are never preloaded, so the
+	// interposer still comes before them.
 	const char *preload = std::getenv("LD_PRELOAD");
 	const std::string preloads =
 		preload && *preload ? std::string(preload) + ":" + library : library;

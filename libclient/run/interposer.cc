@@ -34,7 +34,7 @@ constexpr int kExitGpuslotRun = 125;
 }
 
 // The layout generation the program's streams were made for (0: none on a
-// partition yet).
+// partition yet; set_partition_generation(), by the CUDA interposer).
 std::atomic<uint64_t> partition_generation{0};
 
 class LibgpuslotLock final : public SlotLock {
@@ -153,9 +153,6 @@ struct State {
 	gpuslot_client *client = nullptr;
 	uint64_t slot_mask = 0;
 	uint32_t domain = 0;
-	// The cuda backend's client whose green context the program's streams
-	// are made on (slot_partition()); open for the process.
-	gpuslot_client *partition_client = nullptr;
 	LibgpuslotLock *lock = nullptr;
 	LibgpuslotPreempt *preempt = nullptr;
 	LaunchQueue *queue = nullptr;
@@ -164,57 +161,6 @@ struct State {
 	unsigned int priority_levels = 0;
 };
 State state;
-
-// Whether any slot of @mask is partitioned, as the lock says it ("all":
-// the whole GPU), from the lock client: no driver call. An attribute that
-// cannot be read counts as partitioned: opening the partition then says why.
-bool any_partitioned(uint64_t mask)
-{
-	bool partitioned = false;
-	for (unsigned int s = 0; s < 64; s++) {
-		if (!(mask >> s & 1))
-			continue;
-		char text[160] = "";
-		const std::string name = "slot" + std::to_string(s) + "/units";
-		if (gpuslot_domain_attr(state.client, name.c_str(), text, sizeof(text)) < 0)
-			return true;
-		partitioned |= std::strncmp(text, "all", 3) != 0;
-	}
-	return partitioned;
-}
-
-int open_partition(Partition *out, std::string *error)
-{
-	if (!slots_partitioned())
-		return 0; // the whole GPU: the program's own context is right
-	gpuslot_options o{};
-	o.size = sizeof(o);
-	o.domain = state.domain;
-	o.backend = GPUSLOT_BACKEND_CUDA;
-	o.slot_mask = state.slot_mask;
-	gpuslot_client *client = nullptr;
-	if (gpuslot_open(&o, &client) < 0) {
-		*error = gpuslot_last_error();
-		return -EIO;
-	}
-	gpuslot_layout_info layout{};
-	layout.size = sizeof(layout);
-	// A stream serves every job of the program, whichever slot it holds:
-	// the slots' one partition, or the union of theirs.
-	if (gpuslot_client_layout(client, &layout) < 0 ||
-	    gpuslot_slots_context(client, state.slot_mask, &out->green, &out->generation) < 0) {
-		*error = gpuslot_last_error();
-		gpuslot_close(client);
-		*out = Partition{};
-		return -EIO;
-	}
-	if (layout.notice && *layout.notice)
-		std::fprintf(stderr, "gpuslot-run: %s\n", layout.notice);
-	out->device = layout.device;
-	// Open for the process: its contexts back the program's streams.
-	state.partition_client = client;
-	return 0;
-}
 
 // Children do not inherit the slot: the library leaves LD_PRELOAD, and
 // its variables go, so a process the program starts cannot wait for the
@@ -372,7 +318,7 @@ __attribute__((constructor)) void load()
 	throttle.suspend = preempt == "1";
 	throttle.inflight = outranked ? unsigned(*inflight) : 0u;
 	throttle.preempt = state.preempt;
-	throttle.markers = cuda_markers();
+	throttle.markers = api_markers();
 	state.queue = new LaunchQueue(state.policy, state.lock, stream_finished, throttle);
 	pthread_atfork(nullptr, nullptr, forked_child);
 	state.loader_pid = getpid();
@@ -394,42 +340,19 @@ LaunchQueue *launch_queue()
 	return state.queue;
 }
 
-int slot_partition(Partition *out, std::string *error)
+RunState run_state()
 {
-	static std::mutex lock;
-	static bool opened;
-	static Partition partition;
-	if (!state.queue) {
-		*error = "gpuslot-run's variables were not set at load";
-		return -ENOENT;
-	}
-	// A forked child (its mutex may be held by a thread that does not
-	// exist there): libgpuslot serves it nothing either.
-	if (getpid() != state.loader_pid) {
-		*error = "a forked child of the program has no client of its own";
-		return -ECHILD;
-	}
-	// libgpuslot's own driver calls never reach here (the dlsym hook
-	// gives the library libcuda's entry points): no recursion on @lock.
-	std::lock_guard<std::mutex> hold(lock);
-	if (!opened) {
-		const int err = open_partition(&partition, error);
-		// A failure (gpuslotd restarting, say) is tried again at the
-		// program's next stream.
-		if (err)
-			return err;
-		opened = true;
-		partition_generation.store(partition.generation, std::memory_order_relaxed);
-	}
-	*out = partition;
-	return 0;
+	return {state.client, state.domain, state.slot_mask};
 }
 
-bool slots_partitioned()
+bool in_loader_process()
 {
-	// Asked at the program's first stream, of the layout then.
-	static const bool partitioned = state.queue && any_partitioned(state.slot_mask);
-	return partitioned;
+	return getpid() == state.loader_pid;
+}
+
+void set_partition_generation(uint64_t generation)
+{
+	partition_generation.store(generation, std::memory_order_relaxed);
 }
 
 bool stream_priority_levels(unsigned int *levels)

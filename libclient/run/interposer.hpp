@@ -1,13 +1,18 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// libgpuslot-run.so's state: the slot it runs the program on, set up when
-// the library is loaded (interposer.cc), used by the CUDA entry points
-// (cuda_intercept.cc).
+// The interposers' state: the slot they run the program on, set up when
+// the library is loaded (interposer.cc), used by the API's entry points:
+// cuda_intercept.cc in libgpuslot-run.so (the CUDA driver), hip_intercept.cc
+// in libgpuslot-run-hip.so (HIP). Each API's file defines stream_counts(),
+// stream_finished() and api_markers(); the partition (green contexts) and
+// from_libgpuslot() are cuda_intercept.cc's own.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
 #include "launch_queue.hpp"
+
+struct gpuslot_client;
 
 namespace gpuslot::run {
 
@@ -19,25 +24,27 @@ LaunchQueue *launch_queue();
 // (gpuslot_slot_priority()); false where there is none to give.
 bool stream_priority_levels(unsigned int *levels);
 
-// The slot's partition, which the program's streams are made on.
-struct Partition {
-	void *green = nullptr; // CUgreenCtx; nullptr: the slot is the whole GPU
-	int device = -1;       // the runtime's number of the domain's GPU
-	uint64_t generation = 0;
+// What the interposer was loaded with, for the API's file: the lock's
+// client (backend none), the domain and the slots the program may hold.
+// Meaningful where launch_queue() is not nullptr.
+struct RunState {
+	gpuslot_client *client = nullptr;
+	uint32_t domain = 0;
+	uint64_t slot_mask = 0;
 };
+RunState run_state();
 
-// The partition of the program's slots. A partitioned slot's green context
-// comes from a client of libgpuslot's cuda backend, opened on the first
-// call (after the program has initialised the driver, never at load):
-// 0, or -errno with *error saying why. Thread-safe.
-int slot_partition(Partition *out, std::string *error);
+// Whether this is the process that loaded the interposer (not a forked
+// child, whose client is its parent's).
+bool in_loader_process();
 
-// Whether a slot the program may hold is partitioned (not the whole GPU),
-// as the lock says at the first call.
-bool slots_partitioned();
+// The layout generation of the partition the program's streams are made on
+// (the CUDA interposer's green context): an acquire that finds another
+// says so once.
+void set_partition_generation(uint64_t generation);
 
 // The program's streams made so far on the slot's partition, and those
-// that stayed on the whole GPU of a partitioned slot (cuda_intercept.cc).
+// that stayed on the whole GPU of a partitioned slot (the API's file).
 void stream_counts(unsigned long *confined, unsigned long *whole);
 
 // Whether @address is in libgpuslot's code (cuda_intercept.cc): the dlsym
@@ -46,12 +53,12 @@ void stream_counts(unsigned long *confined, unsigned long *whole);
 // client) do not pass the queue.
 bool from_libgpuslot(void *address);
 
-// Whether the work queued on @stream has finished (cuStreamQuery; in
-// cuda_intercept.cc).
+// Whether the work queued on @stream has finished (cuStreamQuery in
+// cuda_intercept.cc, hipStreamQuery in hip_intercept.cc).
 bool stream_finished(void *stream);
 
-// The throttle's completion markers: CUDA events without timing, pooled
-// per context (cuda_intercept.cc).
-Markers *cuda_markers();
+// The throttle's completion markers: events without timing, pooled per
+// context (CUDA, cuda_intercept.cc) or per device (HIP, hip_intercept.cc).
+Markers *api_markers();
 
 } // namespace gpuslot::run

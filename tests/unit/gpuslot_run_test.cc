@@ -120,6 +120,44 @@ protected:
 		partitioned_layout(GPUSLOT_UNIT_NV_SM_GROUP, 8, 16, parts, priorities);
 	}
 
+	// A KFD topology (GPUSLOT_KFD_TOPOLOGY) under dir_: nodes/0 a CPU, 1 a
+	// Radeon VII at 0000:03:00.0, 2 an MI100 at the domain's
+	// 0000:19:00.0: ROCr's GPU 1.
+	fs::path kfd_topology()
+	{
+		const fs::path topo = dir_ / "topology";
+		auto node = [&](int n, const std::string &fixture, unsigned int location) {
+			fs::create_directories(topo / "nodes" / std::to_string(n));
+			std::ofstream out(topo / "nodes" / std::to_string(n) / "properties");
+			if (fixture.empty()) {
+				out << "cpu_cores_count 8\nsimd_count 0\n";
+				return;
+			}
+			std::ifstream in(std::string(GPUSLOT_KFD_FIXTURES) + "/" + fixture +
+					 "/properties");
+			for (std::string l; std::getline(in, l);)
+				out << (l.rfind("location_id ", 0) == 0
+						? "location_id " + std::to_string(location)
+						: l)
+				    << "\n";
+		};
+		node(0, "", 0);
+		node(1, "radeon-vii-gfx906", 0x300);
+		node(2, "mi100-gfx908", 0x1900);
+		return topo;
+	}
+
+	// An AMD domain (the MI100 of kfd_topology(), 120 CUs): slot s has CUs
+	// 16s .. 16s+15, at these priorities; the programs see the topology.
+	void amd_layout(const std::vector<unsigned int> &priorities)
+	{
+		std::vector<gpuslot_partition> parts(priorities.size());
+		for (size_t s = 0; s < parts.size(); s++)
+			parts[s].units[0] = 0xffffULL << (16 * s);
+		partitioned_layout(GPUSLOT_UNIT_AMD_CU, 1, 120, parts, priorities);
+		extra_env_.push_back("GPUSLOT_KFD_TOPOLOGY=" + kfd_topology().string());
+	}
+
 	// The environment of a program of the test: the lock on dir_'s
 	// socket, the driver double, the sanitizer's runtime preloaded first
 	// (gpuslot-run adds the interposer after it).
@@ -134,7 +172,15 @@ protected:
 		env.push_back("GPUSLOT_TRANSPORT=socket");
 		env.push_back("GPUSLOT_SOCKET_DIR=" + dir_.string());
 		env.push_back("GPUSLOT_RUN_LIBRARY=" GPUSLOT_RUN_INTERPOSER);
+#ifdef GPUSLOT_RUN_HIP_TESTS
+		env.push_back("GPUSLOT_RUN_HIP_LIBRARY=" GPUSLOT_RUN_HIP_INTERPOSER);
+		env.push_back("LD_LIBRARY_PATH=" FAKE_CUDA_DIR ":" FAKE_HIP_DIR);
+#else
+		// No HIP interposer built: an AMD domain's program gets the
+		// CUDA one (HSA_CU_MASK is still tested).
+		env.push_back("GPUSLOT_RUN_HIP_LIBRARY=" GPUSLOT_RUN_INTERPOSER);
 		env.push_back("LD_LIBRARY_PATH=" FAKE_CUDA_DIR);
+#endif
 		env.push_back("FAKE_CUDA_LOG=" + log_.string());
 		env.push_back("FAKE_CUDA_KERNEL_US=1000");
 		if (lock_probe)
@@ -144,6 +190,11 @@ protected:
 			preload += (preload.empty() ? "" : ":") + preload_;
 		if (!preload.empty())
 			env.push_back("LD_PRELOAD=" + preload);
+		// A variable of extra_env_ replaces the one set above.
+		for (const std::string &e : extra_env_) {
+			const std::string name = e.substr(0, e.find('=') + 1);
+			std::erase_if(env, [&](const std::string &v) { return v.rfind(name, 0) == 0; });
+		}
 		env.insert(env.end(), extra_env_.begin(), extra_env_.end());
 		return env;
 	}
@@ -477,25 +528,7 @@ TEST_F(GpuslotRun, NonBlockingStreamsRunOnTheSlotsPartition)
 // sets none.
 TEST_F(GpuslotRun, AmdSlotsSetHsaCuMaskToTheirCus)
 {
-	// nodes/0 a CPU, 1 a Radeon VII at 0000:03:00.0, 2 an MI100 at the
-	// domain's 0000:19:00.0: ROCr's GPU 1.
-	const fs::path topo = dir_ / "topology";
-	auto node = [&](int n, const std::string &fixture, unsigned int location) {
-		fs::create_directories(topo / "nodes" / std::to_string(n));
-		std::ofstream out(topo / "nodes" / std::to_string(n) / "properties");
-		if (fixture.empty()) {
-			out << "cpu_cores_count 8\nsimd_count 0\n";
-			return;
-		}
-		std::ifstream in(std::string(GPUSLOT_KFD_FIXTURES) + "/" + fixture + "/properties");
-		for (std::string l; std::getline(in, l);)
-			out << (l.rfind("location_id ", 0) == 0 ? "location_id " + std::to_string(location)
-							     : l)
-			    << "\n";
-	};
-	node(0, "", 0);
-	node(1, "radeon-vii-gfx906", 0x300);
-	node(2, "mi100-gfx908", 0x1900);
+	const fs::path topo = kfd_topology();
 	std::vector<gpuslot_partition> parts(3);
 	parts[0].units[0] = 0xffff;		   // CUs 0-15
 	parts[1].units[0] = 0xffffULL << 32;	   // CUs 32-47
@@ -574,9 +607,12 @@ std::map<pid_t, std::vector<Interval>> jobs_of(const std::vector<std::string> &l
 		uint64_t t;
 		std::string what;
 		in >> pid >> t >> what;
-		const bool command = what.rfind("cuLaunch", 0) == 0 || what == "cuMemcpyDtoH_v2";
+		const bool command = what.rfind("cuLaunch", 0) == 0 || what == "cuMemcpyDtoH_v2" ||
+				     what.rfind("hipLaunch", 0) == 0 || what == "hipMemcpyDtoH";
 		const bool sync = what.rfind("cuStreamSynchronize", 0) == 0 ||
-				  what == "cuCtxSynchronize" || what == "cuMemcpyDtoH_v2:done";
+				  what == "cuCtxSynchronize" || what == "cuMemcpyDtoH_v2:done" ||
+				  what == "hipStreamSynchronize" || what == "hipDeviceSynchronize" ||
+				  what == "hipMemcpyDtoH:done";
 		if (command && !open.count(pid))
 			open[pid] = t;
 		if (sync && open.count(pid)) {
@@ -669,7 +705,8 @@ uint64_t field(const std::string &line, const std::string &key)
 	return at == std::string::npos ? 0 : std::stoull(line.substr(at + key.size() + 2));
 }
 
-// The kernels of the log as (sent, end) in the double's clock.
+// The kernels of the log as (sent, end) in the double's clock: the CUDA
+// double's cuLaunchKernel*, the HIP double's hipLaunchKernel.
 std::vector<std::pair<uint64_t, uint64_t>> kernels(const std::vector<std::string> &lines)
 {
 	std::vector<std::pair<uint64_t, uint64_t>> out;
@@ -679,7 +716,7 @@ std::vector<std::pair<uint64_t, uint64_t>> kernels(const std::vector<std::string
 		uint64_t t;
 		std::string what;
 		in >> pid >> t >> what;
-		if (what.rfind("cuLaunchKernel", 0) == 0)
+		if (what.rfind("cuLaunchKernel", 0) == 0 || what == "hipLaunchKernel")
 			out.push_back({t, field(l, "end")});
 	}
 	return out;
@@ -915,5 +952,252 @@ TEST_F(GpuslotRun, LauncherRejectsBadInput)
 	EXPECT_NE(help.out.find("--inflight N"), std::string::npos);
 	EXPECT_NE(help.out.find("--no-preempt"), std::string::npos);
 }
+
+#ifdef GPUSLOT_RUN_HIP_TESTS
+// On an AMD domain: libgpuslot-run-hip.so against the HIP double
+// (fake_libamdhip.cc, 1 ms per kernel, priorities 0 .. -2) and a HIP program
+// that knows nothing of gpuslot (hip_run_probe.cc).
+const std::string kHip = HIP_RUN_PROBE;
+
+// The launcher preloads the HIP interposer on an AMD domain (a layout of
+// CUs) and the CUDA one elsewhere: the environment the program was started
+// with (/proc/self/environ: the interposer takes itself out of LD_PRELOAD
+// at load, not out of that).
+TEST_F(GpuslotRun, LauncherPreloadsTheHipInterposerOnAmd)
+{
+	auto preloaded = [&]() {
+		const Exit e = run({kRun, "--slot", "0", "--", "/bin/cat", "/proc/self/environ"});
+		EXPECT_EQ(e.status, 0) << e.out;
+		std::string preload;
+		std::istringstream in(e.out);
+		for (std::string v; std::getline(in, v, '\0');)
+			if (v.rfind("LD_PRELOAD=", 0) == 0)
+				preload = v;
+		return preload;
+	};
+	amd_layout({0, 0});
+	std::string p = preloaded();
+	EXPECT_NE(p.find(GPUSLOT_RUN_HIP_INTERPOSER), std::string::npos) << p;
+	EXPECT_EQ(p.find(GPUSLOT_RUN_INTERPOSER), std::string::npos) << p;
+	layout({0, 0});
+	p = preloaded();
+	EXPECT_NE(p.find(GPUSLOT_RUN_INTERPOSER), std::string::npos) << p;
+	EXPECT_EQ(p.find(GPUSLOT_RUN_HIP_INTERPOSER), std::string::npos) << p;
+	// A HIP interposer that is not there: said, and the program not run.
+	amd_layout({0, 0});
+	extra_env_.push_back("GPUSLOT_RUN_HIP_LIBRARY=" + (dir_ / "none.so").string());
+	const Exit e = run_with_stderr({kRun, "--slot", "0", "--", kHip, "streams"});
+	EXPECT_EQ(e.status, 125) << e.out;
+	EXPECT_NE(e.out.find("GPUSLOT_RUN_HIP_LIBRARY"), std::string::npos) << e.out;
+	const Exit help = run({kRun, "--help"});
+	EXPECT_NE(help.out.find("libgpuslot-run-hip.so"), std::string::npos) << help.out;
+}
+
+// A HIP program's streams get the slot's priority, least - p clamped into
+// hipDeviceGetStreamPriorityRange (the double's 0 .. -2), whichever way it
+// made them; its own request is replaced.
+TEST_F(GpuslotRun, HipStreamsGetTheSlotsPriority)
+{
+	amd_layout({1, 3, 0});
+	Exit e = run({kHip, "streams"});
+	ASSERT_EQ(e.status, 0) << e.out;
+	EXPECT_EQ(e.out, "streams 0 0 -1\n") << "without gpuslot-run";
+	e = run({kRun, "--slot", "0", "--", kHip, "streams"});
+	EXPECT_EQ(e.status, 0) << e.out;
+	EXPECT_EQ(e.out, "streams -1 -1 -1\n");
+	e = run({kRun, "--slot", "1", "--hold", "--", kHip, "streams"});
+	EXPECT_EQ(e.out, "streams -2 -2 -2\n") << "3 levels clamped to -2";
+	e = run({kRun, "--slot", "2", "--", kHip, "streams"});
+	EXPECT_EQ(e.out, "streams 0 0 0\n");
+	e = run({kRun, "--slots", "0,1", "--", kHip, "streams"});
+	EXPECT_EQ(e.out, "streams -1 -1 -1\n") << "--slots: the lowest";
+}
+
+// Every HIP command the interposer gates waits for the slot: under
+// --per-sync on k = 1, each (a job of its own) reaches HIP (the double)
+// while the lock says the slot is held, the blocking copies too; without
+// gpuslot-run, none does.
+TEST_F(GpuslotRun, HipEveryCommandWaitsForTheSlot)
+{
+	amd_layout({0});
+	const std::vector<std::string> commands = {
+		"hipModuleLaunchKernel", "hipLaunchKernel",	"hipLaunchCooperativeKernel",
+		"hipGraphLaunch",	 "hipMemcpyAsync",	"hipMemcpyHtoDAsync",
+		"hipMemcpyDtoHAsync",	 "hipMemcpyDtoDAsync", "hipMemsetAsync",
+		"hipMemsetD32Async",	 "hipStreamWaitEvent", "hipMemcpy",
+		"hipMemcpyHtoD",	 "hipMemcpyDtoH"};
+	for (bool under : {false, true}) {
+		SCOPED_TRACE(under ? "under gpuslot-run --per-sync" : "alone");
+		fs::remove(log_);
+		std::vector<std::string> args;
+		if (under)
+			args = {kRun, "--slot", "0", "--per-sync", "--"};
+		args.insert(args.end(), {kHip, "commands"});
+		const Exit e = run(args, true);
+		ASSERT_EQ(e.status, 0) << e.out;
+		EXPECT_EQ(e.out, "commands\n");
+		std::vector<std::string> seen;
+		for (const std::string &l : log_lines()) {
+			std::istringstream in(l);
+			pid_t pid;
+			uint64_t t;
+			std::string what;
+			in >> pid >> t >> what;
+			if (l.find(" lock=") == std::string::npos)
+				continue;
+			seen.push_back(what);
+			EXPECT_NE(l.find(under ? " lock=busy" : " lock=free"), std::string::npos) << l;
+		}
+		EXPECT_EQ(seen, commands);
+	}
+	EXPECT_EQ(try_acquire(), 0) << "the slot given back";
+}
+
+// --per-sync on k = 1: two HIP programs never have a job on the (simulated)
+// GPU at once, each gets its 12 jobs and its blocking copy done, and each
+// job acquired once (the queue's count, GPUSLOT_RUN_STATS).
+TEST_F(GpuslotRun, HipPerSyncNeverTwoJobsAtOnce)
+{
+	amd_layout({0});
+	extra_env_.push_back("GPUSLOT_RUN_STATS=1");
+	std::vector<Child> children;
+	for (int i = 0; i < 2; i++)
+		children.push_back(
+			spawn({kRun, "--slot", "0", "--per-sync", "--", kHip, "jobs", "12"}, false,
+			      true));
+	for (Child &c : children) {
+		const Exit e = finish(c);
+		EXPECT_EQ(e.status, 0) << e.out;
+		EXPECT_NE(e.out.find("jobs 12\n"), std::string::npos) << e.out;
+		EXPECT_NE(e.out.find(": 13 acquires,"), std::string::npos) << e.out;
+	}
+	const auto jobs = jobs_of(log_lines());
+	ASSERT_EQ(jobs.size(), 2u);
+	for (auto &[pid, list] : jobs)
+		EXPECT_EQ(list.size(), 13u) << "12 jobs and a blocking copy of pid " << pid;
+	EXPECT_EQ(most_at_once(jobs), 1u);
+	EXPECT_EQ(try_acquire(), 0) << "the slot given back";
+}
+
+// The work edges are exactly pending and drained around each job of a HIP
+// program, and around its blocking copy, under both policies.
+TEST_F(GpuslotRun, HipWorkEdgesTwoPerJobUnderBothPolicies)
+{
+	amd_layout({0});
+	preload_ = FAKE_WORK_STATE;
+	for (const char *policy : {"--hold", "--per-sync"}) {
+		SCOPED_TRACE(policy);
+		fs::remove(log_);
+		const Exit e = run({kRun, "--slot", "0", policy, "--", kHip, "jobs", "3"});
+		ASSERT_EQ(e.status, 0) << e.out;
+		std::string edges;
+		for (const std::string &l : log_lines()) {
+			if (l.find(" gpuslot_set_work ") != std::string::npos)
+				edges += l.find("pending=1") != std::string::npos ? "1" : "0";
+			if (l.find(" hipLaunchKernel ") != std::string::npos)
+				edges += "k";
+			if (l.find(" hipStreamSynchronize") != std::string::npos)
+				edges += "s";
+		}
+		EXPECT_EQ(edges, "1kkks0" "1kkks0" "1kkks0" "10");
+	}
+}
+
+// The throttle on HIP: a HIP program on slot 1, outranked by slot 0, sends
+// a burst of 20 kernels with never more than --inflight 2 unfinished, under
+// --hold and --per-sync, in order, its markers (HIP events) recorded and
+// asked in relaxed capture mode; with --no-preempt or on slot 0, all at once.
+TEST_F(GpuslotRun, HipThrottleKeepsTheBoundWhereOutranked)
+{
+	amd_layout({1, 0});
+	preload_ = FAKE_WORK_STATE;
+	struct Case {
+		std::vector<std::string> options;
+		unsigned int most; // 0: more than 2
+	};
+	const Case cases[] = {
+		{{"--slot", "1", "--inflight", "2", "--hold"}, 2},
+		{{"--slot", "1", "--inflight", "2", "--per-sync"}, 2},
+		{{"--slot", "1", "--inflight", "2", "--no-preempt"}, 0},
+		{{"--slot", "0", "--inflight", "2"}, 0},
+	};
+	for (const Case &c : cases) {
+		std::string name;
+		for (const std::string &o : c.options)
+			name += o + " ";
+		SCOPED_TRACE(name);
+		fs::remove(log_);
+		std::vector<std::string> args = {kRun};
+		args.insert(args.end(), c.options.begin(), c.options.end());
+		args.insert(args.end(), {"--", kHip, "burst", "20"});
+		const Exit e = run(args);
+		ASSERT_EQ(e.status, 0) << e.out;
+		EXPECT_EQ(e.out, "burst 20\n");
+		const auto lines = log_lines();
+		const unsigned int most = most_in_flight(lines);
+		if (c.most)
+			EXPECT_EQ(most, c.most);
+		else
+			EXPECT_GT(most, 2u) << "the burst was held back";
+		std::vector<uint64_t> ends;
+		for (const auto &[sent, end] : kernels(lines))
+			ends.push_back(end);
+		EXPECT_EQ(ends.size(), 20u);
+		EXPECT_TRUE(std::is_sorted(ends.begin(), ends.end()));
+		unsigned int markers = 0;
+		for (const std::string &l : lines) {
+			if (l.find(" hipEventCreateWithFlags ") != std::string::npos) {
+				EXPECT_NE(l.find("flags=2"), std::string::npos)
+					<< "hipEventDisableTiming: " << l;
+			}
+			if (l.find(" hipEventRecord ") == std::string::npos &&
+			    l.find(" hipEventQuery ") == std::string::npos)
+				continue;
+			markers++;
+			EXPECT_NE(l.find("mode=relaxed"), std::string::npos) << l;
+		}
+		if (c.most)
+			EXPECT_GT(markers, 0u);
+		else
+			EXPECT_EQ(markers, 0u);
+	}
+}
+
+// While a higher slot preempts, a HIP program sends nothing: a burst begun
+// during the preemption sends its first kernel after it ended, then keeps
+// to the bound; with --no-preempt it runs during the preemption.
+TEST_F(GpuslotRun, HipNothingIsSentWhileAHigherSlotPreempts)
+{
+	amd_layout({1, 0});
+	const fs::path preempts = dir_ / "preempts";
+	preload_ = FAKE_WORK_STATE;
+	extra_env_.push_back("FAKE_WORK_PREEMPTS=" + preempts.string());
+	for (bool preempt : {true, false}) {
+		SCOPED_TRACE(preempt ? "preempted" : "--no-preempt");
+		fs::remove(log_);
+		std::ofstream(preempts).put('\n');
+		std::vector<std::string> args = {kRun, "--slot", "1", "--per-sync", "--inflight", "2"};
+		if (!preempt)
+			args.push_back("--no-preempt");
+		args.insert(args.end(), {"--", kHip, "burst", "20"});
+		Child c = spawn(args);
+		std::this_thread::sleep_for(std::chrono::milliseconds(300));
+		timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		const uint64_t ended = uint64_t(ts.tv_sec) * 1000000000 + uint64_t(ts.tv_nsec);
+		fs::remove(preempts);
+		const Exit e = finish(c);
+		ASSERT_EQ(e.status, 0) << e.out;
+		const auto sent = kernels(log_lines());
+		ASSERT_EQ(sent.size(), 20u);
+		if (preempt) {
+			EXPECT_GE(sent.front().first, ended) << "a kernel went while preempted";
+			EXPECT_EQ(most_in_flight(log_lines()), 2u);
+		} else {
+			EXPECT_LT(sent.back().first, ended) << "held back with --no-preempt";
+		}
+	}
+}
+#endif // GPUSLOT_RUN_HIP_TESTS
 
 } // namespace
