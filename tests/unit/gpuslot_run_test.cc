@@ -280,6 +280,13 @@ protected:
 		return e;
 	}
 
+	// A burst of 20 kernels of @program under gpuslot-run --slot 1
+	// @policy --inflight 2, slot 0 outranking it, started while slot 0
+	// preempts; then the same with --no-preempt. @launch: the kernel's
+	// name in the double's log, between spaces.
+	void nothing_sent_while_preempted(const std::vector<std::string> &policy,
+					  const std::string &program, const std::string &launch);
+
 	Exit run(const std::vector<std::string> &args, bool lock_probe = false)
 	{
 		Child c = spawn(args, lock_probe);
@@ -738,6 +745,66 @@ unsigned int most_in_flight(const std::vector<std::string> &lines)
 	return most;
 }
 
+void GpuslotRun::nothing_sent_while_preempted(const std::vector<std::string> &policy,
+					       const std::string &program, const std::string &launch)
+{
+	const fs::path preempts = dir_ / "preempts";
+	preload_ = FAKE_WORK_STATE;
+	extra_env_.push_back("FAKE_WORK_PREEMPTS=" + preempts.string());
+	auto logged = [&](const std::string &what) {
+		unsigned int n = 0;
+		if (fs::exists(log_))
+			for (const std::string &l : log_lines())
+				n += l.find(what) != std::string::npos;
+		return n;
+	};
+	// Waits on the log, not on a fixed time, so that a slow start on a
+	// loaded machine decides nothing.
+	auto within_10s = [](auto done) {
+		const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+		while (!done() && std::chrono::steady_clock::now() < until)
+			std::this_thread::sleep_for(std::chrono::milliseconds(5));
+		return done();
+	};
+	for (bool preempt : {true, false}) {
+		SCOPED_TRACE(preempt ? "preempted" : "--no-preempt");
+		fs::remove(log_);
+		std::ofstream(preempts).put('\n');
+		std::vector<std::string> args = {kRun, "--slot", "1"};
+		args.insert(args.end(), policy.begin(), policy.end());
+		args.insert(args.end(), {"--inflight", "2"});
+		if (!preempt)
+			args.push_back("--no-preempt");
+		args.insert(args.end(), {"--", program, "burst", "20"});
+		Child c = spawn(args);
+		if (preempt) {
+			// The work edge is told before the first command
+			// meets the throttle.
+			EXPECT_TRUE(within_10s([&] { return logged(" gpuslot_set_work ") > 0; }))
+				<< "the burst never began";
+			std::this_thread::sleep_for(std::chrono::milliseconds(50));
+			EXPECT_EQ(logged(launch), 0u) << "a kernel went while preempted";
+		} else {
+			EXPECT_TRUE(within_10s([&] { return logged(launch) == 20; }))
+				<< "held back with --no-preempt";
+		}
+		timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		const uint64_t ended = uint64_t(ts.tv_sec) * 1000000000 + uint64_t(ts.tv_nsec);
+		fs::remove(preempts);
+		const Exit e = finish(c);
+		ASSERT_EQ(e.status, 0) << e.out;
+		const auto sent = kernels(log_lines());
+		ASSERT_EQ(sent.size(), 20u);
+		if (preempt) {
+			EXPECT_GE(sent.front().first, ended) << "a kernel went while preempted";
+			EXPECT_EQ(most_in_flight(log_lines()), 2u);
+		} else {
+			EXPECT_LT(sent.back().first, ended);
+		}
+	}
+}
+
 // The throttle through the interposer, its CUDA events and the driver
 // double (1 ms per kernel), with the work state of libgpuslot faked
 // (fake_work_state.cc). A program on slot 1, outranked by slot 0: a burst
@@ -804,61 +871,11 @@ TEST_F(GpuslotRun, ThrottleKeepsTheBoundWhereOutranked)
 // during a preemption has told the lock of its work (so it is at its first
 // command) and sent no kernel 50 ms later; it sends its first kernel only
 // after the preemption ended, then keeps to the bound. With --no-preempt the
-// whole burst goes during the preemption. (Waits on the log, not on a
-// fixed time, so that a slow start on a loaded machine decides nothing.)
+// whole burst goes during the preemption (nothing_sent_while_preempted()).
 TEST_F(GpuslotRun, NothingIsSentWhileAHigherSlotPreempts)
 {
 	layout({1, 0});
-	const fs::path preempts = dir_ / "preempts";
-	preload_ = FAKE_WORK_STATE;
-	extra_env_ = {"FAKE_WORK_PREEMPTS=" + preempts.string()};
-	auto logged = [&](const std::string &what) {
-		unsigned int n = 0;
-		if (fs::exists(log_))
-			for (const std::string &l : log_lines())
-				n += l.find(what) != std::string::npos;
-		return n;
-	};
-	auto within_10s = [](auto done) {
-		const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-		while (!done() && std::chrono::steady_clock::now() < until)
-			std::this_thread::sleep_for(std::chrono::milliseconds(5));
-		return done();
-	};
-	for (bool preempt : {true, false}) {
-		SCOPED_TRACE(preempt ? "preempted" : "--no-preempt");
-		fs::remove(log_);
-		std::ofstream(preempts).put('\n');
-		std::vector<std::string> args = {kRun, "--slot", "1", "--hold"};
-		args.insert(args.end(), {"--inflight", "2"});
-		if (!preempt)
-			args.push_back("--no-preempt");
-		args.insert(args.end(), {"--", kLinked, "burst", "20"});
-		Child c = spawn(args);
-		if (preempt) {
-			EXPECT_TRUE(within_10s([&] { return logged(" gpuslot_set_work ") > 0; }))
-				<< "the burst never began";
-			std::this_thread::sleep_for(std::chrono::milliseconds(50));
-			EXPECT_EQ(logged(" cuLaunchKernel "), 0u) << "a kernel went while preempted";
-		} else {
-			EXPECT_TRUE(within_10s([&] { return logged(" cuLaunchKernel ") == 20; }))
-				<< "held back with --no-preempt";
-		}
-		timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		const uint64_t ended = uint64_t(ts.tv_sec) * 1000000000 + uint64_t(ts.tv_nsec);
-		fs::remove(preempts);
-		const Exit e = finish(c);
-		ASSERT_EQ(e.status, 0) << e.out;
-		const auto sent = kernels(log_lines());
-		ASSERT_EQ(sent.size(), 20u);
-		if (preempt) {
-			EXPECT_GE(sent.front().first, ended) << "a kernel went while preempted";
-			EXPECT_EQ(most_in_flight(log_lines()), 2u);
-		} else {
-			EXPECT_LT(sent.back().first, ended);
-		}
-	}
+	nothing_sent_while_preempted({"--hold"}, kLinked, " cuLaunchKernel ");
 }
 
 // The work edges through the interposer: exactly two per job (pending at
@@ -921,25 +938,24 @@ TEST_F(GpuslotRun, LauncherRejectsBadInput)
 	EXPECT_EQ(run({kRun, "--slot", "0", "--window", "16", "--", kLinked, "streams"}).status,
 		  125)
 		<< "--window is gone (a bound at all times is --inflight's now)";
-	// The interposer reads whether to hold back as strictly.
+	// The interposer, loaded by hand with one variable set: whether to
+	// hold back, and how often a held-back command looks again (10 ..
+	// 100000 us), read as strictly.
+	auto interposed = [&](const std::string &setting) {
+		return run_with_stderr({"/usr/bin/env", "GPUSLOT_RUN_SLOTS=0", setting,
+					std::string("LD_PRELOAD=") +
+						(*GPUSLOT_ASAN_RUNTIME ? GPUSLOT_ASAN_RUNTIME ":" : "") +
+						GPUSLOT_RUN_INTERPOSER,
+					kLinked, "streams"});
+	};
 	for (const char *bad : {"", "yes", "2"}) {
-		e = run({"/usr/bin/env", "GPUSLOT_RUN_SLOTS=0",
-			 std::string("GPUSLOT_RUN_PREEMPT=") + bad,
-			 std::string("LD_PRELOAD=") +
-				 (*GPUSLOT_ASAN_RUNTIME ? GPUSLOT_ASAN_RUNTIME ":" : "") +
-				 GPUSLOT_RUN_INTERPOSER,
-			 kLinked, "streams"});
+		e = interposed(std::string("GPUSLOT_RUN_PREEMPT=") + bad);
 		EXPECT_EQ(e.status, 125) << "GPUSLOT_RUN_PREEMPT=" << bad << ": " << e.out;
 	}
-	// And how often a held-back command looks again: 10 .. 100000 us.
 	for (const char *bad : {"", "9", "100001", "50us"}) {
-		e = run({"/usr/bin/env", "GPUSLOT_RUN_SLOTS=0",
-			 std::string("GPUSLOT_RUN_POLL_US=") + bad,
-			 std::string("LD_PRELOAD=") +
-				 (*GPUSLOT_ASAN_RUNTIME ? GPUSLOT_ASAN_RUNTIME ":" : "") +
-				 GPUSLOT_RUN_INTERPOSER,
-			 kLinked, "streams"});
+		e = interposed(std::string("GPUSLOT_RUN_POLL_US=") + bad);
 		EXPECT_EQ(e.status, 125) << "GPUSLOT_RUN_POLL_US=" << bad << ": " << e.out;
+		EXPECT_NE(e.out.find("GPUSLOT_RUN_POLL_US"), std::string::npos) << e.out;
 	}
 	for (const char *good : {"10", "100000"}) {
 		e = run({"/usr/bin/env", "GPUSLOT_RUN_POLL_US=" + std::string(good), kRun, "--slot",
@@ -1169,34 +1185,7 @@ TEST_F(GpuslotRun, HipThrottleKeepsTheBoundWhereOutranked)
 TEST_F(GpuslotRun, HipNothingIsSentWhileAHigherSlotPreempts)
 {
 	amd_layout({1, 0});
-	const fs::path preempts = dir_ / "preempts";
-	preload_ = FAKE_WORK_STATE;
-	extra_env_.push_back("FAKE_WORK_PREEMPTS=" + preempts.string());
-	for (bool preempt : {true, false}) {
-		SCOPED_TRACE(preempt ? "preempted" : "--no-preempt");
-		fs::remove(log_);
-		std::ofstream(preempts).put('\n');
-		std::vector<std::string> args = {kRun, "--slot", "1", "--per-sync", "--inflight", "2"};
-		if (!preempt)
-			args.push_back("--no-preempt");
-		args.insert(args.end(), {"--", kHip, "burst", "20"});
-		Child c = spawn(args);
-		std::this_thread::sleep_for(std::chrono::milliseconds(300));
-		timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		const uint64_t ended = uint64_t(ts.tv_sec) * 1000000000 + uint64_t(ts.tv_nsec);
-		fs::remove(preempts);
-		const Exit e = finish(c);
-		ASSERT_EQ(e.status, 0) << e.out;
-		const auto sent = kernels(log_lines());
-		ASSERT_EQ(sent.size(), 20u);
-		if (preempt) {
-			EXPECT_GE(sent.front().first, ended) << "a kernel went while preempted";
-			EXPECT_EQ(most_in_flight(log_lines()), 2u);
-		} else {
-			EXPECT_LT(sent.back().first, ended) << "held back with --no-preempt";
-		}
-	}
+	nothing_sent_while_preempted({"--per-sync"}, kHip, " hipLaunchKernel ");
 }
 #endif // GPUSLOT_RUN_HIP_TESTS
 
