@@ -38,7 +38,7 @@
 #include <string>
 #include <vector>
 
-#include "lock_file.hpp"
+#include "fake_driver_log.hpp"
 
 #define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -47,12 +47,6 @@ namespace {
 // cuCtxGetStreamPriorityRange of an H100: 0 (least) .. -5 (greatest).
 constexpr int kLeast = 0, kGreatest = -5;
 
-uint64_t now_ns()
-{
-	timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return uint64_t(ts.tv_sec) * 1000000000 + uint64_t(ts.tv_nsec);
-}
 
 // A green context: the SMs its groups give it, [first, first + count).
 struct Green {
@@ -101,42 +95,13 @@ Stream *stream_of(CUstream s)
 	return &default_stream;
 }
 
-uint64_t kernel_ns()
-{
-	const char *us = std::getenv("FAKE_CUDA_KERNEL_US");
-	return (us ? std::strtoull(us, nullptr, 10) : 1000) * 1000;
-}
+using fake_driver::kernel_ns;
+using fake_driver::lock_state;
+using fake_driver::now_ns;
 
 void log(const std::string &line)
 {
-	const char *path = std::getenv("FAKE_CUDA_LOG");
-	if (!path)
-		return;
-	const std::string out = std::to_string(getpid()) + " " + std::to_string(now_ns()) + " " +
-				line + "\n";
-	const int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return;
-	if (write(fd, out.data(), out.size()) != ssize_t(out.size()))
-		std::perror("fake libcuda: log");
-	close(fd);
-}
-
-// " lock=busy|free" where FAKE_CUDA_LOCK_DIR is set, else "".
-std::string lock_state()
-{
-	const char *dir = std::getenv("FAKE_CUDA_LOCK_DIR");
-	if (!dir)
-		return "";
-	std::unique_ptr<gpuslot::LockFile> f;
-	std::string error;
-	if (gpuslot::open_lock_file(gpuslot::Transport::socket, dir, 0, &f, &error))
-		return " lock=error";
-	gpuslot_acquire a{};
-	a.size = sizeof(a);
-	a.flags = GPUSLOT_ACQUIRE_TRY;
-	const int err = f->call(GPUSLOT_IOC_ACQUIRE, &a);
-	return err == 0 ? " lock=free" : err == EAGAIN ? " lock=busy" : " lock=error";
+	fake_driver::log("fake libcuda: log", line);
 }
 
 CUresult launch(const char *name, CUstream s)

@@ -729,6 +729,23 @@ std::vector<std::pair<uint64_t, uint64_t>> kernels(const std::vector<std::string
 	return out;
 }
 
+// The log as the work edges and what lies between them: 1 pending, 0
+// drained, k a kernel (@launch), s a stream synchronization (@sync).
+std::string work_edges(const std::vector<std::string> &lines, const std::string &launch,
+		       const std::string &sync)
+{
+	std::string edges;
+	for (const std::string &l : lines) {
+		if (l.find(" gpuslot_set_work ") != std::string::npos)
+			edges += l.find("pending=1") != std::string::npos ? "1" : "0";
+		if (l.find(launch) != std::string::npos)
+			edges += "k";
+		if (l.find(sync) != std::string::npos)
+			edges += "s";
+	}
+	return edges;
+}
+
 // The most kernels of the log unfinished on the double's GPU at once, seen
 // at each launch: the launches before it whose work ends after it was sent,
 // and itself.
@@ -891,16 +908,8 @@ TEST_F(GpuslotRun, WorkEdgesTwoPerJobUnderBothPolicies)
 		fs::remove(log_);
 		const Exit e = run({kRun, "--slot", "0", policy, "--", kDl, "jobs", "3"});
 		ASSERT_EQ(e.status, 0) << e.out;
-		std::string edges;
-		for (const std::string &l : log_lines()) {
-			if (l.find(" gpuslot_set_work ") != std::string::npos)
-				edges += l.find("pending=1") != std::string::npos ? "1" : "0";
-			if (l.find(" cuLaunchKernel ") != std::string::npos)
-				edges += "k";
-			if (l.find(" cuStreamSynchronize") != std::string::npos)
-				edges += "s";
-		}
-		EXPECT_EQ(edges, "1kkks0" "1kkks0" "1kkks0" "10");
+		EXPECT_EQ(work_edges(log_lines(), " cuLaunchKernel ", " cuStreamSynchronize"),
+			  "1kkks0" "1kkks0" "1kkks0" "10");
 	}
 }
 
@@ -1106,16 +1115,8 @@ TEST_F(GpuslotRun, HipWorkEdgesTwoPerJobUnderBothPolicies)
 		fs::remove(log_);
 		const Exit e = run({kRun, "--slot", "0", policy, "--", kHip, "jobs", "3"});
 		ASSERT_EQ(e.status, 0) << e.out;
-		std::string edges;
-		for (const std::string &l : log_lines()) {
-			if (l.find(" gpuslot_set_work ") != std::string::npos)
-				edges += l.find("pending=1") != std::string::npos ? "1" : "0";
-			if (l.find(" hipLaunchKernel ") != std::string::npos)
-				edges += "k";
-			if (l.find(" hipStreamSynchronize") != std::string::npos)
-				edges += "s";
-		}
-		EXPECT_EQ(edges, "1kkks0" "1kkks0" "1kkks0" "10");
+		EXPECT_EQ(work_edges(log_lines(), " hipLaunchKernel ", " hipStreamSynchronize"),
+			  "1kkks0" "1kkks0" "1kkks0" "10");
 	}
 }
 
