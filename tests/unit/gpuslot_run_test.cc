@@ -280,6 +280,13 @@ protected:
 		return e;
 	}
 
+	// A burst of 20 kernels of @program on slot 1, which slot 0
+	// outranks: --inflight 2 under --hold and --per-sync; --no-preempt;
+	// and on slot 0. @record, @query: the marker's calls in the double's
+	// log; @create: what each marker's creation logs, if not "".
+	void bound_where_outranked(const std::string &program, const std::string &record,
+				   const std::string &query, const std::string &create);
+
 	// A burst of 20 kernels of @program under gpuslot-run --slot 1
 	// @policy --inflight 2, slot 0 outranking it, started while slot 0
 	// preempts; then the same with --no-preempt. @launch: the kernel's
@@ -822,23 +829,16 @@ void GpuslotRun::nothing_sent_while_preempted(const std::vector<std::string> &po
 	}
 }
 
-// The throttle through the interposer, its CUDA events and the driver
-// double (1 ms per kernel), with the work state of libgpuslot faked
-// (fake_work_state.cc). A program on slot 1, outranked by slot 0: a burst
-// of 20 kernels never has more than --inflight 2 unfinished, all 20 run in
-// order on their stream, every marker in relaxed capture mode; with
-// --no-preempt, or on slot 0 (nobody outranks it), the burst is all
-// unfinished at once (nothing waits, nothing marked).
-TEST_F(GpuslotRun, ThrottleKeepsTheBoundWhereOutranked)
+void GpuslotRun::bound_where_outranked(const std::string &program, const std::string &record,
+				       const std::string &query, const std::string &create)
 {
-	layout({1, 0});
 	preload_ = FAKE_WORK_STATE;
 	struct Case {
 		std::vector<std::string> options;
 		unsigned int most; // 0: more than 2
 	};
 	const Case cases[] = {
-		{{"--slot", "1", "--inflight", "2"}, 2},
+		{{"--slot", "1", "--inflight", "2", "--hold"}, 2},
 		{{"--slot", "1", "--inflight", "2", "--per-sync"}, 2},
 		{{"--slot", "1", "--inflight", "2", "--no-preempt"}, 0},
 		{{"--slot", "0", "--inflight", "2"}, 0},
@@ -851,7 +851,7 @@ TEST_F(GpuslotRun, ThrottleKeepsTheBoundWhereOutranked)
 		fs::remove(log_);
 		std::vector<std::string> args = {kRun};
 		args.insert(args.end(), c.options.begin(), c.options.end());
-		args.insert(args.end(), {"--", kLinked, "burst", "20"});
+		args.insert(args.end(), {"--", program, "burst", "20"});
 		const Exit e = run(args);
 		ASSERT_EQ(e.status, 0) << e.out;
 		EXPECT_EQ(e.out, "burst 20\n");
@@ -869,10 +869,15 @@ TEST_F(GpuslotRun, ThrottleKeepsTheBoundWhereOutranked)
 		EXPECT_TRUE(std::is_sorted(ends.begin(), ends.end()));
 		// The markers are recorded and asked in relaxed capture mode,
 		// so that they cannot invalidate another thread's capture.
-		unsigned int markers = 0;
+		unsigned int markers = 0, created = 0;
+		const std::string creating = create.substr(0, create.find(' '));
 		for (const std::string &l : lines) {
-			if (l.find(" cuEventRecord ") == std::string::npos &&
-			    l.find(" cuEventQuery ") == std::string::npos)
+			if (!create.empty() && l.find(" " + creating + " ") != std::string::npos) {
+				created++;
+				EXPECT_NE(l.find(create.substr(creating.size())), std::string::npos) << l;
+			}
+			if (l.find(" " + record + " ") == std::string::npos &&
+			    l.find(" " + query + " ") == std::string::npos)
 				continue;
 			markers++;
 			EXPECT_NE(l.find("mode=relaxed"), std::string::npos) << l;
@@ -881,7 +886,23 @@ TEST_F(GpuslotRun, ThrottleKeepsTheBoundWhereOutranked)
 			EXPECT_GT(markers, 0u);
 		else
 			EXPECT_EQ(markers, 0u);
+		if (!create.empty() && c.most) {
+			EXPECT_GT(created, 0u) << "no marker made";
+		}
 	}
+}
+
+// The throttle through the interposer, its CUDA events and the driver
+// double (1 ms per kernel), with the work state of libgpuslot faked
+// (fake_work_state.cc). A program on slot 1, outranked by slot 0: a burst
+// of 20 kernels never has more than --inflight 2 unfinished, all 20 run in
+// order on their stream, every marker in relaxed capture mode; with
+// --no-preempt, or on slot 0 (nobody outranks it), the burst is all
+// unfinished at once (nothing waits, nothing marked).
+TEST_F(GpuslotRun, ThrottleKeepsTheBoundWhereOutranked)
+{
+	layout({1, 0});
+	bound_where_outranked(kLinked, "cuEventRecord", "cuEventQuery", "");
 }
 
 // While a higher slot preempts, the program sends nothing: a burst started
@@ -1127,57 +1148,9 @@ TEST_F(GpuslotRun, HipWorkEdgesTwoPerJobUnderBothPolicies)
 TEST_F(GpuslotRun, HipThrottleKeepsTheBoundWhereOutranked)
 {
 	amd_layout({1, 0});
-	preload_ = FAKE_WORK_STATE;
-	struct Case {
-		std::vector<std::string> options;
-		unsigned int most; // 0: more than 2
-	};
-	const Case cases[] = {
-		{{"--slot", "1", "--inflight", "2", "--hold"}, 2},
-		{{"--slot", "1", "--inflight", "2", "--per-sync"}, 2},
-		{{"--slot", "1", "--inflight", "2", "--no-preempt"}, 0},
-		{{"--slot", "0", "--inflight", "2"}, 0},
-	};
-	for (const Case &c : cases) {
-		std::string name;
-		for (const std::string &o : c.options)
-			name += o + " ";
-		SCOPED_TRACE(name);
-		fs::remove(log_);
-		std::vector<std::string> args = {kRun};
-		args.insert(args.end(), c.options.begin(), c.options.end());
-		args.insert(args.end(), {"--", kHip, "burst", "20"});
-		const Exit e = run(args);
-		ASSERT_EQ(e.status, 0) << e.out;
-		EXPECT_EQ(e.out, "burst 20\n");
-		const auto lines = log_lines();
-		const unsigned int most = most_in_flight(lines);
-		if (c.most)
-			EXPECT_EQ(most, c.most);
-		else
-			EXPECT_GT(most, 2u) << "the burst was held back";
-		std::vector<uint64_t> ends;
-		for (const auto &[sent, end] : kernels(lines))
-			ends.push_back(end);
-		EXPECT_EQ(ends.size(), 20u);
-		EXPECT_TRUE(std::is_sorted(ends.begin(), ends.end()));
-		unsigned int markers = 0;
-		for (const std::string &l : lines) {
-			if (l.find(" hipEventCreateWithFlags ") != std::string::npos) {
-				EXPECT_NE(l.find("flags=2"), std::string::npos)
-					<< "hipEventDisableTiming: " << l;
-			}
-			if (l.find(" hipEventRecord ") == std::string::npos &&
-			    l.find(" hipEventQuery ") == std::string::npos)
-				continue;
-			markers++;
-			EXPECT_NE(l.find("mode=relaxed"), std::string::npos) << l;
-		}
-		if (c.most)
-			EXPECT_GT(markers, 0u);
-		else
-			EXPECT_EQ(markers, 0u);
-	}
+	// Markers are events without timing (hipEventDisableTiming).
+	bound_where_outranked(kHip, "hipEventRecord", "hipEventQuery",
+			      "hipEventCreateWithFlags flags=2");
 }
 
 // While a higher slot preempts, a HIP program sends nothing: a burst begun
