@@ -329,8 +329,7 @@ bool slot_cuda_priority(int *priority)
 	int least = 0, greatest = 0;
 	if (!range || range(&least, &greatest) != CUDA_SUCCESS)
 		return false;
-	const long p = long(least) - long(levels);
-	*priority = int(p < greatest ? greatest : p);
+	*priority = priority_in_range(levels, least, greatest);
 	return true;
 }
 

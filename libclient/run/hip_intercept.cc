@@ -149,8 +149,7 @@ bool slot_hip_priority(int *priority)
 	int least = 0, greatest = 0;
 	if (!range || range(&least, &greatest) != hipSuccess)
 		return false;
-	const long p = long(least) - long(levels);
-	*priority = int(p < greatest ? greatest : p);
+	*priority = priority_in_range(levels, least, greatest);
 	return true;
 }
 

@@ -355,6 +355,12 @@ void set_partition_generation(uint64_t generation)
 	partition_generation.store(generation, std::memory_order_relaxed);
 }
 
+int priority_in_range(unsigned int levels, int least, int greatest)
+{
+	const long p = long(least) - long(levels);
+	return int(p < greatest ? greatest : p);
+}
+
 bool stream_priority_levels(unsigned int *levels)
 {
 	if (!state.queue)

@@ -24,6 +24,11 @@ LaunchQueue *launch_queue();
 // (gpuslot_slot_priority()); false where there is none to give.
 bool stream_priority_levels(unsigned int *levels);
 
+// A stream priority @levels above @least, clamped at @greatest, in the
+// numbering CUDA and HIP share (lower is more urgent): the slot's priority
+// in the range the API reports.
+int priority_in_range(unsigned int levels, int least, int greatest);
+
 // What the interposer was loaded with, for the API's file: the lock's
 // client (backend none), the domain and the slots the program may hold.
 // Meaningful where launch_queue() is not nullptr.

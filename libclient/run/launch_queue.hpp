@@ -4,8 +4,8 @@
 // go to the driver and may hold it back: under --per-sync until the slot is
 // held, while a slot of higher priority preempts (issue 40), and where the
 // program's slot is outranked, while N of its commands are in flight. It
-// reports the job's
-// work edges to the lock. Synchronizations report their return.
+// reports the job's work edges to the lock. Synchronizations report their
+// return.
 // Nothing here knows CUDA or libgpuslot: streams are opaque, whether one has
 // finished is asked of the caller's probe (cuStreamQuery), preemption of a
 // PreemptView, completion of Markers (CUDA events).
@@ -84,9 +84,9 @@ public:
 // later (a kernel spinning on a flag the host writes after its next
 // launch) would otherwise never go on. Past the limit the command goes,
 // past the bound too, and is counted (overdue()); where there is a bound it
-// is marked, so that the commands after it count it. The default is the lock's default
-// preemption window (preempt_window_ms, 1000 ms): a preemption within its
-// budget never lasts longer.
+// is marked, so that the commands after it count it. The default is the
+// lock's default preemption window (preempt_window_ms, 1000 ms): a
+// preemption within its budget never lasts longer.
 struct Throttle {
 	bool suspend = false;
 	unsigned int inflight = 0;

@@ -280,6 +280,12 @@ protected:
 		return e;
 	}
 
+	// @program's 3 jobs of 3 kernels and a blocking copy on slot 0, under
+	// --hold and --per-sync: the work edges are exactly two per job
+	// (work_edges() of @launch and @sync).
+	void work_edges_two_per_job(const std::string &program, const std::string &launch,
+				    const std::string &sync);
+
 	// A burst of 20 kernels of @program on slot 1, which slot 0
 	// outranks: --inflight 2 under --hold and --per-sync; --no-preempt;
 	// and on slot 0. @record, @query: the marker's calls in the double's
@@ -829,6 +835,19 @@ void GpuslotRun::nothing_sent_while_preempted(const std::vector<std::string> &po
 	}
 }
 
+void GpuslotRun::work_edges_two_per_job(const std::string &program, const std::string &launch,
+					 const std::string &sync)
+{
+	preload_ = FAKE_WORK_STATE;
+	for (const char *policy : {"--hold", "--per-sync"}) {
+		SCOPED_TRACE(policy);
+		fs::remove(log_);
+		const Exit e = run({kRun, "--slot", "0", policy, "--", program, "jobs", "3"});
+		ASSERT_EQ(e.status, 0) << e.out;
+		EXPECT_EQ(work_edges(log_lines(), launch, sync), "1kkks0" "1kkks0" "1kkks0" "10");
+	}
+}
+
 void GpuslotRun::bound_where_outranked(const std::string &program, const std::string &record,
 				       const std::string &query, const std::string &create)
 {
@@ -923,15 +942,7 @@ TEST_F(GpuslotRun, NothingIsSentWhileAHigherSlotPreempts)
 TEST_F(GpuslotRun, WorkEdgesTwoPerJobUnderBothPolicies)
 {
 	layout({0});
-	preload_ = FAKE_WORK_STATE;
-	for (const char *policy : {"--hold", "--per-sync"}) {
-		SCOPED_TRACE(policy);
-		fs::remove(log_);
-		const Exit e = run({kRun, "--slot", "0", policy, "--", kDl, "jobs", "3"});
-		ASSERT_EQ(e.status, 0) << e.out;
-		EXPECT_EQ(work_edges(log_lines(), " cuLaunchKernel ", " cuStreamSynchronize"),
-			  "1kkks0" "1kkks0" "1kkks0" "10");
-	}
+	work_edges_two_per_job(kDl, " cuLaunchKernel ", " cuStreamSynchronize");
 }
 
 // Bad input gets a clear error, and the program is not run.
@@ -1130,15 +1141,7 @@ TEST_F(GpuslotRun, HipPerSyncNeverTwoJobsAtOnce)
 TEST_F(GpuslotRun, HipWorkEdgesTwoPerJobUnderBothPolicies)
 {
 	amd_layout({0});
-	preload_ = FAKE_WORK_STATE;
-	for (const char *policy : {"--hold", "--per-sync"}) {
-		SCOPED_TRACE(policy);
-		fs::remove(log_);
-		const Exit e = run({kRun, "--slot", "0", policy, "--", kHip, "jobs", "3"});
-		ASSERT_EQ(e.status, 0) << e.out;
-		EXPECT_EQ(work_edges(log_lines(), " hipLaunchKernel ", " hipStreamSynchronize"),
-			  "1kkks0" "1kkks0" "1kkks0" "10");
-	}
+	work_edges_two_per_job(kHip, " hipLaunchKernel ", " hipStreamSynchronize");
 }
 
 // The throttle on HIP: a HIP program on slot 1, outranked by slot 0, sends
