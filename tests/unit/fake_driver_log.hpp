@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 // What the GPU driver doubles (fake_libcuda.cc, fake_libamdhip.cc) share:
-// their clock, the simulated kernel length and the log the tests read, a
+// their clock and its waits, the simulated kernel length and the log the tests read, a
 // line "<pid> <CLOCK_MONOTONIC ns> <call> key=value..." per call in
 // FAKE_CUDA_LOG, and whether the lock's slot is free at a command
 // (FAKE_CUDA_LOCK_DIR). Each double is a library of its own: these are
@@ -28,6 +28,13 @@ inline uint64_t now_ns()
 	timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return uint64_t(ts.tv_sec) * 1000000000 + uint64_t(ts.tv_nsec);
+}
+
+// Waits until the double's clock reaches @t (a synchronization's end).
+inline void sleep_until(uint64_t t)
+{
+	while (now_ns() < t)
+		usleep(100);
 }
 
 // How long a kernel runs on the double's GPU (FAKE_CUDA_KERNEL_US, 1 ms).

@@ -66,6 +66,7 @@ Stream *stream_of(hipStream_t s)
 using fake_driver::kernel_ns;
 using fake_driver::lock_state;
 using fake_driver::now_ns;
+using fake_driver::sleep_until;
 
 void log(const std::string &line)
 {
@@ -82,12 +83,6 @@ hipError_t command(const char *name, hipStream_t s)
 	std::snprintf(h, sizeof(h), "%p", static_cast<void *>(s));
 	log(std::string(name) + " stream=" + h + " end=" + std::to_string(st->busy_until) + held);
 	return hipSuccess;
-}
-
-void sleep_until(uint64_t t)
-{
-	while (now_ns() < t)
-		usleep(100);
 }
 
 hipError_t sync_until(const char *name, uint64_t until)

@@ -98,6 +98,7 @@ Stream *stream_of(CUstream s)
 using fake_driver::kernel_ns;
 using fake_driver::lock_state;
 using fake_driver::now_ns;
+using fake_driver::sleep_until;
 
 void log(const std::string &line)
 {
@@ -119,12 +120,6 @@ CUresult launch(const char *name, CUstream s)
 	log(std::string(name) + " stream=" + h + " end=" + std::to_string(st->busy_until) + held +
 	    " sms=" + (st->green ? st->green->text() : "all"));
 	return CUDA_SUCCESS;
-}
-
-void sleep_until(uint64_t t)
-{
-	while (now_ns() < t)
-		usleep(100);
 }
 
 CUresult sync_stream(const char *name, CUstream s)
