@@ -39,5 +39,8 @@ set(ENV{PKG_CONFIG_PATH} "")
 # LeakSanitizer stops the world with ptrace, which qemu-user does not
 # emulate (it dies with "LeakSanitizer has encountered a fatal error"):
 # the programs run without it; ASan's other checks and UBSan stay on.
-set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64 -L "${GPUSLOT_ARM64_SYSROOT}"
-    -E ASAN_OPTIONS=detect_leaks=0)
+# Set in qemu's own environment, not with its -E: ASan reads its options
+# from /proc/self/environ, which qemu-user (7.2) does not emulate, so the
+# guest program reads the host process's environment there.
+set(CMAKE_CROSSCOMPILING_EMULATOR env ASAN_OPTIONS=detect_leaks=0
+    qemu-aarch64 -L "${GPUSLOT_ARM64_SYSROOT}")
