@@ -15,10 +15,15 @@ set(CMAKE_SYSTEM_PROCESSOR aarch64)
 set(CMAKE_C_COMPILER aarch64-linux-gnu-gcc)
 set(CMAKE_CXX_COMPILER aarch64-linux-gnu-g++)
 
+# Cached: a build tree configured again later by a plain `make` or
+# `cmake --build` (without the environment) keeps it, instead of running its
+# programs under qemu-aarch64 -L with an empty sysroot.
 if(NOT GPUSLOT_ARM64_SYSROOT)
-  set(GPUSLOT_ARM64_SYSROOT "$ENV{GPUSLOT_ARM64_SYSROOT}")
+  set(GPUSLOT_ARM64_SYSROOT "$ENV{GPUSLOT_ARM64_SYSROOT}" CACHE PATH
+      "the arm64 sysroot (tests/arm64/fetch.sh)")
 endif()
-if(NOT IS_DIRECTORY "${GPUSLOT_ARM64_SYSROOT}/usr/lib/aarch64-linux-gnu")
+if(NOT GPUSLOT_ARM64_SYSROOT OR
+   NOT IS_DIRECTORY "${GPUSLOT_ARM64_SYSROOT}/usr/lib/aarch64-linux-gnu")
   message(FATAL_ERROR "GPUSLOT_ARM64_SYSROOT='${GPUSLOT_ARM64_SYSROOT}' is not an arm64 sysroot "
                       "(tests/arm64/fetch.sh --fetch makes one)")
 endif()

@@ -19,6 +19,7 @@
 #include "gpuslot.h"
 #include "lock_file.hpp"
 #include "lock_server.hpp"
+#include "emulation.hpp"
 
 namespace {
 
@@ -149,6 +150,7 @@ gpuslot_slot new_slot()
 // the slot goes to that waiter at once.
 TEST_F(SocketRestart, AHolderKeepsItsSlotAcrossARestart)
 {
+	GPUSLOT_SKIP_IF_START_TIME_PER_THREAD();
 	gpuslot_client *a = open_client();
 	ASSERT_NE(a, nullptr);
 	gpuslot_slot s = new_slot();
@@ -185,6 +187,7 @@ TEST_F(SocketRestart, AHolderKeepsItsSlotAcrossARestart)
 // grace period; granted once the first releases.
 TEST_F(SocketRestart, ASecondClientOfTheProcessWaitsForTheHolderAcrossARestart)
 {
+	GPUSLOT_SKIP_IF_START_TIME_PER_THREAD();
 	gpuslot_client *a = open_client(), *b = open_client();
 	ASSERT_NE(a, nullptr);
 	ASSERT_NE(b, nullptr);

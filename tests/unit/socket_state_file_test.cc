@@ -31,6 +31,7 @@
 
 #include "lock_file.hpp"
 #include "lock_server.hpp"
+#include "emulation.hpp"
 
 namespace {
 
@@ -282,6 +283,7 @@ const uint64_t kGenerations[2] = {1000000000000000ULL, 2000000000000000ULL};
 // in this version's layout.
 TEST_F(OldStateFile, Version1GivesTheBoostBackUnprivilegedAndKeepsTheHold)
 {
+	GPUSLOT_SKIP_IF_START_TIME_PER_THREAD();
 	Holder holder(30);
 	ASSERT_GT(holder.tid(), 0) << "SCHED_FIFO refused";
 	Record r;
@@ -315,6 +317,7 @@ TEST_F(OldStateFile, Version1GivesTheBoostBackUnprivilegedAndKeepsTheHold)
 // token: a client with a token cannot reclaim one, a client without can.
 TEST_F(OldStateFile, Version2ReadsTheOwnerAndKeepsHoldsWithoutATokenForTheirHolder)
 {
+	GPUSLOT_SKIP_IF_START_TIME_PER_THREAD();
 	Holder holder(30);
 	ASSERT_GT(holder.tid(), 0) << "SCHED_FIFO refused";
 	Record r;

@@ -43,6 +43,7 @@
 #include "gpuslot.hpp"
 #include "lock_file.hpp"
 #include "lock_server.hpp"
+#include "emulation.hpp"
 #include "peers.hpp"
 
 namespace {
@@ -621,6 +622,7 @@ TEST_F(Socket, ACppSlotOutlivesItsClient)
 // client has never seen.
 TEST_F(Socket, ARestartEndsHoldsAndTheClientReconnects)
 {
+	GPUSLOT_SKIP_IF_START_TIME_PER_THREAD();
 	setenv("GPUSLOT_TRANSPORT", "socket", 1);
 	setenv("GPUSLOT_SOCKET_DIR", dir_.c_str(), 1);
 	gpuslot_options o{};
@@ -1465,6 +1467,7 @@ Policy policy_of_tid(pid_t tid)
 // holder (which still lives) until it reclaims it; others wait.
 TEST_F(Socket, AKilledServersBoostsAreGivenBackAndItsHoldsReclaimed)
 {
+	GPUSLOT_SKIP_IF_START_TIME_PER_THREAD();
 	stop_server();
 	pid_t server = fork_server();
 	auto watcher = file();
@@ -1840,6 +1843,7 @@ TEST_F(Socket, AReserveTimeoutOfUint64MaxWaits)
 // of a server that runs.
 TEST_F(Socket, RestoreBoostsGivesAKilledServersBoostsBack)
 {
+	GPUSLOT_SKIP_IF_START_TIME_PER_THREAD();
 	std::vector<std::string> notes;
 	EXPECT_EQ(gpuslot::restore_boosts(dir_ / "gpuslotd.state", &notes), -EBUSY)
 		<< "the state file of a running server";
@@ -2755,6 +2759,7 @@ TEST_F(Socket, Gsl1RefusalsAreLoggedAtABoundedRate)
 // job the two never hold at once.
 TEST_F(Socket, TwoClientsOfOneProcessSeeNoDoubleGrantAcrossARestart)
 {
+	GPUSLOT_SKIP_IF_START_TIME_PER_THREAD();
 	setenv("GPUSLOT_TRANSPORT", "socket", 1);
 	setenv("GPUSLOT_SOCKET_DIR", dir_.c_str(), 1);
 	gpuslot_options o{};
