@@ -17,10 +17,14 @@ set(CMAKE_CXX_COMPILER aarch64-linux-gnu-g++)
 
 # Cached: a build tree configured again later by a plain `make` or
 # `cmake --build` (without the environment) keeps it, instead of running its
-# programs under qemu-aarch64 -L with an empty sysroot.
-if(NOT GPUSLOT_ARM64_SYSROOT)
+# programs under qemu-aarch64 -L with an empty sysroot. The environment's
+# (`make ... ARCH=arm64` sets it) replaces a cached one: fetch.sh's directory
+# moves with its key, and a first configure without it caches "".
+if(NOT "$ENV{GPUSLOT_ARM64_SYSROOT}" STREQUAL "")
   set(GPUSLOT_ARM64_SYSROOT "$ENV{GPUSLOT_ARM64_SYSROOT}" CACHE PATH
-      "the arm64 sysroot (tests/arm64/fetch.sh)")
+      "the arm64 sysroot (tests/arm64/fetch.sh)" FORCE)
+elseif(NOT GPUSLOT_ARM64_SYSROOT)
+  set(GPUSLOT_ARM64_SYSROOT "" CACHE PATH "the arm64 sysroot (tests/arm64/fetch.sh)")
 endif()
 if(NOT GPUSLOT_ARM64_SYSROOT OR
    NOT IS_DIRECTORY "${GPUSLOT_ARM64_SYSROOT}/usr/lib/aarch64-linux-gnu")
