@@ -2,28 +2,15 @@
 // What the arm64 unit tests cannot see under qemu-user (tests/arm64/).
 #pragma once
 
+#include <unistd.h>
+
 #include <chrono>
-#include <fstream>
-#include <string>
+#include <cstdint>
 #include <thread>
 
-namespace gpuslot_test {
+#include "peers.hpp"
 
-// /proc/self/stat's start time (field 22), as the calling thread reads it.
-inline std::string self_stat_start_time()
-{
-	std::ifstream f("/proc/self/stat");
-	std::string s;
-	std::getline(f, s);
-	const auto close = s.rfind(')');
-	if (close == std::string::npos)
-		return "";
-	int field = 2;
-	for (size_t i = close + 1; i < s.size(); i++)
-		if (s[i] == ' ' && ++field == 22)
-			return s.substr(i + 1, s.find(' ', i + 1) - i - 1);
-	return "";
-}
+namespace gpuslot_test {
 
 // Whether /proc/self/stat gives the calling thread's start time instead of
 // the process's: qemu-user (7.2) fakes the file so. gpuslotd knows a
@@ -34,11 +21,13 @@ inline std::string self_stat_start_time()
 // differs where the file is per thread.
 inline bool proc_start_time_is_per_thread()
 {
+	// gpuslotd's own reader of the start time (/proc/<pid>/stat of this
+	// process, which qemu fakes as it does /proc/self/stat).
 	static const bool per_thread = [] {
-		const std::string here = self_stat_start_time();
+		const uint64_t here = gpuslot::proc_start_time(getpid());
 		std::this_thread::sleep_for(std::chrono::milliseconds(20));
-		std::string there;
-		std::thread t([&there] { there = self_stat_start_time(); });
+		uint64_t there = 0;
+		std::thread t([&there] { there = gpuslot::proc_start_time(getpid()); });
 		t.join();
 		return here != there;
 	}();

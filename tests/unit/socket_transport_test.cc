@@ -61,16 +61,16 @@ int thread_count()
 	return -1;
 }
 
-// The threads this process may have when it forks: 1; under qemu-user
+// The threads this process has when it is alone and may fork: 1; under qemu-user
 // (tests/arm64/) the count it had before any test ran, 2 there, since
 // /proc/self/status is the emulator's own and counts its RCU thread beside
 // the program's one (qemu takes its own locks around a guest's fork()).
 // Natively a second thread from before main() (a library's, a sanitizer's)
 // is one a child could inherit a lock from: the guard refuses it.
 #ifdef GPUSLOT_UNDER_EMULATOR
-const int threads_at_start = thread_count();
+const int threads_alone = thread_count();
 #else
-const int threads_at_start = 1;
+const int threads_alone = 1;
 #endif
 
 // fork() from a process of one thread. A child forked beside another
@@ -83,15 +83,15 @@ pid_t fork_one_thread()
 	// A thread just joined is counted until the kernel has finished its
 	// exit (the join returns at its tid's clearing, before that): up to 2 s.
 	int n = thread_count();
-	for (int i = 0; i < 2000 && n != threads_at_start; i++) {
+	for (int i = 0; i < 2000 && n != threads_alone; i++) {
 		usleep(1000);
 		n = thread_count();
 	}
-	if (n != threads_at_start) {
+	if (n != threads_alone) {
 		const auto *t = testing::UnitTest::GetInstance()->current_test_info();
-		std::fprintf(stderr, "%s.%s: fork() from a process of %d threads (%d at its start)\n",
+		std::fprintf(stderr, "%s.%s: fork() from a process of %d threads (%d expected)\n",
 			     t ? t->test_suite_name() : "?", t ? t->name() : "?", n,
-			     threads_at_start);
+			     threads_alone);
 		std::abort();
 	}
 	return fork();
