@@ -5,6 +5,8 @@ set -euo pipefail
 
 packages=(
 	build-essential cmake pkg-config
+	# in front of the compilers of the CMake builds (Makefile, GPUSLOT_CCACHE)
+	ccache
 	libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
 	libsystemd-dev libdrm-dev libinih-dev
 	libamdhip64-dev libhsakmt-dev libhsa-runtime-dev

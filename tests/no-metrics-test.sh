@@ -31,8 +31,11 @@ finish() {
 }
 
 mkdir -p "$build"
+# GPUSLOT_CMAKE_LAUNCHER: the Makefile's ccache arguments (word-split).
+# shellcheck disable=SC2086
 cmake -S "$root/deploy" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	-DCMAKE_DISABLE_FIND_PACKAGE_prometheus-cpp=ON >"$build/configure.log" 2>&1
+	-DCMAKE_DISABLE_FIND_PACKAGE_prometheus-cpp=ON ${GPUSLOT_CMAKE_LAUNCHER:-} \
+	>"$build/configure.log" 2>&1
 check "configures with prometheus-cpp hidden ($build/configure.log)" \
 	grep -q "gpuslotd: no Prometheus metrics" "$build/configure.log"
 if ! cmake --build "$build" -j "$(nproc)" --target gpuslotd >"$build/build.log" 2>&1; then

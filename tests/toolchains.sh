@@ -46,9 +46,11 @@ for b in $builds; do
 	# time: on a loaded machine the wall time says little of what the
 	# build costs an idle one.
 	TIMEFORMAT="toolchains: $b: %R s wall, %U s user, %S s system"
+	# GPUSLOT_CMAKE_LAUNCHER: the Makefile's ccache arguments (word-split);
+	# with a warm cache the times below are ccache's, not the compiler's.
 	if { time CC=$cc CXX=$cxx timeout -k 10 "$limit" bash -c 'cmake -S "$1" -B "$2" \
-			-DCMAKE_BUILD_TYPE=RelWithDebInfo "$3" && cmake --build "$2" -j "$4"' _ \
-			"$root/$src" "$dir" "$metrics" "$jobs"; } >"$dir.log" 2>&1 &&
+			-DCMAKE_BUILD_TYPE=RelWithDebInfo "$3" $5 && cmake --build "$2" -j "$4"' _ \
+			"$root/$src" "$dir" "$metrics" "$jobs" "${GPUSLOT_CMAKE_LAUNCHER:-}"; } >"$dir.log" 2>&1 &&
 		{ [ "${b#*-}" != nometrics ] || grep -q "gpuslotd: no Prometheus metrics" "$dir.log"; } &&
 		{ [ "${b#*-}" != metrics ] || grep -q "gpuslotd: Prometheus metrics" "$dir.log"; }; then
 		line="ok:     $b builds ($(sed -n "s/^toolchains: $b: //p" "$dir.log"))"
