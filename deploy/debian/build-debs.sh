@@ -37,7 +37,9 @@ else
 	# A copy of the cached chroot per build: the cache never changes, and
 	# two builds never share one.
 	work=$(mktemp -d "$out/chroot.XXXXXX")
-	trap '$sudo umount -l "$work/root/proc" 2>/dev/null; $sudo rm -rf "$work"' EXIT
+	# (Under set -e a trap's failing command ends the script with its status:
+	# proc is unmounted already when the build went well.)
+	trap '$sudo umount -l "$work/root/proc" 2>/dev/null || true; $sudo rm -rf "$work"' EXIT
 	$sudo cp -a "$chroot_dir/root" "$work/root"
 	$sudo mkdir -p "$work/root/build"
 	$sudo cp -a "$stage" "$work/root/build/"

@@ -118,8 +118,8 @@ gpuslotctl status --topology /usr/local/share/gpuslot-test/radeon-vii-gfx906 --d
 DEBIAN_FRONTEND=noninteractive apt-get remove -y -q gpuslotd gpuslot-dkms libgpuslot-dev \
 	python3-gpuslot libgpuslot1 2>&1 | tail -n 8
 check "apt-get remove: no unit left" \
-	"[ ! -e /lib/systemd/system/gpuslotd.service ] && ! systemctl list-unit-files gpuslotd.service | grep -q gpuslotd"
-check "apt-get remove: no udev rule left" "[ ! -e /lib/udev/rules.d/60-gpuslot.rules ]"
+	"[ ! -e /usr/lib/systemd/system/gpuslotd.service ] && [ ! -e /lib/systemd/system/gpuslotd.service ] && ! systemctl list-unit-files gpuslotd.service | grep -q gpuslotd"
+check "apt-get remove: no udev rule left" "[ ! -e /usr/lib/udev/rules.d/60-gpuslot.rules ] && [ ! -e /lib/udev/rules.d/60-gpuslot.rules ]"
 check "apt-get remove: no module left, on disk or loaded" \
 	"[ -z \"\$(find /lib/modules -name 'gpuslot.ko*')\" ] && [ ! -d /sys/module/gpuslot ] && \
 	 ! dkms status | grep -q gpuslot"
