@@ -47,8 +47,12 @@ else
 	[ "$arch" = amd64 ] || cross="-a $arch -Pcross,nocheck"
 	$sudo mount --bind /proc "$work/root/proc"
 	echo "make deb: building for Debian $dist $arch in a chroot of $dist ($chroot_dir)"
+	# A clean environment, as Debian's build daemons give: this one has
+	# `make ARCH=arm64`'s exports (CMAKE_TOOLCHAIN_FILE, a path outside
+	# the chroot, which the package's cmake would take).
 	# shellcheck disable=SC2086 # $cross is words
-	$sudo timeout -k 10 "${DEB_TIMEOUT:-3600}" chroot "$work/root" sh -ec "cd /build/gpuslot-1.0.0 &&
+	$sudo timeout -k 10 "${DEB_TIMEOUT:-3600}" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+		HOME=/root LC_ALL=C.UTF-8 chroot "$work/root" sh -ec "cd /build/gpuslot-1.0.0 &&
 		dpkg-buildpackage -us -uc -b $cross -j$(nproc) && cd .. && $lint *.changes"
 	$sudo umount -l "$work/root/proc"
 	$sudo cp "$work/root/build/"*.deb "$work/root/build/"*.changes "$work/root/build/"*.buildinfo "$out/"
