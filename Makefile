@@ -18,7 +18,8 @@
 #   make demo                 the whole system at work in the test VM
 #   make install / uninstall  the product under $(DESTDIR)$(PREFIX) (/usr/local)
 #   make deb                  Debian packages in build/deb; DIST=bookworm|trixie,
-#                             ARCH=amd64|arm64 (build/deb-DIST-ARCH)
+#                             ARCH=amd64|arm64 (build/deb-DIST-ARCH; arm64:
+#                             build/arm64/deb-DIST-arm64)
 #   make test-system          packages on a booted Debian 12 with systemd (VM);
 #                             DIST=trixie: on a booted Debian 13
 #   make test-toolchains      the userspace with GCC 11 and Clang 14, with and
@@ -330,7 +331,8 @@ uninstall:
 # (amd64, default, or arm64; ARCH=aarch64 is arm64). bookworm amd64 builds
 # on this host into $(BUILD)/deb; the others in a chroot of DIST
 # (deploy/debian/build-chroot.sh, cached in ~/.cache/gpuslot), arm64
-# cross-built there, into $(BUILD)/deb-DIST-ARCH. lintian checks each.
+# cross-built there, into $(BUILD)/deb-DIST-ARCH ($(BUILD) is build/arm64
+# under ARCH=arm64). lintian checks each.
 DIST ?= bookworm
 DEB_ARCH ?= $(if $(filter arm64 aarch64,$(ARCH)),arm64,amd64)
 DEB_DIR := $(BUILD)/deb$(if $(filter bookworm-amd64,$(DIST)-$(DEB_ARCH)),,-$(DIST)-$(DEB_ARCH))
