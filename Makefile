@@ -40,7 +40,10 @@ JOBS ?= $(shell nproc)
 # then naming the first clone's directory). A compile that fails, a warning
 # under -Werror included, is never cached, so a cached build warns as an
 # uncached one. GPUSLOT_CCACHE=0 builds without it. Not the Debian
-# packages: they build in chroots as Debian's build daemons build them.
+# packages: they build as Debian's build daemons build them (in a chroot,
+# or for Debian 12 amd64 on this host, without these settings). ccache is
+# found when make starts: on a fresh machine the first run installs it
+# (make deps) and builds without it.
 GPUSLOT_CCACHE ?= $(if $(shell command -v ccache),1,0)
 ifeq ($(GPUSLOT_CCACHE),1)
 export GPUSLOT_CMAKE_LAUNCHER := -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache
@@ -119,6 +122,10 @@ endif
 #                              tests/arm64/aarch64-linux-gnu.cmake, run
 #                              under qemu-user (ASan/UBSan; no LeakSanitizer)
 # Its build trees are under $(BUILD)/arm64.
+ifeq ($(ARCH),aarch64)
+# Debian's name and the kernel's for the same architecture.
+override ARCH := arm64
+endif
 ifeq ($(ARCH),arm64)
 ifneq ($(KERNEL),stock)
 $(error ARCH=arm64 runs Debian 12's arm64 kernel only: leave KERNEL=$(KERNEL) out)

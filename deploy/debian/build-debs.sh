@@ -27,7 +27,9 @@ lint='lintian --fail-on error,warning --display-info'
 . /etc/os-release
 if [ "$dist" = bookworm ] && [ "$arch" = amd64 ] && [ "${VERSION_CODENAME:-}" = bookworm ] &&
 	[ "$(dpkg --print-architecture)" = amd64 ]; then
-	(cd "$stage" && dpkg-buildpackage -us -uc -b -j"$(nproc)")
+	# Not through the Makefile's ccache settings (a package is built as
+	# Debian's build daemons build it).
+	(cd "$stage" && env -u CCACHE_BASEDIR -u CCACHE_NOHASHDIR dpkg-buildpackage -us -uc -b -j"$(nproc)")
 	$lint "$out"/*.changes
 else
 	sudo=
@@ -49,10 +51,11 @@ else
 	echo "make deb: building for Debian $dist $arch in a chroot of $dist ($chroot_dir)"
 	# A clean environment, as Debian's build daemons give: this one has
 	# `make ARCH=arm64`'s exports (CMAKE_TOOLCHAIN_FILE, a path outside
-	# the chroot, which the package's cmake would take).
+	# the chroot, which the package's cmake would take). DEB_BUILD_OPTIONS
+	# is kept, with nocheck beside the cross build's nocheck profile.
 	# shellcheck disable=SC2086 # $cross is words
 	$sudo timeout -k 10 "${DEB_TIMEOUT:-3600}" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
-		HOME=/root LC_ALL=C.UTF-8 chroot "$work/root" sh -ec "cd /build/gpuslot-1.0.0 &&
+		HOME=/root LC_ALL=C.UTF-8 DEB_BUILD_OPTIONS="${DEB_BUILD_OPTIONS:-}${cross:+ nocheck}" chroot "$work/root" sh -ec "cd /build/gpuslot-1.0.0 &&
 		dpkg-buildpackage -us -uc -b $cross -j$(nproc) && cd .. && $lint *.changes"
 	$sudo umount -l "$work/root/proc"
 	$sudo cp "$work/root/build/"*.deb "$work/root/build/"*.changes "$work/root/build/"*.buildinfo "$out/"
