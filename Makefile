@@ -123,8 +123,11 @@ endif
 #                              under qemu-user (ASan/UBSan; no LeakSanitizer)
 # Its build trees are under $(BUILD)/arm64.
 ifeq ($(ARCH),aarch64)
-# Debian's name and the kernel's for the same architecture.
+# Debian's name and the kernel's for the same architecture: arm64 here and
+# in every sub-make (kbuild knows only arm64), whose MAKEFLAGS would carry
+# the command line's ARCH=aarch64 otherwise.
 override ARCH := arm64
+MAKEOVERRIDES := $(patsubst ARCH=aarch64,ARCH=arm64,$(MAKEOVERRIDES))
 endif
 ifeq ($(ARCH),arm64)
 ifneq ($(KERNEL),stock)
@@ -341,7 +344,7 @@ uninstall:
 # cross-built there, into $(BUILD)/deb-DIST-ARCH ($(BUILD) is build/arm64
 # under ARCH=arm64). lintian checks each.
 DIST ?= bookworm
-DEB_ARCH ?= $(if $(filter arm64 aarch64,$(ARCH)),arm64,amd64)
+DEB_ARCH ?= $(if $(filter arm64,$(ARCH)),arm64,amd64)
 DEB_DIR := $(BUILD)/deb$(if $(filter bookworm-amd64,$(DIST)-$(DEB_ARCH)),,-$(DIST)-$(DEB_ARCH))
 deb: deps
 	bash deploy/debian/build-debs.sh $(DEB_DIR) $(DIST) $(DEB_ARCH) $(DEBUG_KERNEL_CACHE)
