@@ -70,7 +70,7 @@ extern "C" {
 
 /* The version of this header; gpuslot_lib_version() gives the library's. */
 #define GPUSLOT_VERSION_MAJOR 1
-#define GPUSLOT_VERSION_MINOR 5
+#define GPUSLOT_VERSION_MINOR 6
 #define GPUSLOT_VERSION_PATCH 0
 #define GPUSLOT_VERSION_NUMBER(maj, min, patch) ((maj) << 16 | (min) << 8 | (patch))
 
@@ -110,7 +110,15 @@ struct gpuslot_options {
 	 * another GPU. With the flag: the runtime's device @gpu_index.
 	 */
 	int32_t gpu_index;
-	uint32_t __reserved0;	/* must be 0 */
+	/*
+	 * Hardware queues that the process's own runtime makes outside the
+	 * library's streams, reserved once per process with them and held
+	 * until the last client sharing the reservation closes: a program
+	 * run unchanged under gpuslot-run on AMD, whose HIP makes its own
+	 * queues. GPUSLOT_BACKEND_NONE only (the hip backend counts HIP's own
+	 * queues), 0 .. GPUSLOT_MAX_HQD. 0: none. (1.6)
+	 */
+	uint32_t runtime_queues;
 	/* Slots to build streams for (bit i: slot i); 0: every slot. */
 	uint64_t slot_mask;
 	const char *device;	/* NULL: /dev/gpuslot */

@@ -17,6 +17,7 @@
 
 #include "amd_cu_mask.hpp"
 #include "gpuslot.h"
+#include "hip_queues.hpp"
 #include "run_env.hpp"
 
 namespace {
@@ -70,7 +71,10 @@ const char kUsage[] =
 	"memsets, event waits and blocking copies (hipMemcpy, hipMemcpyHtoD/DtoH)\n"
 	"pass the same queue, --per-sync, --hold, --inflight and the throttle work as\n"
 	"on NVIDIA, and HIP streams the program creates get the slot's priority,\n"
-	"clamped into hipDeviceGetStreamPriorityRange; other HIP calls (the 2D/3D\n"
+	"levels above HIP's default clamped into hipDeviceGetStreamPriorityRange.\n"
+	"The queues its HIP makes (GPU_MAX_HW_QUEUES a pool, set to 1 where unset,\n"
+	"and ROCr's 2) are reserved in the domain's hardware-queue budget until it\n"
+	"exits; where they do not fit, it does not start. Other HIP calls (the 2D/3D\n"
 	"copies, hipMemset and the other synchronous memsets, hipExtLaunch*, a HIP\n"
 	"reached by dlopen/dlsym) pass ungated. See gpuslot-run(1).\n"
 	"\n"
@@ -151,10 +155,29 @@ int amd_cu_mask(gpuslot_client *c, uint64_t mask, std::string *value)
 	return 0;
 }
 
+// AMD: the program's HIP makes its queues from pools of GPU_MAX_HW_QUEUES
+// each (default 4); unset, it is set to 1, as libgpuslot does, so that a
+// program takes few of the domain's hardware queues. *@queues: what HIP
+// will make (hip_program_queues()), for the interposer to reserve.
+int amd_queues(gpuslot_client *c, uint64_t mask, unsigned int *queues)
+{
+	const char *set = std::getenv("GPU_MAX_HW_QUEUES");
+	if (!set && setenv("GPU_MAX_HW_QUEUES", "1", 1))
+		return fail(std::string("setenv: ") + std::strerror(errno));
+	unsigned int levels = 0;
+	std::string error;
+	if (!streams_priority_levels(c, mask, &levels, &error))
+		return fail(error);
+	*queues = hip_program_queues(gpuslot::hip_pool_queues(set ? set : "1"), levels);
+	return 0;
+}
+
 // The slots exist in the domain's layout: a slot at or past k would wait
 // for ever. On AMD (a layout of AMD CUs: *@amd), *@hsa_cu_mask gets the
-// mask that confines the program.
-int check_slots(unsigned long domain, uint64_t mask, std::string *hsa_cu_mask, bool *amd)
+// mask that confines the program and *@queues the hardware queues its HIP
+// makes.
+int check_slots(unsigned long domain, uint64_t mask, std::string *hsa_cu_mask, bool *amd,
+		unsigned int *queues)
 {
 	gpuslot_options o{};
 	o.size = sizeof(o);
@@ -179,6 +202,8 @@ int check_slots(unsigned long domain, uint64_t mask, std::string *hsa_cu_mask, b
 	}
 	*amd = info.unit_kind == GPUSLOT_UNIT_AMD_CU;
 	err = *amd ? amd_cu_mask(c, mask, hsa_cu_mask) : 0;
+	if (!err && *amd)
+		err = amd_queues(c, mask, queues);
 	gpuslot_close(c);
 	return err;
 }
@@ -247,7 +272,8 @@ int main(int argc, char **argv)
 		return usage_error("no program to run (after --)");
 	std::string hsa_cu_mask;
 	bool amd = false;
-	if (int err = check_slots(domain, *mask, &hsa_cu_mask, &amd))
+	unsigned int queues = 0;
+	if (int err = check_slots(domain, *mask, &hsa_cu_mask, &amd, &queues))
 		return err;
 	// ROCr reads it when the program's HIP starts: every queue it makes
 	// gets the slots' CUs. A mask of the user's own would be replaced.
@@ -275,7 +301,9 @@ int main(int argc, char **argv)
 	    setenv(kEnvDomain, std::to_string(domain).c_str(), 1) ||
 	    setenv(kEnvSlots, slot_list(*mask).c_str(), 1) || setenv(kEnvPolicy, policy, 1) ||
 	    setenv(kEnvInflight, std::to_string(inflight).c_str(), 1) ||
-	    setenv(kEnvPreempt, preempt ? "1" : "0", 1))
+	    setenv(kEnvPreempt, preempt ? "1" : "0", 1) ||
+	    (queues ? setenv(kEnvQueues, std::to_string(queues).c_str(), 1)
+		    : unsetenv(kEnvQueues)))
 		return fail(std::string("setenv: ") + std::strerror(errno));
 	execvp(argv[i], argv + i);
 	const int err = errno;

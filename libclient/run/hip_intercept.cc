@@ -12,6 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -137,8 +138,16 @@ hipError_t blocking_copy(Real<Fn> &real, A... a)
 	return r;
 }
 
+// HIP's default stream priority, hipStreamCreate's (ROCclr's Normal). Unlike
+// CUDA's it is not the least: hipDeviceGetStreamPriorityRange gives Low (1)
+// .. High (-1), so counting the slot's levels from the least would put a
+// slot of priority 0 below every plain stream of the program and one of
+// priority 1 at the default. Counted from here, as libgpuslot's hip backend
+// counts them.
+constexpr int kHipDefaultPriority = 0;
+
 // The HIP priority for the program's new streams: the slot's, @levels above
-// the least, clamped into hipDeviceGetStreamPriorityRange (lower is more
+// the default, clamped into hipDeviceGetStreamPriorityRange (lower is more
 // urgent, as in CUDA). False: leave it.
 bool slot_hip_priority(int *priority)
 {
@@ -149,7 +158,7 @@ bool slot_hip_priority(int *priority)
 	int least = 0, greatest = 0;
 	if (!range || range(&least, &greatest) != hipSuccess)
 		return false;
-	*priority = priority_in_range(levels, least, greatest);
+	*priority = priority_in_range(levels, std::min(kHipDefaultPriority, least), greatest);
 	return true;
 }
 

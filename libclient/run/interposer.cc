@@ -6,6 +6,7 @@
 #include "interposer.hpp"
 
 #include <dlfcn.h>
+#include <linux/gpuslot.h>
 #include <pthread.h>
 #include <unistd.h>
 
@@ -199,6 +200,7 @@ void leave_environment()
 	unsetenv(kEnvInflight);
 	unsetenv(kEnvPreempt);
 	unsetenv(kEnvPollUs);
+	unsetenv(kEnvQueues);
 }
 
 void forked_child()
@@ -268,6 +270,12 @@ __attribute__((constructor)) void load()
 			     std::to_string(kMinPollUs) + " .. " + std::to_string(kMaxPollUs));
 		throttle.poll_us = unsigned(*poll);
 	}
+	const char *queues_text = std::getenv(kEnvQueues);
+	const auto queues = queues_text ? parse_number(queues_text, GPUSLOT_MAX_HQD)
+					: std::optional<unsigned long>(0);
+	if (!queues)
+		fail(std::string(kEnvQueues) + " \"" + queues_text + "\" is not a number 0 .. " +
+		     std::to_string(GPUSLOT_MAX_HQD));
 	const std::string preempt = preempt_text ? preempt_text : "1";
 	if (preempt != "0" && preempt != "1")
 		fail(std::string(kEnvPreempt) + " \"" + preempt + "\" is neither 0 nor 1");
@@ -280,22 +288,17 @@ __attribute__((constructor)) void load()
 	state.slot_mask = *mask;
 	o.backend = GPUSLOT_BACKEND_NONE;
 	o.slot_mask = *mask;
+	// AMD: the program's HIP makes its own queues; they are counted in the
+	// domain's hardware-queue budget from before its first GPU call until
+	// it exits (the client's file holds them).
+	o.runtime_queues = unsigned(queues.value_or(0));
 	if (gpuslot_open(&o, &state.client) < 0)
 		fail(std::string("domain ") + std::to_string(*domain) + ": " + gpuslot_last_error());
 	// A stream's priority is fixed when it is made, and the program's
 	// streams outlive any one hold: the lowest priority of the slots it
-	// may hold, so that no stream stands above the slot that runs it.
-	bool first = true;
-	for (unsigned int s = 0; s < 64; s++) {
-		if (!(*mask >> s & 1))
-			continue;
-		const int p = gpuslot_slot_priority(state.client, s);
-		if (p < 0)
-			fail("slot " + std::to_string(s) + ": " + gpuslot_last_error());
-		if (first || unsigned(p) < state.priority_levels)
-			state.priority_levels = unsigned(p);
-		first = false;
-	}
+	// may hold.
+	if (!streams_priority_levels(state.client, *mask, &state.priority_levels, &error))
+		fail(error);
 	// The bound on what is in flight applies where another slot of the
 	// domain outranks the program's (the layout at start: a program
 	// outranked later is held back while preempted, with no bound on

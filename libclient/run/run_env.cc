@@ -4,6 +4,9 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include "gpuslot.h"
+#include "hip_queues.hpp"
+
 namespace gpuslot::run {
 
 std::optional<unsigned long> parse_number(const std::string &text, unsigned long max)
@@ -52,6 +55,30 @@ std::string slot_list(uint64_t mask)
 			out += std::to_string(s);
 		}
 	return out;
+}
+
+unsigned int hip_program_queues(unsigned int pool, unsigned int levels)
+{
+	return pool * (levels ? 2 : 1) + kHipRuntimeQueues;
+}
+
+bool streams_priority_levels(gpuslot_client *c, uint64_t mask, unsigned int *levels,
+			     std::string *error)
+{
+	bool first = true;
+	for (unsigned int s = 0; s < 64; s++) {
+		if (!(mask >> s & 1))
+			continue;
+		const int p = gpuslot_slot_priority(c, s);
+		if (p < 0) {
+			*error = "slot " + std::to_string(s) + ": " + gpuslot_last_error();
+			return false;
+		}
+		if (first || unsigned(p) < *levels)
+			*levels = unsigned(p);
+		first = false;
+	}
+	return true;
 }
 
 } // namespace gpuslot::run

@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 
+struct gpuslot_client;
+
 namespace gpuslot::run {
 
 inline constexpr const char *kEnvDomain = "GPUSLOT_RUN_DOMAIN";
@@ -28,6 +30,26 @@ inline constexpr unsigned int kMaxInflight = 4096;
 inline constexpr const char *kEnvPollUs = "GPUSLOT_RUN_POLL_US";
 inline constexpr unsigned int kMinPollUs = 10;
 inline constexpr unsigned int kMaxPollUs = 100000;
+
+// AMD: the hardware queues the program's HIP makes for itself, counted by
+// the launcher (hip_program_queues()) and reserved by the interposer's
+// client for the program's life (gpuslot_options.runtime_queues): a number
+// 1 .. GPUSLOT_MAX_HQD; unset: none.
+inline constexpr const char *kEnvQueues = "GPUSLOT_RUN_HIP_QUEUES";
+
+// The queues HIP makes for a program under gpuslot-run whose streams run
+// @levels above the default, with @pool queues per priority pool
+// (hip_pool_queues()): the default priority's pool (the null stream, and
+// the program's streams where @levels is 0), the high priority's (the
+// program's streams otherwise: gpuslot-run replaces what the program asks
+// for, so no other pool is used), and ROCr's own.
+unsigned int hip_program_queues(unsigned int pool, unsigned int levels);
+
+// The priority levels of the program's streams: the lowest of the slots in
+// @mask (gpuslot_slot_priority()), so that no stream stands above the
+// slot that runs it. False with @error.
+bool streams_priority_levels(gpuslot_client *c, uint64_t mask, unsigned int *levels,
+			     std::string *error);
 
 // "1", "0,2", "1-3,5": bit i for slot i (0 .. 63). std::nullopt and
 // @error for anything else (empty items, reversed ranges, slots past 63).

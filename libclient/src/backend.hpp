@@ -126,6 +126,8 @@ public:
 // The slots of @layout that @wanted (0: all) selects.
 uint64_t layout_slots(const SlotLayout &layout, uint64_t wanted);
 
-std::unique_ptr<Backend> make_none_backend();
+// @runtime_queues: hardware queues the process's runtime makes itself
+// (gpuslot_options.runtime_queues), reserved once with the first set.
+std::unique_ptr<Backend> make_none_backend(unsigned int runtime_queues = 0);
 
 } // namespace gpuslot

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// The "none" backend: slots without GPU streams, for CPU-side gating and
-// tests. It creates no queue, so it reserves none, and has nothing to wait
-// for at release.
+// The "none" backend: slots without GPU streams, for CPU-side gating,
+// gpuslot-run's interposers and tests. It creates no queue, so it reserves
+// only what the caller says the process's own runtime makes
+// (gpuslot_options.runtime_queues), and has nothing to wait for at release.
 #include "backend.hpp"
 
 namespace gpuslot {
@@ -16,7 +17,10 @@ namespace {
 
 class NoneBackend : public Backend {
 public:
+	explicit NoneBackend(unsigned int runtime_queues) : runtime_queues_(runtime_queues) {}
+
 	const char *name() const override { return "none"; }
+	unsigned int runtime_queues() const override { return runtime_queues_; }
 	unsigned int set_queues(const SlotLayout &, uint64_t) const override { return 0; }
 
 	int build(const SlotLayout &layout, uint64_t slots, StreamSet *set,
@@ -35,13 +39,16 @@ public:
 	{
 		set->slots &= ~(1ULL << slot);
 	}
+
+private:
+	unsigned int runtime_queues_;
 };
 
 } // namespace
 
-std::unique_ptr<Backend> make_none_backend()
+std::unique_ptr<Backend> make_none_backend(unsigned int runtime_queues)
 {
-	return std::make_unique<NoneBackend>();
+	return std::make_unique<NoneBackend>(runtime_queues);
 }
 
 } // namespace gpuslot

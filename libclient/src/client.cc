@@ -133,7 +133,8 @@ int child_error(const gpuslot_client *c)
 }
 
 // Clients of one process that asked for the same thing share a domain.
-using Key = std::tuple<pid_t, int, std::string, std::string, unsigned int, uint32_t, int, uint64_t>;
+using Key = std::tuple<pid_t, int, std::string, std::string, unsigned int, uint32_t, int, uint64_t,
+		       uint32_t>;
 std::mutex registry_lock;
 std::map<Key, std::weak_ptr<ProcessDomain>> registry;
 
@@ -170,7 +171,7 @@ BackendFactory default_backends(const gpuslot_options &opts)
 			}
 			*out = make_hip_backend(rt, device);
 		} else {
-			*out = make_none_backend();
+			*out = make_none_backend(opts.runtime_queues);
 		}
 		return 0;
 	};
@@ -186,7 +187,7 @@ int open_client(const gpuslot_options *opts, const BackendFactory *backends,
 	if (int err = check_in_struct(opts, opts->size, GPUSLOT_OPTIONS_SIZE_VER0,
 				      sizeof(*opts), "gpuslot_options"))
 		return err;
-	bool reserved_zero = !opts->__reserved0;
+	bool reserved_zero = true;
 	for (uint64_t r : opts->__reserved)
 		reserved_zero &= !r;
 	if (!reserved_zero ||
@@ -195,6 +196,14 @@ int open_client(const gpuslot_options *opts, const BackendFactory *backends,
 	if (opts->backend > GPUSLOT_BACKEND_CUDA)
 		return fail(-EINVAL, "backend " + std::to_string(opts->backend) +
 					     " is not one of AUTO, NONE, HIP, CUDA");
+	if (opts->runtime_queues && opts->backend != GPUSLOT_BACKEND_NONE)
+		return fail(-EINVAL, "runtime_queues " + std::to_string(opts->runtime_queues) +
+					     " is for GPUSLOT_BACKEND_NONE: the hip backend counts HIP's "
+					     "own queues, and CUDA has none to reserve");
+	if (opts->runtime_queues > GPUSLOT_MAX_HQD)
+		return fail(-EINVAL, "runtime_queues " + std::to_string(opts->runtime_queues) +
+					     " is more than GPUSLOT_MAX_HQD (" +
+					     std::to_string(GPUSLOT_MAX_HQD) + ")");
 	if ((opts->flags & GPUSLOT_OPEN_GPU_INDEX) && opts->gpu_index < 0)
 		return fail(-EINVAL, "gpu_index " + std::to_string(opts->gpu_index) +
 					     " with GPUSLOT_OPEN_GPU_INDEX: use a device number >= 0");
@@ -226,7 +235,8 @@ int open_client(const gpuslot_options *opts, const BackendFactory *backends,
 		      config.domain,
 		      opts->backend,
 		      gpu,
-		      config.slot_mask};
+		      config.slot_mask,
+		      opts->runtime_queues};
 	std::lock_guard<std::mutex> hold(registry_lock);
 	if (!backends) {
 		auto it = registry.find(key);

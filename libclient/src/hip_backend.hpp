@@ -12,6 +12,7 @@
 #include <string>
 
 #include "backend.hpp"
+#include "hip_queues.hpp"
 
 namespace gpuslot {
 
@@ -57,17 +58,8 @@ constexpr const char *kHipSonames[] = {"libamdhip64.so.7", "libamdhip64.so.6",
 // The loader's view: which soname, loaded already or now; false with
 // *error when none loads. *handle is the library to resolve symbols in.
 bool find_hip(const Loader &loader, HipRuntime *rt, void **handle, std::string *error);
-// HIP's pool of default queues: GPU_MAX_HW_QUEUES when HIP read it, or its
-// default of 4. libgpuslot sets it to 1 when it loads HIP itself and the
-// variable is unset; a HIP loaded before keeps what it read.
-constexpr unsigned int kHipDefaultPoolQueues = 4;
-unsigned int hip_pool_queues(const char *env_value);
-
 // Loads HIP with the process's dynamic loader; false with *error.
 bool load_hip(HipRuntime *rt, std::string *error);
-
-// ROCr's blit and utility queues beside the pool.
-constexpr unsigned int kHipRuntimeQueues = 2;
 
 // A backend on @rt for @device. Whole-GPU slots get a plain stream from
 // HIP's pool; partitioned slots a masked stream (a queue) each.

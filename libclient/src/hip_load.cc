@@ -42,18 +42,6 @@ bool find_hip(const Loader &loader, HipRuntime *rt, void **handle, std::string *
 	return false;
 }
 
-unsigned int hip_pool_queues(const char *env_value)
-{
-	if (!env_value || !*env_value)
-		return kHipDefaultPoolQueues;
-	char *end;
-	long n = strtol(env_value, &end, 10);
-	// HIP ignores what it cannot parse and keeps its default.
-	if (*end || n <= 0 || n > 1024)
-		return kHipDefaultPoolQueues;
-	return unsigned(n);
-}
-
 bool load_hip(HipRuntime *rt, std::string *error)
 {
 #ifndef GPUSLOT_HAVE_HIP

@@ -23,7 +23,7 @@ class Options(ctypes.Structure):
         ("backend", ctypes.c_uint32),
         ("flags", ctypes.c_uint32),
         ("gpu_index", ctypes.c_int32),
-        ("_reserved0", ctypes.c_uint32),
+        ("runtime_queues", ctypes.c_uint32),
         ("slot_mask", ctypes.c_uint64),
         ("device", ctypes.c_char_p),
         ("sysfs_root", ctypes.c_char_p),

@@ -17,9 +17,11 @@
 // thread's capture mode: relaxed|other). With FAKE_CUDA_LOCK_DIR set,
 // commands also record lock=busy|free, as the CUDA double's do.
 //
-// Stream priorities: hipDeviceGetStreamPriorityRange gives 0 (least) ..
-// -2 (greatest); a stream keeps the priority it was made with, clamped into
-// that range, and hipStreamGetPriority reads it back.
+// Stream priorities as HIP (ROCm 5.2 to 7) has them, hip::Stream::Priority:
+// hipDeviceGetStreamPriorityRange gives 1 (least: Low) .. -1 (greatest:
+// High); hipStreamCreate and hipStreamCreateWithFlags make streams at 0
+// (Normal), between the two; a stream keeps the priority it was made with,
+// clamped into the range, and hipStreamGetPriority reads it back.
 #include <hip/hip_runtime_api.h>
 
 #include <fcntl.h>
@@ -42,8 +44,7 @@
 
 namespace {
 
-constexpr int kLeast = 0, kGreatest = -2;
-
+constexpr int kLeast = 1, kNormal = 0, kGreatest = -1;
 
 struct Stream {
 	int priority;
@@ -52,7 +53,7 @@ struct Stream {
 
 std::mutex mutex;
 // The null stream and hipStreamPerThread share one clock: the device's.
-Stream default_stream{kLeast};
+Stream default_stream{kNormal};
 std::vector<std::unique_ptr<Stream>> streams;
 
 Stream *stream_of(hipStream_t s)
@@ -129,11 +130,11 @@ FAKE_EXPORT hipError_t hipDeviceGetStreamPriorityRange(int *least, int *greatest
 }
 FAKE_EXPORT hipError_t hipStreamCreate(hipStream_t *s)
 {
-	return create(s, kLeast);
+	return create(s, kNormal);
 }
 FAKE_EXPORT hipError_t hipStreamCreateWithFlags(hipStream_t *s, unsigned int)
 {
-	return create(s, kLeast);
+	return create(s, kNormal);
 }
 FAKE_EXPORT hipError_t hipStreamCreateWithPriority(hipStream_t *s, unsigned int, int priority)
 {

@@ -1050,9 +1050,12 @@ TEST_F(GpuslotRun, LauncherPreloadsTheHipInterposerOnAmd)
 	EXPECT_NE(help.out.find("libgpuslot-run-hip.so"), std::string::npos) << help.out;
 }
 
-// A HIP program's streams get the slot's priority, least - p clamped into
-// hipDeviceGetStreamPriorityRange (the double's 0 .. -2), whichever way it
-// made them; its own request is replaced.
+// A HIP program's streams get the slot's priority, p levels above HIP's
+// default (0, hipStreamCreate's), clamped into
+// hipDeviceGetStreamPriorityRange (HIP's 1 .. -1, as the double has it),
+// whichever way it made them; its own request is replaced. Counted from the
+// range's least (1) instead, a slot of priority 0 would make streams below
+// the program's plain ones and one of priority 1 would raise nothing.
 TEST_F(GpuslotRun, HipStreamsGetTheSlotsPriority)
 {
 	amd_layout({1, 3, 0});
@@ -1063,11 +1066,100 @@ TEST_F(GpuslotRun, HipStreamsGetTheSlotsPriority)
 	EXPECT_EQ(e.status, 0) << e.out;
 	EXPECT_EQ(e.out, "streams -1 -1 -1\n");
 	e = run({kRun, "--slot", "1", "--hold", "--", kHip, "streams"});
-	EXPECT_EQ(e.out, "streams -2 -2 -2\n") << "3 levels clamped to -2";
+	EXPECT_EQ(e.out, "streams -1 -1 -1\n") << "3 levels clamped to -1";
 	e = run({kRun, "--slot", "2", "--", kHip, "streams"});
-	EXPECT_EQ(e.out, "streams 0 0 0\n");
-	e = run({kRun, "--slots", "0,1", "--", kHip, "streams"});
-	EXPECT_EQ(e.out, "streams -1 -1 -1\n") << "--slots: the lowest";
+	EXPECT_EQ(e.out, "streams 0 0 0\n") << "priority 0: HIP's default, not its least";
+	e = run({kRun, "--slots", "0,2", "--", kHip, "streams"});
+	EXPECT_EQ(e.out, "streams 0 0 0\n") << "--slots: the lowest";
+}
+
+// The domain's hardware queues in use (the budget's hqd_used), as a member
+// reads them.
+unsigned int hqd_used(const fs::path &dir)
+{
+	std::unique_ptr<gpuslot::LockFile> f;
+	std::string error;
+	EXPECT_EQ(gpuslot::open_lock_file(gpuslot::Transport::socket, dir, 0, &f, &error), 0)
+		<< error;
+	gpuslot_domain_info i{};
+	i.size = sizeof(i);
+	EXPECT_EQ(f->call(GPUSLOT_IOC_DOMAIN_INFO, &i), 0);
+	return i.hqd_used;
+}
+
+// The hardware queues a HIP program makes are counted in the domain's
+// budget from before its first GPU call until it exits: its HIP's pools
+// (GPU_MAX_HW_QUEUES, set to 1 where the user did not set it; the default
+// priority's pool, and the high one's where the slot raises its streams)
+// and ROCr's 2. Where the budget cannot hold them, the program does not
+// start its main(), is told why, and the budget is as it was.
+TEST_F(GpuslotRun, HipProgramsQueuesAreReservedForItsLife)
+{
+	struct Case {
+		const char *slot;
+		const char *pool; // GPU_MAX_HW_QUEUES, nullptr: unset
+		const char *seen; // what the program sees
+		unsigned int queues;
+	};
+	for (const Case &k : {Case{"0", nullptr, "1", 1 * 2 + 2}, Case{"1", nullptr, "1", 1 + 2},
+			      Case{"0", "3", "3", 3 * 2 + 2}, Case{"1", "lots", "lots", 4 + 2}}) {
+		SCOPED_TRACE(std::string("slot ") + k.slot + ", GPU_MAX_HW_QUEUES " +
+			     (k.pool ? k.pool : "unset"));
+		extra_env_.clear();
+		amd_layout({1, 0});
+		if (k.pool)
+			extra_env_.push_back(std::string("GPU_MAX_HW_QUEUES=") + k.pool);
+		Child c = spawn({kRun, "--slot", k.slot, "--", kHip, "wait"});
+		EXPECT_EQ(line(c), std::string("waiting GPU_MAX_HW_QUEUES=") + k.seen);
+		EXPECT_EQ(hqd_used(dir_), k.queues);
+		const Exit e = finish(c);
+		EXPECT_EQ(e.status, 0) << e.out;
+		EXPECT_EQ(hqd_used(dir_), 0u) << "given back at exit";
+	}
+	// A budget of 5 with 2 reserved by another member: slot 0's 4 do not
+	// fit.
+	extra_env_.clear();
+	amd_layout({1, 0});
+	ASSERT_EQ(server_->set_attr(0, "hqd_limit", "5"), 0);
+	std::unique_ptr<gpuslot::LockFile> other;
+	std::string error;
+	ASSERT_EQ(gpuslot::open_lock_file(gpuslot::Transport::socket, dir_, 0, &other, &error), 0)
+		<< error;
+	gpuslot_reserve_queues r{};
+	r.size = sizeof(r);
+	r.count = 2;
+	ASSERT_EQ(other->call(GPUSLOT_IOC_RESERVE_QUEUES, &r), 0);
+	const Exit refused = run_with_stderr({kRun, "--slot", "0", "--", kHip, "wait"});
+	EXPECT_EQ(refused.status, 125) << refused.out;
+	EXPECT_EQ(refused.out.find("waiting"), std::string::npos) << "main() ran: " << refused.out;
+	EXPECT_NE(refused.out.find("hardware queue"), std::string::npos) << refused.out;
+	EXPECT_EQ(hqd_used(dir_), 2u) << "the budget as it was";
+	// Slot 1's 3 fit.
+	Child c = spawn({kRun, "--slot", "1", "--", kHip, "wait"});
+	EXPECT_EQ(line(c), "waiting GPU_MAX_HW_QUEUES=1");
+	EXPECT_EQ(hqd_used(dir_), 5u);
+	EXPECT_EQ(finish(c).status, 0);
+	EXPECT_EQ(hqd_used(dir_), 2u);
+}
+
+// On a domain that is not AMD's, gpuslot-run reserves no hardware queue and
+// leaves GPU_MAX_HW_QUEUES alone; a GPUSLOT_RUN_HIP_QUEUES of the user's is
+// not passed on. Bad values of it are refused by the interposer.
+TEST_F(GpuslotRun, NoQueuesAreReservedOffAmd)
+{
+	layout({0, 0});
+	extra_env_.push_back("GPUSLOT_RUN_HIP_QUEUES=7");
+	const Exit e = run({kRun, "--slot", "0", "--", "/bin/cat", "/proc/self/environ"});
+	EXPECT_EQ(e.status, 0) << e.out;
+	EXPECT_EQ(e.out.find("GPUSLOT_RUN_HIP_QUEUES="), std::string::npos) << e.out;
+	EXPECT_EQ(e.out.find("GPU_MAX_HW_QUEUES="), std::string::npos) << e.out;
+	// The interposer by hand, with a value out of range.
+	extra_env_ = {"GPUSLOT_RUN_SLOTS=0", "GPUSLOT_RUN_HIP_QUEUES=1025"};
+	preload_ = GPUSLOT_RUN_INTERPOSER;
+	const Exit bad = run_with_stderr({"/bin/true"});
+	EXPECT_EQ(bad.status, 125) << bad.out;
+	EXPECT_NE(bad.out.find("GPUSLOT_RUN_HIP_QUEUES \"1025\""), std::string::npos) << bad.out;
+	EXPECT_EQ(hqd_used(dir_), 0u);
 }
 
 // Every HIP command the interposer gates waits for the slot: under

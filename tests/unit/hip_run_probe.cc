@@ -13,6 +13,9 @@
 //   commands every command the interposer gates, each a job of its own on
 //            a created stream (ended by hipStreamSynchronize; the event
 //            wait by hipDeviceSynchronize), then each blocking copy
+//   wait     says "waiting" and the GPU_MAX_HW_QUEUES it was started with,
+//            then waits for its stdin to close (a program that lives while
+//            the test looks at the lock)
 #include <hip/hip_runtime_api.h>
 
 #include <cstdio>
@@ -119,6 +122,15 @@ void commands()
 	std::printf("commands\n");
 }
 
+void wait_for_stdin()
+{
+	const char *pool = std::getenv("GPU_MAX_HW_QUEUES");
+	std::printf("waiting GPU_MAX_HW_QUEUES=%s\n", pool ? pool : "(unset)");
+	std::fflush(stdout);
+	while (std::getchar() != EOF) {
+	}
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -132,8 +144,10 @@ int main(int argc, char **argv)
 		streams();
 	else if (mode == "commands")
 		commands();
+	else if (mode == "wait")
+		wait_for_stdin();
 	else {
-		std::fprintf(stderr, "usage: hip_run_probe jobs N|burst N|streams|commands\n");
+		std::fprintf(stderr, "usage: hip_run_probe jobs N|burst N|streams|commands|wait\n");
 		return 2;
 	}
 	return 0;

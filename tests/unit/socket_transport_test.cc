@@ -598,6 +598,44 @@ TEST_F(Socket, LibgpuslotClientsUseItUnchanged)
 	unsetenv("GPUSLOT_SOCKET_DIR");
 }
 
+// gpuslot_options.runtime_queues (gpuslot-run's HIP interposer): the none
+// backend reserves that many hardware queues once for the clients of a
+// process that ask the same, seen in the layout's hqd_reserved and the
+// domain's hqd_used, and given back when the last of them closes. Another
+// backend, or more than GPUSLOT_MAX_HQD, is refused and reserves nothing.
+TEST_F(Socket, RuntimeQueuesAreReservedOnceForAProcess)
+{
+	setenv("GPUSLOT_TRANSPORT", "socket", 1);
+	setenv("GPUSLOT_SOCKET_DIR", dir_.c_str(), 1);
+	auto watcher = file();
+	gpuslot_options o{};
+	o.size = sizeof(o);
+	o.backend = GPUSLOT_BACKEND_NONE;
+	o.runtime_queues = 3;
+	gpuslot_client *a, *b;
+	ASSERT_EQ(gpuslot_open(&o, &a), 0) << gpuslot_last_error();
+	ASSERT_EQ(gpuslot_open(&o, &b), 0) << gpuslot_last_error();
+	EXPECT_EQ(info(*watcher).hqd_used, 3u);
+	gpuslot_layout_info l{};
+	l.size = sizeof(l);
+	ASSERT_EQ(gpuslot_client_layout(b, &l), 0) << gpuslot_last_error();
+	EXPECT_EQ(l.hqd_reserved, 3u);
+	gpuslot_close(a);
+	EXPECT_EQ(info(*watcher).hqd_used, 3u) << "b still shares them";
+	gpuslot_close(b);
+	EXPECT_EQ(info(*watcher).hqd_used, 0u);
+	o.backend = GPUSLOT_BACKEND_HIP;
+	EXPECT_EQ(gpuslot_open(&o, &a), -EINVAL);
+	EXPECT_NE(std::string(gpuslot_last_error()).find("runtime_queues"), std::string::npos);
+	o.backend = GPUSLOT_BACKEND_NONE;
+	o.runtime_queues = GPUSLOT_MAX_HQD + 1;
+	EXPECT_EQ(gpuslot_open(&o, &a), -EINVAL);
+	EXPECT_NE(std::string(gpuslot_last_error()).find("GPUSLOT_MAX_HQD"), std::string::npos);
+	EXPECT_EQ(info(*watcher).hqd_used, 0u);
+	unsetenv("GPUSLOT_TRANSPORT");
+	unsetenv("GPUSLOT_SOCKET_DIR");
+}
+
 // Under ASan: a C++ Slot released after its Client is gone (moved and
 // move-assigned first) is no use-after-free; the slot is really released.
 TEST_F(Socket, ACppSlotOutlivesItsClient)
