@@ -112,10 +112,11 @@ struct gpuslot_options {
 	int32_t gpu_index;
 	/*
 	 * Hardware queues that the process's own runtime makes outside the
-	 * library's streams, reserved once per process with them and held
-	 * until the last client sharing the reservation closes: a program
-	 * run unchanged under gpuslot-run on AMD, whose HIP makes its own
-	 * queues. GPUSLOT_BACKEND_NONE only (the hip backend counts HIP's own
+	 * library's streams, reserved with them, once for the clients of the
+	 * process that share a domain (opened with the same options), and
+	 * held until the last of them closes: a program run unchanged under
+	 * gpuslot-run on AMD, whose HIP makes its own queues.
+	 * GPUSLOT_BACKEND_NONE only (the hip backend counts HIP's own
 	 * queues), 0 .. GPUSLOT_MAX_HQD. 0: none. (1.6)
 	 */
 	uint32_t runtime_queues;

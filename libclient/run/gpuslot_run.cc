@@ -73,10 +73,11 @@ const char kUsage[] =
 	"on NVIDIA, and HIP streams the program creates get the slot's priority,\n"
 	"levels above HIP's default clamped into hipDeviceGetStreamPriorityRange.\n"
 	"The queues its HIP makes (GPU_MAX_HW_QUEUES a pool, set to 1 where unset,\n"
-	"and ROCr's 2) are reserved in the domain's hardware-queue budget until it\n"
-	"exits; where they do not fit, it does not start. Other HIP calls (the 2D/3D\n"
-	"copies, hipMemset and the other synchronous memsets, hipExtLaunch*, a HIP\n"
-	"reached by dlopen/dlsym) pass ungated. See gpuslot-run(1).\n"
+	"and the runtime's 3) are reserved in the domain's hardware-queue budget\n"
+	"until it exits; where they do not fit, it does not start. Other HIP calls\n"
+	"(the 2D/3D copies, hipMemset and the other synchronous memsets,\n"
+	"hipExtLaunch*, a HIP reached by dlopen/dlsym) pass ungated. See\n"
+	"gpuslot-run(1).\n"
 	"\n"
 	"Throttling covers what the queue sees (kernel and graph launches, the copies,\n"
 	"memsets and event waits above). A program nobody outranks pays one look at\n"
@@ -157,27 +158,31 @@ int amd_cu_mask(gpuslot_client *c, uint64_t mask, std::string *value)
 
 // AMD: the program's HIP makes its queues from pools of GPU_MAX_HW_QUEUES
 // each (default 4); unset, it is set to 1, as libgpuslot does, so that a
-// program takes few of the domain's hardware queues. *@queues: what HIP
-// will make (hip_program_queues()), for the interposer to reserve.
-int amd_queues(gpuslot_client *c, uint64_t mask, unsigned int *queues)
+// program takes few of the domain's hardware queues. A value of the user's
+// is kept if it is a plain number: HIP reads it with atoi(), so anything
+// else would be counted as HIP might not read it. *@queues: what HIP will
+// make for streams @levels above the default (hip_program_queues()), for
+// the interposer to reserve.
+int hip_queues_to_reserve(unsigned int levels, unsigned int *queues)
 {
 	const char *set = std::getenv("GPU_MAX_HW_QUEUES");
 	if (!set && setenv("GPU_MAX_HW_QUEUES", "1", 1))
 		return fail(std::string("setenv: ") + std::strerror(errno));
-	unsigned int levels = 0;
-	std::string error;
-	if (!streams_priority_levels(c, mask, &levels, &error))
-		return fail(error);
+	if (set && (!parse_number(set, kMaxHipPool) || !*parse_number(set, kMaxHipPool)))
+		return fail(std::string("GPU_MAX_HW_QUEUES \"") + set +
+			    "\": gpuslot-run counts the program's hardware queues from it; give "
+			    "a number 1 .. " + std::to_string(kMaxHipPool) +
+			    ", or unset it (gpuslot-run then sets 1)");
 	*queues = hip_program_queues(gpuslot::hip_pool_queues(set ? set : "1"), levels);
 	return 0;
 }
 
 // The slots exist in the domain's layout: a slot at or past k would wait
-// for ever. On AMD (a layout of AMD CUs: *@amd), *@hsa_cu_mask gets the
-// mask that confines the program and *@queues the hardware queues its HIP
-// makes.
+// for ever. *@levels: the priority levels of the program's streams. On AMD
+// (a layout of AMD CUs: *@amd), *@hsa_cu_mask gets the mask that confines
+// the program and *@queues the hardware queues its HIP makes.
 int check_slots(unsigned long domain, uint64_t mask, std::string *hsa_cu_mask, bool *amd,
-		unsigned int *queues)
+		unsigned int *levels, unsigned int *queues)
 {
 	gpuslot_options o{};
 	o.size = sizeof(o);
@@ -201,9 +206,12 @@ int check_slots(unsigned long domain, uint64_t mask, std::string *hsa_cu_mask, b
 			    ", slots 0 .. " + std::to_string(info.k - 1));
 	}
 	*amd = info.unit_kind == GPUSLOT_UNIT_AMD_CU;
-	err = *amd ? amd_cu_mask(c, mask, hsa_cu_mask) : 0;
+	std::string error;
+	err = streams_priority_levels(c, mask, levels, &error) ? 0 : fail(error);
 	if (!err && *amd)
-		err = amd_queues(c, mask, queues);
+		err = amd_cu_mask(c, mask, hsa_cu_mask);
+	if (!err && *amd)
+		err = hip_queues_to_reserve(*levels, queues);
 	gpuslot_close(c);
 	return err;
 }
@@ -272,8 +280,8 @@ int main(int argc, char **argv)
 		return usage_error("no program to run (after --)");
 	std::string hsa_cu_mask;
 	bool amd = false;
-	unsigned int queues = 0;
-	if (int err = check_slots(domain, *mask, &hsa_cu_mask, &amd, &queues))
+	unsigned int levels = 0, queues = 0;
+	if (int err = check_slots(domain, *mask, &hsa_cu_mask, &amd, &levels, &queues))
 		return err;
 	// ROCr reads it when the program's HIP starts: every queue it makes
 	// gets the slots' CUs. A mask of the user's own would be replaced.
@@ -302,6 +310,7 @@ int main(int argc, char **argv)
 	    setenv(kEnvSlots, slot_list(*mask).c_str(), 1) || setenv(kEnvPolicy, policy, 1) ||
 	    setenv(kEnvInflight, std::to_string(inflight).c_str(), 1) ||
 	    setenv(kEnvPreempt, preempt ? "1" : "0", 1) ||
+	    setenv(kEnvLevels, std::to_string(levels).c_str(), 1) ||
 	    (queues ? setenv(kEnvQueues, std::to_string(queues).c_str(), 1)
 		    : unsetenv(kEnvQueues)))
 		return fail(std::string("setenv: ") + std::strerror(errno));

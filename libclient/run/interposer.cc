@@ -53,14 +53,18 @@ public:
 			if (err == -EINTR)
 				continue;
 			// gpuslotd restarting (socket transport): libgpuslot
-			// connects again at the next call. The job waits for
-			// its slot as it would behind a holder; it never runs
-			// ungated.
-			if (err != -ECONNRESET && err != -ECONNREFUSED && err != -ENOENT)
+			// connects again at the next call, and reserves the
+			// program's hardware queues again (-ENOSPC while a
+			// newcomer took the budget; also a full lock queue).
+			// The job waits for its slot as it would behind a
+			// holder; it never runs ungated.
+			if (err != -ECONNRESET && err != -ECONNREFUSED && err != -ENOENT &&
+			    err != -ENOSPC)
 				break;
 			if (!told)
-				std::fprintf(stderr, "gpuslot-run: %s; waiting for gpuslotd\n",
-					     gpuslot_last_error());
+				std::fprintf(stderr, "gpuslot-run: %s; waiting for %s\n",
+					     gpuslot_last_error(),
+					     err == -ENOSPC ? "room" : "gpuslotd");
 			told = true;
 			usleep(100000);
 		}
@@ -201,6 +205,7 @@ void leave_environment()
 	unsetenv(kEnvPreempt);
 	unsetenv(kEnvPollUs);
 	unsetenv(kEnvQueues);
+	unsetenv(kEnvLevels);
 }
 
 void forked_child()
@@ -270,12 +275,25 @@ __attribute__((constructor)) void load()
 			     std::to_string(kMinPollUs) + " .. " + std::to_string(kMaxPollUs));
 		throttle.poll_us = unsigned(*poll);
 	}
+	const char *levels_text = std::getenv(kEnvLevels);
+	const auto levels = levels_text ? parse_number(levels_text, GPUSLOT_MAX_SLOT_PRIORITY)
+					: std::nullopt;
+	if (levels_text && !levels)
+		fail(std::string(kEnvLevels) + " \"" + levels_text + "\" is not a number 0 .. " +
+		     std::to_string(GPUSLOT_MAX_SLOT_PRIORITY));
 	const char *queues_text = std::getenv(kEnvQueues);
 	const auto queues = queues_text ? parse_number(queues_text, GPUSLOT_MAX_HQD)
 					: std::optional<unsigned long>(0);
 	if (!queues)
 		fail(std::string(kEnvQueues) + " \"" + queues_text + "\" is not a number 0 .. " +
 		     std::to_string(GPUSLOT_MAX_HQD));
+	// runtime_queues is libgpuslot 1.6's; an older one would refuse the
+	// options as a nonzero reserved field.
+	if (*queues && gpuslot_lib_version() < GPUSLOT_VERSION_NUMBER(1, 6, 0))
+		fail("the libgpuslot loaded is " + std::to_string(gpuslot_lib_version() >> 16) + "." +
+		     std::to_string(gpuslot_lib_version() >> 8 & 0xff) +
+		     ", older than 1.6: it cannot reserve the program's hardware queues; install "
+		     "the libgpuslot of this gpuslot-run");
 	const std::string preempt = preempt_text ? preempt_text : "1";
 	if (preempt != "0" && preempt != "1")
 		fail(std::string(kEnvPreempt) + " \"" + preempt + "\" is neither 0 nor 1");
@@ -296,8 +314,10 @@ __attribute__((constructor)) void load()
 		fail(std::string("domain ") + std::to_string(*domain) + ": " + gpuslot_last_error());
 	// A stream's priority is fixed when it is made, and the program's
 	// streams outlive any one hold: the lowest priority of the slots it
-	// may hold.
-	if (!streams_priority_levels(state.client, *mask, &state.priority_levels, &error))
+	// may hold, as the launcher read it.
+	if (levels)
+		state.priority_levels = unsigned(*levels);
+	else if (!streams_priority_levels(state.client, *mask, &state.priority_levels, &error))
 		fail(error);
 	// The bound on what is in flight applies where another slot of the
 	// domain outranks the program's (the layout at start: a program

@@ -36,13 +36,23 @@ inline constexpr unsigned int kMaxPollUs = 100000;
 // client for the program's life (gpuslot_options.runtime_queues): a number
 // 1 .. GPUSLOT_MAX_HQD; unset: none.
 inline constexpr const char *kEnvQueues = "GPUSLOT_RUN_HIP_QUEUES";
+// The priority levels of the program's streams as the launcher read them
+// from the layout (streams_priority_levels()): the interposer makes the
+// streams at these, so that the queues counted and the streams made agree
+// (one read of the layout); 0 .. GPUSLOT_MAX_SLOT_PRIORITY. Unset (the
+// interposer loaded by hand): it reads them itself.
+inline constexpr const char *kEnvLevels = "GPUSLOT_RUN_PRIORITY_LEVELS";
+// The largest GPU_MAX_HW_QUEUES gpuslot-run counts (a pool per priority;
+// a GPU has 32 hardware queues).
+inline constexpr unsigned int kMaxHipPool = 256;
 
 // The queues HIP makes for a program under gpuslot-run whose streams run
 // @levels above the default, with @pool queues per priority pool
 // (hip_pool_queues()): the default priority's pool (the null stream, and
 // the program's streams where @levels is 0), the high priority's (the
 // program's streams otherwise: gpuslot-run replaces what the program asks
-// for, so no other pool is used), and ROCr's own.
+// for, so no other pool is used), and the runtime's own
+// (kHipRuntimeQueues).
 unsigned int hip_program_queues(unsigned int pool, unsigned int levels);
 
 // The priority levels of the program's streams: the lowest of the slots in

@@ -12,23 +12,30 @@ namespace gpuslot {
 // its default of 4. libgpuslot and gpuslot-run set it to 1 where they can
 // (before HIP starts) and the variable is unset; a HIP started before keeps
 // what it read. ROCclr's streams of one priority share the pool's queues
-// once it holds that many.
+// once it holds that many (Device::acquireQueue).
 constexpr unsigned int kHipDefaultPoolQueues = 4;
+// More than any budget holds (GPUSLOT_MAX_HQD): a pool that HIP reads as
+// unbounded.
+constexpr unsigned int kHipUnboundedPoolQueues = 1024;
 
-// The pool HIP makes for @env_value, GPU_MAX_HW_QUEUES as HIP reads it:
-// what it cannot parse, it ignores and keeps its default.
+// The pool HIP makes for @env_value, GPU_MAX_HW_QUEUES as ROCclr reads it
+// (Flag::setValue): unset or empty, its default; else atoi() of it, so
+// "3x" is 3 and what is no number is 0, counted as 1 (the one queue a
+// working HIP makes); a negative number wraps to a pool without bound.
 inline unsigned int hip_pool_queues(const char *env_value)
 {
 	if (!env_value || !*env_value)
 		return kHipDefaultPoolQueues;
-	char *end;
-	const long n = std::strtol(env_value, &end, 10);
-	if (*end || n <= 0 || n > 1024)
-		return kHipDefaultPoolQueues;
-	return unsigned(n);
+	const long n = std::atol(env_value);
+	if (n < 0 || n > long(kHipUnboundedPoolQueues))
+		return kHipUnboundedPoolQueues;
+	return n ? unsigned(n) : 1u;
 }
 
-// ROCr's blit and utility queues beside the pool.
-constexpr unsigned int kHipRuntimeQueues = 2;
+// The queues HIP makes beside its pools, once per process and GPU: ROCr's
+// blit and utility queues, and ROCclr's device queue (its cooperative
+// queue, one per device and never pooled: internal transfers and
+// hipLaunchCooperativeKernel run there).
+constexpr unsigned int kHipRuntimeQueues = 3;
 
 } // namespace gpuslot

@@ -167,7 +167,9 @@ protected:
 		for (char **e = environ; *e; e++)
 			if (std::strncmp(*e, "LD_PRELOAD=", 11) &&
 			    std::strncmp(*e, "LD_LIBRARY_PATH=", 16) &&
-			    std::strncmp(*e, "GPUSLOT_", 8) && std::strncmp(*e, "FAKE_CUDA_", 10))
+			    std::strncmp(*e, "GPUSLOT_", 8) && std::strncmp(*e, "FAKE_CUDA_", 10) &&
+			    std::strncmp(*e, "GPU_MAX_HW_QUEUES=", 18) &&
+			    std::strncmp(*e, "HSA_CU_MASK=", 12))
 				env.push_back(*e);
 		env.push_back("GPUSLOT_TRANSPORT=socket");
 		env.push_back("GPUSLOT_SOCKET_DIR=" + dir_.string());
@@ -1010,6 +1012,49 @@ TEST_F(GpuslotRun, LauncherRejectsBadInput)
 	EXPECT_NE(help.out.find("--no-preempt"), std::string::npos);
 }
 
+// The domain's hardware queues in use (the budget's hqd_used), as a member
+// reads them.
+unsigned int hqd_used(const fs::path &dir)
+{
+	std::unique_ptr<gpuslot::LockFile> f;
+	std::string error;
+	EXPECT_EQ(gpuslot::open_lock_file(gpuslot::Transport::socket, dir, 0, &f, &error), 0)
+		<< error;
+	gpuslot_domain_info i{};
+	i.size = sizeof(i);
+	EXPECT_EQ(f->call(GPUSLOT_IOC_DOMAIN_INFO, &i), 0);
+	return i.hqd_used;
+}
+
+// On a domain that is not AMD's, gpuslot-run reserves no hardware queue and
+// leaves GPU_MAX_HW_QUEUES alone; a GPUSLOT_RUN_HIP_QUEUES of the user's is
+// not passed on; the streams' priority levels are (one read of the layout).
+// Bad values of either are refused by the interposer.
+TEST_F(GpuslotRun, NoQueuesAreReservedOffAmd)
+{
+	layout({0, 0});
+	extra_env_.push_back("GPUSLOT_RUN_HIP_QUEUES=7");
+	const Exit e = run({kRun, "--slot", "0", "--", "/bin/cat", "/proc/self/environ"});
+	EXPECT_EQ(e.status, 0) << e.out;
+	EXPECT_EQ(e.out.find("GPUSLOT_RUN_HIP_QUEUES="), std::string::npos) << e.out;
+	EXPECT_EQ(e.out.find("GPU_MAX_HW_QUEUES="), std::string::npos) << e.out;
+	EXPECT_NE(e.out.find(std::string("GPUSLOT_RUN_PRIORITY_LEVELS=0") + '\0'),
+		  std::string::npos)
+		<< e.out;
+	// The interposer by hand, with a value out of range.
+	extra_env_ = {"GPUSLOT_RUN_SLOTS=0", "GPUSLOT_RUN_HIP_QUEUES=1025"};
+	preload_ = GPUSLOT_RUN_INTERPOSER;
+	const Exit bad = run_with_stderr({"/bin/true"});
+	EXPECT_EQ(bad.status, 125) << bad.out;
+	EXPECT_NE(bad.out.find("GPUSLOT_RUN_HIP_QUEUES \"1025\""), std::string::npos) << bad.out;
+	extra_env_ = {"GPUSLOT_RUN_SLOTS=0", "GPUSLOT_RUN_PRIORITY_LEVELS=16"};
+	const Exit levels = run_with_stderr({"/bin/true"});
+	EXPECT_EQ(levels.status, 125) << levels.out;
+	EXPECT_NE(levels.out.find("GPUSLOT_RUN_PRIORITY_LEVELS \"16\""), std::string::npos)
+		<< levels.out;
+	EXPECT_EQ(hqd_used(dir_), 0u);
+}
+
 #ifdef GPUSLOT_RUN_HIP_TESTS
 // On an AMD domain: libgpuslot-run-hip.so against the HIP double
 // (fake_libamdhip.cc, 1 ms per kernel, priorities 0 .. -2) and a HIP program
@@ -1073,26 +1118,13 @@ TEST_F(GpuslotRun, HipStreamsGetTheSlotsPriority)
 	EXPECT_EQ(e.out, "streams 0 0 0\n") << "--slots: the lowest";
 }
 
-// The domain's hardware queues in use (the budget's hqd_used), as a member
-// reads them.
-unsigned int hqd_used(const fs::path &dir)
-{
-	std::unique_ptr<gpuslot::LockFile> f;
-	std::string error;
-	EXPECT_EQ(gpuslot::open_lock_file(gpuslot::Transport::socket, dir, 0, &f, &error), 0)
-		<< error;
-	gpuslot_domain_info i{};
-	i.size = sizeof(i);
-	EXPECT_EQ(f->call(GPUSLOT_IOC_DOMAIN_INFO, &i), 0);
-	return i.hqd_used;
-}
-
 // The hardware queues a HIP program makes are counted in the domain's
 // budget from before its first GPU call until it exits: its HIP's pools
 // (GPU_MAX_HW_QUEUES, set to 1 where the user did not set it; the default
 // priority's pool, and the high one's where the slot raises its streams)
-// and ROCr's 2. Where the budget cannot hold them, the program does not
-// start its main(), is told why, and the budget is as it was.
+// and the runtime's 3. A GPU_MAX_HW_QUEUES that is no plain number is
+// refused. Where the budget cannot hold them, the program does not start
+// its main(), is told why, and the budget is as it was.
 TEST_F(GpuslotRun, HipProgramsQueuesAreReservedForItsLife)
 {
 	struct Case {
@@ -1101,8 +1133,8 @@ TEST_F(GpuslotRun, HipProgramsQueuesAreReservedForItsLife)
 		const char *seen; // what the program sees
 		unsigned int queues;
 	};
-	for (const Case &k : {Case{"0", nullptr, "1", 1 * 2 + 2}, Case{"1", nullptr, "1", 1 + 2},
-			      Case{"0", "3", "3", 3 * 2 + 2}, Case{"1", "lots", "lots", 4 + 2}}) {
+	for (const Case &k : {Case{"0", nullptr, "1", 1 * 2 + 3}, Case{"1", nullptr, "1", 1 + 3},
+			      Case{"0", "3", "3", 3 * 2 + 3}, Case{"1", "3", "3", 3 + 3}}) {
 		SCOPED_TRACE(std::string("slot ") + k.slot + ", GPU_MAX_HW_QUEUES " +
 			     (k.pool ? k.pool : "unset"));
 		extra_env_.clear();
@@ -1116,11 +1148,23 @@ TEST_F(GpuslotRun, HipProgramsQueuesAreReservedForItsLife)
 		EXPECT_EQ(e.status, 0) << e.out;
 		EXPECT_EQ(hqd_used(dir_), 0u) << "given back at exit";
 	}
-	// A budget of 5 with 2 reserved by another member: slot 0's 4 do not
+	for (const char *pool : {"lots", "3x", "0", "-1", "257"}) {
+		SCOPED_TRACE(std::string("GPU_MAX_HW_QUEUES ") + pool);
+		extra_env_.clear();
+		amd_layout({1, 0});
+		extra_env_.push_back(std::string("GPU_MAX_HW_QUEUES=") + pool);
+		const Exit e = run_with_stderr({kRun, "--slot", "0", "--", kHip, "wait"});
+		EXPECT_EQ(e.status, 125) << e.out;
+		EXPECT_NE(e.out.find("GPU_MAX_HW_QUEUES \"" + std::string(pool) + "\""),
+			  std::string::npos)
+			<< e.out;
+		EXPECT_EQ(hqd_used(dir_), 0u);
+	}
+	// A budget of 6 with 2 reserved by another member: slot 0's 5 do not
 	// fit.
 	extra_env_.clear();
 	amd_layout({1, 0});
-	ASSERT_EQ(server_->set_attr(0, "hqd_limit", "5"), 0);
+	ASSERT_EQ(server_->set_attr(0, "hqd_limit", "6"), 0);
 	std::unique_ptr<gpuslot::LockFile> other;
 	std::string error;
 	ASSERT_EQ(gpuslot::open_lock_file(gpuslot::Transport::socket, dir_, 0, &other, &error), 0)
@@ -1134,32 +1178,12 @@ TEST_F(GpuslotRun, HipProgramsQueuesAreReservedForItsLife)
 	EXPECT_EQ(refused.out.find("waiting"), std::string::npos) << "main() ran: " << refused.out;
 	EXPECT_NE(refused.out.find("hardware queue"), std::string::npos) << refused.out;
 	EXPECT_EQ(hqd_used(dir_), 2u) << "the budget as it was";
-	// Slot 1's 3 fit.
+	// Slot 1's 4 fit.
 	Child c = spawn({kRun, "--slot", "1", "--", kHip, "wait"});
 	EXPECT_EQ(line(c), "waiting GPU_MAX_HW_QUEUES=1");
-	EXPECT_EQ(hqd_used(dir_), 5u);
+	EXPECT_EQ(hqd_used(dir_), 6u);
 	EXPECT_EQ(finish(c).status, 0);
 	EXPECT_EQ(hqd_used(dir_), 2u);
-}
-
-// On a domain that is not AMD's, gpuslot-run reserves no hardware queue and
-// leaves GPU_MAX_HW_QUEUES alone; a GPUSLOT_RUN_HIP_QUEUES of the user's is
-// not passed on. Bad values of it are refused by the interposer.
-TEST_F(GpuslotRun, NoQueuesAreReservedOffAmd)
-{
-	layout({0, 0});
-	extra_env_.push_back("GPUSLOT_RUN_HIP_QUEUES=7");
-	const Exit e = run({kRun, "--slot", "0", "--", "/bin/cat", "/proc/self/environ"});
-	EXPECT_EQ(e.status, 0) << e.out;
-	EXPECT_EQ(e.out.find("GPUSLOT_RUN_HIP_QUEUES="), std::string::npos) << e.out;
-	EXPECT_EQ(e.out.find("GPU_MAX_HW_QUEUES="), std::string::npos) << e.out;
-	// The interposer by hand, with a value out of range.
-	extra_env_ = {"GPUSLOT_RUN_SLOTS=0", "GPUSLOT_RUN_HIP_QUEUES=1025"};
-	preload_ = GPUSLOT_RUN_INTERPOSER;
-	const Exit bad = run_with_stderr({"/bin/true"});
-	EXPECT_EQ(bad.status, 125) << bad.out;
-	EXPECT_NE(bad.out.find("GPUSLOT_RUN_HIP_QUEUES \"1025\""), std::string::npos) << bad.out;
-	EXPECT_EQ(hqd_used(dir_), 0u);
 }
 
 // Every HIP command the interposer gates waits for the slot: under

@@ -360,8 +360,13 @@ TEST_F(HipBackend, AHipLoadedBeforeKeepsItsPoolAndSaysSo)
 	EXPECT_EQ(gpuslot::hip_pool_queues(nullptr), gpuslot::kHipDefaultPoolQueues);
 	EXPECT_EQ(gpuslot::hip_pool_queues("1"), 1u);
 	EXPECT_EQ(gpuslot::hip_pool_queues("8"), 8u);
-	EXPECT_EQ(gpuslot::hip_pool_queues("lots"), gpuslot::kHipDefaultPoolQueues);
-	EXPECT_EQ(gpuslot::hip_pool_queues("0"), gpuslot::kHipDefaultPoolQueues);
+	// As ROCclr reads it: atoi(), an empty value skipped.
+	EXPECT_EQ(gpuslot::hip_pool_queues(""), gpuslot::kHipDefaultPoolQueues);
+	EXPECT_EQ(gpuslot::hip_pool_queues("3x"), 3u);
+	EXPECT_EQ(gpuslot::hip_pool_queues("lots"), 1u) << "0: counted as the one queue";
+	EXPECT_EQ(gpuslot::hip_pool_queues("0"), 1u);
+	EXPECT_EQ(gpuslot::hip_pool_queues("-1"), gpuslot::kHipUnboundedPoolQueues);
+	EXPECT_EQ(gpuslot::hip_pool_queues("5000"), gpuslot::kHipUnboundedPoolQueues);
 }
 
 // The test double of the dynamic loader: which sonames are loaded in the
