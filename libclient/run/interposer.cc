@@ -47,7 +47,7 @@ public:
 		slot_ = gpuslot_slot{};
 		slot_.size = sizeof(slot_);
 		int err;
-		bool told = false;
+		int told = 0; // the error said last: once each
 		for (;;) {
 			err = gpuslot_acquire_slot(client_, GPUSLOT_WAIT_FOREVER, mask_, &slot_);
 			if (err == -EINTR)
@@ -61,11 +61,12 @@ public:
 			if (err != -ECONNRESET && err != -ECONNREFUSED && err != -ENOENT &&
 			    err != -ENOSPC)
 				break;
-			if (!told)
+			if (told != err)
 				std::fprintf(stderr, "gpuslot-run: %s; waiting for %s\n",
 					     gpuslot_last_error(),
-					     err == -ENOSPC ? "room" : "gpuslotd");
-			told = true;
+					     err == -ENOSPC ? "room (hardware queues or the lock's queue)"
+							    : "gpuslotd");
+			told = err;
 			usleep(100000);
 		}
 		if (err) {
@@ -314,11 +315,13 @@ __attribute__((constructor)) void load()
 		fail(std::string("domain ") + std::to_string(*domain) + ": " + gpuslot_last_error());
 	// A stream's priority is fixed when it is made, and the program's
 	// streams outlive any one hold: the lowest priority of the slots it
-	// may hold, as the launcher read it.
-	if (levels)
-		state.priority_levels = unsigned(*levels);
-	else if (!streams_priority_levels(state.client, *mask, &state.priority_levels, &error))
+	// may hold. Where the launcher read it (and counted the program's
+	// queues by it), the lower of its read and this one: no stream above
+	// its slot, and no pool beyond those counted.
+	if (!streams_priority_levels(state.client, *mask, &state.priority_levels, &error))
 		fail(error);
+	if (levels && unsigned(*levels) < state.priority_levels)
+		state.priority_levels = unsigned(*levels);
 	// The bound on what is in flight applies where another slot of the
 	// domain outranks the program's (the layout at start: a program
 	// outranked later is held back while preempted, with no bound on

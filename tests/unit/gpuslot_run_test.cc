@@ -1186,6 +1186,27 @@ TEST_F(GpuslotRun, HipProgramsQueuesAreReservedForItsLife)
 	EXPECT_EQ(hqd_used(dir_), 2u);
 }
 
+// The levels the launcher passes (GPUSLOT_RUN_PRIORITY_LEVELS) never raise
+// a stream above its slot: the interposer takes the lower of them and its
+// own read of the layout. Loaded by hand on a slot of priority 0, levels 1
+// leave the streams at the default; on one of priority 1, levels 0 do.
+TEST_F(GpuslotRun, TheLaunchersLevelsNeverRaiseAStreamAboveItsSlot)
+{
+	preload_ = GPUSLOT_RUN_HIP_INTERPOSER;
+	for (auto [priority, levels, streams] :
+	     {std::tuple{0u, "1", "streams 0 0 0\n"}, std::tuple{1u, "0", "streams 0 0 0\n"},
+	      std::tuple{1u, "1", "streams -1 -1 -1\n"}}) {
+		SCOPED_TRACE("slot priority " + std::to_string(priority) + ", levels " + levels);
+		extra_env_.clear();
+		amd_layout({priority});
+		extra_env_.push_back("GPUSLOT_RUN_SLOTS=0");
+		extra_env_.push_back(std::string("GPUSLOT_RUN_PRIORITY_LEVELS=") + levels);
+		const Exit e = run({kHip, "streams"});
+		EXPECT_EQ(e.status, 0) << e.out;
+		EXPECT_EQ(e.out, streams);
+	}
+}
+
 // Every HIP command the interposer gates waits for the slot: under
 // --per-sync on k = 1, each (a job of its own) reaches HIP (the double)
 // while the lock says the slot is held, the blocking copies too; without
