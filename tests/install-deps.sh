@@ -17,6 +17,11 @@ packages=(
 	clang libclang-rt-14-dev
 	# the toolchain floor (make test-toolchains): Ubuntu 22.04's GCC 11
 	g++-11
+	# arm64 (make test-vm ARCH=arm64, make test-arm64; .ci/run's vm-arm64
+	# and arm64 steps): Debian's cross compilers (the arm64 kernel's
+	# headers name aarch64-linux-gnu-gcc-12), qemu-system-aarch64 for the
+	# VM, qemu-aarch64 (qemu-user) for the unit tests
+	gcc-aarch64-linux-gnu g++-aarch64-linux-gnu qemu-system-arm qemu-user
 	qemu-system-x86 busybox-static cpio kmod sparse
 	libelf-dev libssl-dev bc flex bison xz-utils
 	python3 python3-pytest python3-pytest-timeout python3-setuptools python3-pip python3-numpy python3-matplotlib
