@@ -315,17 +315,33 @@ protected:
 		return finish(c);
 	}
 
-	// What the lock says: a TRY of a new connection (0: it was free).
-	int try_acquire()
+	// A new connection of a member to the lock on dir_'s socket.
+	std::unique_ptr<gpuslot::LockFile> member()
 	{
 		std::unique_ptr<gpuslot::LockFile> f;
 		std::string error;
 		EXPECT_EQ(gpuslot::open_lock_file(gpuslot::Transport::socket, dir_, 0, &f, &error), 0)
 			<< error;
+		return f;
+	}
+
+	// What the lock says: a TRY of a new connection (0: it was free).
+	int try_acquire()
+	{
 		gpuslot_acquire a{};
 		a.size = sizeof(a);
 		a.flags = GPUSLOT_ACQUIRE_TRY;
-		return f->call(GPUSLOT_IOC_ACQUIRE, &a);
+		return member()->call(GPUSLOT_IOC_ACQUIRE, &a);
+	}
+
+	// The domain's hardware queues in use (the budget's hqd_used), as a
+	// member reads them.
+	unsigned int hqd_used()
+	{
+		gpuslot_domain_info i{};
+		i.size = sizeof(i);
+		EXPECT_EQ(member()->call(GPUSLOT_IOC_DOMAIN_INFO, &i), 0);
+		return i.hqd_used;
 	}
 
 	std::vector<std::string> log_lines()
@@ -1012,20 +1028,6 @@ TEST_F(GpuslotRun, LauncherRejectsBadInput)
 	EXPECT_NE(help.out.find("--no-preempt"), std::string::npos);
 }
 
-// The domain's hardware queues in use (the budget's hqd_used), as a member
-// reads them.
-unsigned int hqd_used(const fs::path &dir)
-{
-	std::unique_ptr<gpuslot::LockFile> f;
-	std::string error;
-	EXPECT_EQ(gpuslot::open_lock_file(gpuslot::Transport::socket, dir, 0, &f, &error), 0)
-		<< error;
-	gpuslot_domain_info i{};
-	i.size = sizeof(i);
-	EXPECT_EQ(f->call(GPUSLOT_IOC_DOMAIN_INFO, &i), 0);
-	return i.hqd_used;
-}
-
 // On a domain that is not AMD's, gpuslot-run reserves no hardware queue and
 // leaves GPU_MAX_HW_QUEUES alone; a GPUSLOT_RUN_HIP_QUEUES of the user's is
 // not passed on; the streams' priority levels are (one read of the layout).
@@ -1052,7 +1054,7 @@ TEST_F(GpuslotRun, NoQueuesAreReservedOffAmd)
 	EXPECT_EQ(levels.status, 125) << levels.out;
 	EXPECT_NE(levels.out.find("GPUSLOT_RUN_PRIORITY_LEVELS \"16\""), std::string::npos)
 		<< levels.out;
-	EXPECT_EQ(hqd_used(dir_), 0u);
+	EXPECT_EQ(hqd_used(), 0u);
 }
 
 #ifdef GPUSLOT_RUN_HIP_TESTS
@@ -1143,10 +1145,10 @@ TEST_F(GpuslotRun, HipProgramsQueuesAreReservedForItsLife)
 			extra_env_.push_back(std::string("GPU_MAX_HW_QUEUES=") + k.pool);
 		Child c = spawn({kRun, "--slot", k.slot, "--", kHip, "wait"});
 		EXPECT_EQ(line(c), std::string("waiting GPU_MAX_HW_QUEUES=") + k.seen);
-		EXPECT_EQ(hqd_used(dir_), k.queues);
+		EXPECT_EQ(hqd_used(), k.queues);
 		const Exit e = finish(c);
 		EXPECT_EQ(e.status, 0) << e.out;
-		EXPECT_EQ(hqd_used(dir_), 0u) << "given back at exit";
+		EXPECT_EQ(hqd_used(), 0u) << "given back at exit";
 	}
 	for (const char *pool : {"lots", "3x", "0", "-1", "257"}) {
 		SCOPED_TRACE(std::string("GPU_MAX_HW_QUEUES ") + pool);
@@ -1158,17 +1160,14 @@ TEST_F(GpuslotRun, HipProgramsQueuesAreReservedForItsLife)
 		EXPECT_NE(e.out.find("GPU_MAX_HW_QUEUES \"" + std::string(pool) + "\""),
 			  std::string::npos)
 			<< e.out;
-		EXPECT_EQ(hqd_used(dir_), 0u);
+		EXPECT_EQ(hqd_used(), 0u);
 	}
 	// A budget of 6 with 2 reserved by another member: slot 0's 5 do not
 	// fit.
 	extra_env_.clear();
 	amd_layout({1, 0});
 	ASSERT_EQ(server_->set_attr(0, "hqd_limit", "6"), 0);
-	std::unique_ptr<gpuslot::LockFile> other;
-	std::string error;
-	ASSERT_EQ(gpuslot::open_lock_file(gpuslot::Transport::socket, dir_, 0, &other, &error), 0)
-		<< error;
+	const std::unique_ptr<gpuslot::LockFile> other = member();
 	gpuslot_reserve_queues r{};
 	r.size = sizeof(r);
 	r.count = 2;
@@ -1177,13 +1176,13 @@ TEST_F(GpuslotRun, HipProgramsQueuesAreReservedForItsLife)
 	EXPECT_EQ(refused.status, 125) << refused.out;
 	EXPECT_EQ(refused.out.find("waiting"), std::string::npos) << "main() ran: " << refused.out;
 	EXPECT_NE(refused.out.find("hardware queue"), std::string::npos) << refused.out;
-	EXPECT_EQ(hqd_used(dir_), 2u) << "the budget as it was";
+	EXPECT_EQ(hqd_used(), 2u) << "the budget as it was";
 	// Slot 1's 4 fit.
 	Child c = spawn({kRun, "--slot", "1", "--", kHip, "wait"});
 	EXPECT_EQ(line(c), "waiting GPU_MAX_HW_QUEUES=1");
-	EXPECT_EQ(hqd_used(dir_), 6u);
+	EXPECT_EQ(hqd_used(), 6u);
 	EXPECT_EQ(finish(c).status, 0);
-	EXPECT_EQ(hqd_used(dir_), 2u);
+	EXPECT_EQ(hqd_used(), 2u);
 }
 
 // The levels the launcher passes (GPUSLOT_RUN_PRIORITY_LEVELS) never raise
