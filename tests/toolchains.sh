@@ -11,6 +11,8 @@
 #   clang14-metrics   deploy/ (the product) with Clang 14, GPUSLOT_METRICS=ON
 #   gcc11-metrics     deploy/ with GCC 11, GPUSLOT_METRICS=ON
 #   clang14-nometrics deploy/ with Clang 14, prometheus-cpp hidden
+#   clang14-tests     tests/ with Clang 14 (prometheus-cpp required), then
+#                     its unit tests (ctest): Clang's sanitizers
 #
 # usage: toolchains.sh BUILD_DIR [BUILD...]   (default: all four)
 # Each build has TOOLCHAIN_TIMEOUT seconds (1800); ctest's tests have their
@@ -20,7 +22,7 @@ set -uo pipefail
 out=${1:?usage: toolchains.sh BUILD_DIR [BUILD...]}
 shift
 root=$(cd "$(dirname "$0")/.." && pwd)
-builds=${*:-gcc11-nometrics clang14-metrics gcc11-metrics clang14-nometrics}
+builds=${*:-gcc11-nometrics clang14-metrics gcc11-metrics clang14-nometrics clang14-tests}
 limit=${TOOLCHAIN_TIMEOUT:-1800}
 jobs=${JOBS:-$(nproc)}
 passed=0 failed=0 report=""
@@ -36,7 +38,7 @@ for b in $builds; do
 	*) metrics=-DGPUSLOT_METRICS=ON ;;
 	esac
 	src=deploy
-	[ "$b" = gcc11-nometrics ] && src=tests
+	case $b in gcc11-nometrics | clang14-tests) src=tests ;; esac
 	dir=$out/$b
 	rm -rf "$dir"
 	mkdir -p "$dir"
@@ -64,23 +66,22 @@ for b in $builds; do
 	report+="$line"$'\n'
 done
 
-# The unit tests of the GCC 11 build without prometheus-cpp: what Ubuntu
-# 22.04 would build, run.
-case " $builds " in
-*" gcc11-nometrics "*)
-	if [ -x "$out/gcc11-nometrics/core_test" ]; then
+# The unit tests of the tests/ builds: GCC 11 without prometheus-cpp (what
+# Ubuntu 22.04 would build) and Clang 14 (its sanitizers), run.
+for b in gcc11-nometrics clang14-tests; do
+	case " $builds " in *" $b "*) ;; *) continue ;; esac
+	if [ -x "$out/$b/core_test" ]; then
 		start=$SECONDS
-		(cd "$out/gcc11-nometrics" && ctest --output-on-failure --timeout 300) \
-			>"$out/gcc11-nometrics-ctest.log" 2>&1
-		tail -n 15 "$out/gcc11-nometrics-ctest.log"
+		(cd "$out/$b" && ctest --output-on-failure --timeout 300) >"$out/$b-ctest.log" 2>&1
+		tail -n 15 "$out/$b-ctest.log"
 		read -r f total < <(sed -n \
 			's/.*tests passed, \([0-9]*\) tests failed out of \([0-9]*\).*/\1 \2/p' \
-			"$out/gcc11-nometrics-ctest.log" | tail -n 1)
+			"$out/$b-ctest.log" | tail -n 1)
 		f=${f:-1} total=${total:-1}
 		passed=$((passed + total - f)) failed=$((failed + f))
-		report+="gcc11-nometrics unit tests: $((total - f)) passed, $f failed ($((SECONDS - start)) s)"$'\n'
-	fi ;;
-esac
+		report+="$b unit tests: $((total - f)) passed, $f failed ($((SECONDS - start)) s)"$'\n'
+	fi
+done
 printf '%s' "$report"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

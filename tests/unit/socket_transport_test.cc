@@ -2554,8 +2554,6 @@ void write_bytes(const fs::path &path, const std::vector<char> &bytes, mode_t mo
 // How a state file can be one gpuslotd must not use: planted by someone
 // else, writable by others, a link to elsewhere, or not a state file.
 enum class Bad { none, other_owner, group_writable, symlink, bad_magic, cut_short };
-const Bad kBadStateFiles[] = {Bad::other_owner, Bad::group_writable, Bad::symlink,
-			      Bad::bad_magic, Bad::cut_short};
 
 // Plant gpuslotd.state in @dir as @bad says, holding @hold: what a later
 // check should find moved aside to gpuslotd.state.bad.1.
