@@ -14,7 +14,7 @@
 #   clang14-tests     tests/ with Clang 14 (prometheus-cpp required), then
 #                     its unit tests (ctest): Clang's sanitizers
 #
-# usage: toolchains.sh BUILD_DIR [BUILD...]   (default: all four)
+# usage: toolchains.sh BUILD_DIR [BUILD...]   (default: all five)
 # Each build has TOOLCHAIN_TIMEOUT seconds (1800); ctest's tests have their
 # own limits (tests/CMakeLists.txt). Prints each build's wall time and ends
 # with "N passed, N failed" (one per build, plus each unit test).

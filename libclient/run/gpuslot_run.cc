@@ -17,7 +17,6 @@
 
 #include "amd_cu_mask.hpp"
 #include "gpuslot.h"
-#include "hip_queues.hpp"
 #include "run_env.hpp"
 
 namespace {
@@ -168,12 +167,13 @@ int hip_queues_to_reserve(unsigned int levels, unsigned int *queues)
 	const char *set = std::getenv("GPU_MAX_HW_QUEUES");
 	if (!set && setenv("GPU_MAX_HW_QUEUES", "1", 1))
 		return fail(std::string("setenv: ") + std::strerror(errno));
-	if (set && (!parse_number(set, kMaxHipPool) || !*parse_number(set, kMaxHipPool)))
+	const auto pool = set ? parse_number(set, kMaxHipPool) : std::optional<unsigned long>(1);
+	if (!pool || !*pool)
 		return fail(std::string("GPU_MAX_HW_QUEUES \"") + set +
 			    "\": gpuslot-run counts the program's hardware queues from it; give "
 			    "a number 1 .. " + std::to_string(kMaxHipPool) +
 			    ", or unset it (gpuslot-run then sets 1)");
-	*queues = hip_program_queues(gpuslot::hip_pool_queues(set ? set : "1"), levels);
+	*queues = hip_program_queues(unsigned(*pool), levels);
 	return 0;
 }
 

@@ -71,9 +71,9 @@ bool load_hip(HipRuntime *rt, std::string *error)
 	rt->pool_queues = hip_pool_queues(getenv("GPU_MAX_HW_QUEUES"));
 	if (rt->pool_queues == kHipUnboundedPoolQueues) {
 		*error = std::string("GPU_MAX_HW_QUEUES=\"") + getenv("GPU_MAX_HW_QUEUES") +
-			 "\": HIP reads it (atoi) as a queue pool with no bound that a "
-			 "hardware-queue budget could reserve; set it to a number 1 .. 1024, "
-			 "such as 1";
+			 "\": HIP reads it (atoi) as a queue pool larger than any "
+			 "hardware-queue budget holds (a negative number: no bound at all); "
+			 "set it to a small number, such as 1";
 		return false;
 	}
 	bool ok = true;

@@ -14,8 +14,9 @@ namespace gpuslot {
 // what it read. ROCclr's streams of one priority share the pool's queues
 // once it holds that many (Device::acquireQueue).
 constexpr unsigned int kHipDefaultPoolQueues = 4;
-// More than any budget holds (GPUSLOT_MAX_HQD): a pool that HIP reads as
-// unbounded.
+// A pool that, with the runtime's own queues, is more than any budget holds
+// (GPUSLOT_MAX_HQD): what a negative number (no bound at all) or one past
+// it is counted as.
 constexpr unsigned int kHipUnboundedPoolQueues = 1024;
 
 // The pool HIP makes for @env_value, GPU_MAX_HW_QUEUES as ROCclr reads it
