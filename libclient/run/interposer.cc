@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -276,12 +277,18 @@ __attribute__((constructor)) void load()
 			     std::to_string(kMinPollUs) + " .. " + std::to_string(kMaxPollUs));
 		throttle.poll_us = unsigned(*poll);
 	}
-	const char *levels_text = std::getenv(kEnvLevels);
-	const auto levels = levels_text ? parse_number(levels_text, GPUSLOT_MAX_SLOT_PRIORITY)
-					: std::nullopt;
-	if (levels_text && !levels)
-		fail(std::string(kEnvLevels) + " \"" + levels_text + "\" is not a number 0 .. " +
-		     std::to_string(GPUSLOT_MAX_SLOT_PRIORITY));
+	// The launcher's count of the slot's priority levels; none where it
+	// did not count (then the interposer's own read stands). A plain
+	// number, not an optional: GCC 12 at -O2 takes an optional read
+	// this far below its test for maybe-uninitialized.
+	unsigned launcher_levels = UINT_MAX;
+	if (const char *levels_text = std::getenv(kEnvLevels)) {
+		const auto levels = parse_number(levels_text, GPUSLOT_MAX_SLOT_PRIORITY);
+		if (!levels)
+			fail(std::string(kEnvLevels) + " \"" + levels_text +
+			     "\" is not a number 0 .. " + std::to_string(GPUSLOT_MAX_SLOT_PRIORITY));
+		launcher_levels = unsigned(*levels);
+	}
 	const char *queues_text = std::getenv(kEnvQueues);
 	const auto queues = queues_text ? parse_number(queues_text, GPUSLOT_MAX_HQD)
 					: std::optional<unsigned long>(0);
@@ -320,8 +327,8 @@ __attribute__((constructor)) void load()
 	// its slot, and no pool beyond those counted.
 	if (!streams_priority_levels(state.client, *mask, &state.priority_levels, &error))
 		fail(error);
-	if (levels && unsigned(*levels) < state.priority_levels)
-		state.priority_levels = unsigned(*levels);
+	if (launcher_levels < state.priority_levels)
+		state.priority_levels = launcher_levels;
 	// The bound on what is in flight applies where another slot of the
 	// domain outranks the program's (the layout at start: a program
 	// outranked later is held back while preempted, with no bound on
