@@ -20,6 +20,15 @@ mkdir -p "$stage"
 	grep -v '^build/' | tar -cf - -T -) | tar -xf - -C "$stage"
 cp -r "$root/deploy/debian" "$stage/debian"
 rm -f "$stage/debian/build-debs.sh" "$stage/debian/build-chroot.sh"
+# Each release's build has a version of its own, the upstream one with
+# +deb12 or +deb13 (as Debian's own rebuilds for a release are named), so
+# that apt replaces the bookworm build on an upgrade to trixie
+# (1.0.0+deb12 < 1.0.0+deb13) and never takes one release's build for the
+# other's. The module's DKMS version stays the upstream one (rules).
+case $dist in bookworm) release=deb12 ;; trixie) release=deb13 ;; esac
+sed -i "1s/^gpuslot (\([^)+]*\)) [a-z]*;/gpuslot (\1+$release) $dist;/" "$stage/debian/changelog"
+grep -q "^gpuslot ([^)]*+$release) $dist;" "$stage/debian/changelog" ||
+	{ echo "make deb: debian/changelog's first line is not 'gpuslot (VERSION) DIST;'" >&2; exit 1; }
 
 # lintian's verdict: every tag it prints (overrides in debian/*.lintian-
 # overrides say why) but only errors and warnings fail.

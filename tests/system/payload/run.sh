@@ -47,6 +47,12 @@ DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
 	/tmp/debs/python3-gpuslot_*.deb 2>&1 | tail -n 25
 echo "SYSTEM-TEST: apt-get install took $(($(date +%s) - t0)) s"
 
+# Each release gets its own build (deploy/debian/build-debs.sh): +deb12 on
+# Debian 12, +deb13 on 13, so an upgrade replaces one with the other.
+rel=$(. /etc/os-release && echo "deb$VERSION_ID")
+check "the five packages are the build for this release (+$rel)" \
+	"[ \"\$(dpkg-query -W -f '\${Version}\n' gpuslot-dkms gpuslotd libgpuslot1 libgpuslot-dev \
+	    python3-gpuslot | sed 's/.*+//' | sort -u)\" = $rel ]"
 check "DKMS built and installed gpuslot for $(uname -r)" \
 	"dkms status gpuslot/1.0.0 -k $(uname -r) | grep -q installed"
 check "the module is loaded" "[ -d /sys/module/gpuslot ]"
