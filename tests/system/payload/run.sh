@@ -52,7 +52,7 @@ echo "SYSTEM-TEST: apt-get install took $(($(date +%s) - t0)) s"
 rel=$(. /etc/os-release && echo "deb$VERSION_ID")
 check "the five packages are the build for this release (+$rel)" \
 	"[ \"\$(dpkg-query -W -f '\${Version}\n' gpuslot-dkms gpuslotd libgpuslot1 libgpuslot-dev \
-	    python3-gpuslot | sed 's/.*+//' | sort -u)\" = $rel ]"
+	    python3-gpuslot | grep -c '+$rel\$')\" = 5 ]"
 check "DKMS built and installed gpuslot for $(uname -r)" \
 	"dkms status gpuslot/1.0.0 -k $(uname -r) | grep -q installed"
 check "the module is loaded" "[ -d /sys/module/gpuslot ]"
