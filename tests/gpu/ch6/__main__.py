@@ -123,6 +123,10 @@ def main(argv):
                    "started; refused if this tree's commit or sources differ)")
     r.add_argument("--commit", default=os.environ.get("GPUSLOT_COMMIT", "unknown"),
                    help="the commit this tree is (default $GPUSLOT_COMMIT)")
+    r.add_argument("--cpus-per-task", type=int, default=1,
+                   help="cores each task's process is pinned to, none shared (1; 2 gives a "
+                   "runtime that adds a thread, as XSched's launch thread, a core of its own "
+                   "beside the task's, every technique alike)")
     r.add_argument("--suspects", default=",".join(runner.DEFAULT_SUSPECTS),
                    help="the possible sources of periodic stalls left on: comma-separated of "
                    f"{', '.join(runner.SUSPECTS)}; all; none (default "
@@ -207,6 +211,10 @@ def main(argv):
         a.camera_busy_ms = 15.0
         print("ch6: --plan: the camera's busy time taken as 15 ms (measured when run)")
     picked = pick_scenarios(a, wanted, calibration, notes)
+    try:
+        runner.check_cpus(picked, a.cpus_per_task)
+    except ValueError as e:
+        p.error(f"--cpus-per-task: {e}")
     if a.plan:
         order = runner.interleave(len(picked), a.reps, a.seed)
         total = sum((picked[i].duration_s or a.duration) + a.overhead for i, _ in order)
@@ -221,7 +229,7 @@ def main(argv):
     schedule = runner.Schedule.create(a.out, picked, a.reps, a.seed, a.duration, a.backend,
                                       suspects, a.commit, fingerprint, dry_run=a.dry_run,
                                       experiments=wanted, notes=notes,
-                                      argv=list(argv))
+                                      cpus_per_task=a.cpus_per_task, argv=list(argv))
     with open(os.path.join(a.out, "order.csv"), "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["run", "rep", "experiment", "scenario"])

@@ -79,16 +79,19 @@ def run_monitors(rundir, info):
     out = {}
     start, duration = info.get("start"), info.get("duration")
     steal_rows = _csv(os.path.join(rundir, "cpu.csv"))
-    task_cpus = set((info.get("cpus") or {}).get("tasks", {}).values())
-    measured_cpu = None
+    # A task's cores: one number in runs before --cpus-per-task, a list since.
+    cores = {name: set(c) if isinstance(c, list) else {c}
+             for name, c in (info.get("cpus") or {}).get("tasks", {}).items()}
+    task_cpus = set().union(*cores.values())
+    measured_cpus = set()
     for t in info.get("scenario", {}).get("tasks", []):
         if t.get("measured"):
-            measured_cpu = (info.get("cpus") or {}).get("tasks", {}).get(t["name"])
+            measured_cpus = cores.get(t["name"], set())
     if steal_rows and start is not None:
         window = [r for r in steal_rows if start <= float(r["t_s"]) <= start + duration + 0.1]
         out["steal_jiffies"] = sum(int(r["steal"]) for r in window)
         out["steal_jiffies_task_cpu"] = sum(int(r["steal"]) for r in window
-                                            if int(r["cpu"]) == measured_cpu)
+                                            if int(r["cpu"]) in measured_cpus)
         out["_steal_times"] = sorted(float(r["t_s"]) - start for r in window
                                      if int(r["steal"]) > 0 and int(r["cpu"]) in task_cpus)
     gpu = _csv(os.path.join(rundir, "gpu.csv"))

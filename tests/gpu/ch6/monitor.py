@@ -40,7 +40,11 @@ def main(argv):
         f.write("t_s,cpu," + ",".join(FIELDS) + "\n")
         last = read_stat()
         next_t = time.monotonic()
-        while not stop:
+        # Up once SIGTERM is ours: the runner waits for this line, so a
+        # short run's stop cannot kill the monitor before it has a file.
+        print("up", flush=True)
+        # At least one sample, however soon the stop comes.
+        while True:
             next_t += interval
             d = next_t - time.monotonic()
             if d > 0:
@@ -50,6 +54,8 @@ def main(argv):
             for cpu, v in sorted(deltas(last, now).items()):
                 f.write(f"{t},{cpu}," + ",".join(map(str, v)) + "\n")
             last = now
+            if stop:
+                break
 
 
 if __name__ == "__main__":

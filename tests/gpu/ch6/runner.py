@@ -69,16 +69,41 @@ def cpu_for(i):
     return CPUS[1 + i % (len(CPUS) - 1)] if len(CPUS) > 1 else CPUS[0]
 
 
+def cpus_for(i, per_task=1):
+    """Task i's cores: ``per_task`` each, none shared with another task or
+    the runner's. One each is cpu_for()'s (wrapping round where there are
+    fewer cores than tasks, as on a small machine's dry run). More than one
+    (XSched adds a launch thread per queue to a task's process, which one
+    core time-slices with the task's own) must fit: ValueError says so."""
+    if per_task == 1:
+        return (cpu_for(i),)
+    first = 1 + i * per_task
+    if first + per_task > len(CPUS):
+        raise ValueError(f"task {i} with {per_task} CPUs each needs {first + per_task} CPUs "
+                         f"(one for the runner); this process has {len(CPUS)}")
+    return tuple(CPUS[first:first + per_task])
+
+
+def check_cpus(scenarios, per_task):
+    """That every scenario's tasks get ``per_task`` cores of their own: a
+    ValueError naming the largest scenario where they do not fit."""
+    if per_task < 1:
+        raise ValueError(f"CPUs per task: at least 1, not {per_task}")
+    for s in scenarios:
+        cpus_for(len(s.tasks) - 1, per_task)
+
+
 class Worker:
-    """One worker process (worker.py) on core ``cpu``, started through
+    """One worker process (worker.py) on the cores ``cpus``, started through
     ``launcher`` (a command prefix, e.g. gpuslot-run's) where given."""
 
-    def __init__(self, backend, cpu, env, log, launcher=()):
+    def __init__(self, backend, cpus, env, log, launcher=()):
+        cpus = ",".join(map(str, cpus))
         self.proc = subprocess.Popen(list(launcher) +
-                                     [sys.executable, "-m", "ch6.worker", backend, str(cpu)],
+                                     [sys.executable, "-m", "ch6.worker", backend, cpus],
                                      env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=log, text=True)
-        self.expect("up", f"worker on CPU {cpu}")
+        self.expect("up", f"worker on CPUs {cpus}")
 
     def send(self, line):
         self.proc.stdin.write(line + "\n")
@@ -104,23 +129,29 @@ class Pool:
     """Workers kept from scenario to scenario, one per core: task i of a
     scenario runs on worker i. A task that MPS limits gets a worker of its
     own, made for the scenario and ended after it. ``spin``: the workers'
-    CUDA contexts wait by spinning (the "spin" suspect), not blocking."""
+    CUDA contexts wait by spinning (the "spin" suspect), not blocking.
+    ``cpus_per_task``: the cores each worker has (cpus_for())."""
 
-    def __init__(self, backend, log, spin=False):
+    def __init__(self, backend, log, spin=False, cpus_per_task=1):
         self.backend, self.log = backend, log
+        self.cpus_per_task = cpus_per_task
         self.env = dict(os.environ, CH6_SPIN="1" if spin else "0")
         self.env["PYTHONPATH"] = os.pathsep.join(
             [os.path.dirname(HERE)] + self.env.get("PYTHONPATH", "").split(os.pathsep))
         self.kept = {}
+
+    def cpus(self, i):
+        """Task i's cores."""
+        return cpus_for(i, self.cpus_per_task)
 
     def worker(self, i, task, lock_env=None):
         """Task i's worker, and whether it is the scenario's own (started
         for it, ended after it). ``lock_env``: where gpuslotd listens."""
         if task.technique == "mps":
             env = dict(self.env, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=str(task.mps_percent))
-            return Worker(self.backend, cpu_for(i), env, self.log), True
+            return Worker(self.backend, self.cpus(i), env, self.log), True
         if task.technique == "xsched":
-            return Worker(self.backend, cpu_for(i), xsched_env(self.env, task),
+            return Worker(self.backend, self.cpus(i), xsched_env(self.env, task),
                           self.log), True
         if task.technique == "run":
             # gpuslot-run's folder holds the libgpuslot its interposer needs
@@ -129,10 +160,10 @@ class Pool:
             env["LD_LIBRARY_PATH"] = os.pathsep.join(
                 [os.path.dirname(os.environ.get("CH6_GPUSLOT_RUN", ""))] +
                 [p for p in env.get("LD_LIBRARY_PATH", "").split(os.pathsep) if p])
-            return Worker(self.backend, cpu_for(i), env, self.log,
+            return Worker(self.backend, self.cpus(i), env, self.log,
                           launcher=gpuslot_run_launcher(task)), True
         if i not in self.kept:
-            self.kept[i] = Worker(self.backend, cpu_for(i), self.env, self.log)
+            self.kept[i] = Worker(self.backend, self.cpus(i), self.env, self.log)
         return self.kept[i], False
 
     def close(self):
@@ -244,9 +275,13 @@ class Monitors:
             else:
                 log.write("   no nvidia-smi: no GPU clocks logged\n")
         if "steal" in suspects:
-            self.procs.append(subprocess.Popen(
+            p = subprocess.Popen(
                 [sys.executable, "-m", "ch6.monitor", os.path.join(rundir, "cpu.csv"), "0.1"],
-                env=dict(os.environ, PYTHONPATH=os.path.dirname(HERE)), stderr=log))
+                env=dict(os.environ, PYTHONPATH=os.path.dirname(HERE)), stdout=subprocess.PIPE,
+                stderr=log, text=True)
+            self.procs.append(p)
+            # Sampling before the run starts (EOF if it died: then no file).
+            p.stdout.readline()
 
     def stop(self):
         for p in self.procs:
@@ -258,6 +293,8 @@ class Monitors:
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
+            if p.stdout:
+                p.stdout.close()
 
 
 def run_scenario(scenario, pool, duration, workdir, gpuslotd=None, log=sys.stderr,
@@ -329,7 +366,7 @@ def run_scenario(scenario, pool, duration, workdir, gpuslotd=None, log=sys.stder
         json.dump(dict(scenario=scenario.to_json(), start=start, duration=duration,
                        suspects=sorted(suspects), tasks=infos, cpus=dict(
                            housekeeping=HOUSEKEEPING_CPU,
-                           tasks={t.name: cpu_for(i) for i, t in enumerate(scenario.tasks)})),
+                           tasks={t.name: list(pool.cpus(i)) for i, t in enumerate(scenario.tasks)})),
                   f, indent=1)
     return rows, (daemon.status if daemon else ""), infos
 
@@ -480,7 +517,8 @@ def _run_pending(schedule, gpuslotd, budget_s, call, max_runs, t_call, suspects,
         log.write(f"=== call {call}: {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}, "
                   f"budget {budget_s} s, commit {meta['commit']}\n")
         log.flush()
-        pool = Pool(meta["backend"], log, spin="spin" in suspects)
+        pool = Pool(meta["backend"], log, spin="spin" in suspects,
+                    cpus_per_task=meta.get("cpus_per_task", 1))
         done = schedule.done()
         pending = schedule.pending()
         try:

@@ -464,7 +464,9 @@ def main(argv):
     if backend not in ("torch", "none"):
         raise SystemExit(f"ch6.worker: backend {backend!r}: torch or none")
     if len(argv) > 1:
-        os.sched_setaffinity(0, {int(argv[1])})
+        # Before any thread starts: the threads a runtime makes later (an
+        # XSched launch thread) inherit the cores.
+        os.sched_setaffinity(0, {int(c) for c in argv[1].split(",")})
     # Spinning is chosen per scenario, but the context's flag only once:
     # CH6_SPIN=1 in the environment makes a worker for spinning scenarios.
     networks = Networks(blocking=os.environ.get("CH6_SPIN") != "1") \

@@ -282,6 +282,48 @@ def test_the_pool_keeps_workers_and_gives_mps_tasks_their_own(tmp_path):
         assert w0.proc.returncode == 0 and w1.proc.returncode == 0
 
 
+def test_tasks_get_cores_of_their_own_one_or_more_each(monkeypatch):
+    monkeypatch.setattr(runner, "CPUS", list(range(16)))
+    # One each: cpu_for()'s, wrapping round past the 15 task cores.
+    assert [runner.cpus_for(i) for i in (0, 1, 14, 15)] == [(1,), (2,), (15,), (1,)]
+    # Two each: disjoint, never core 0 (the runner's, gpuslotd's).
+    cores = [runner.cpus_for(i, 2) for i in range(7)]
+    assert cores[0] == (1, 2) and cores[6] == (13, 14)
+    assert len(set().union(*cores)) == 14 and 0 not in set().union(*cores)
+    with pytest.raises(ValueError, match="task 7 with 2 CPUs each needs 17 CPUs"):
+        runner.cpus_for(7, 2)
+    # only-graph's 4 tasks fit at 2 each on 16 cores; camera-130's 8 do not.
+    only = scenarios.only(graph=True, techniques=("xsched",))
+    runner.check_cpus(only, 2)
+    cameras = [dataclasses.replace(only[0], tasks=only[0].tasks + tuple(
+        dataclasses.replace(t, name=t.name + "-2", measured=False) for t in only[0].tasks))]
+    with pytest.raises(ValueError, match="needs 17 CPUs"):
+        runner.check_cpus(cameras, 2)
+    with pytest.raises(ValueError, match="at least 1"):
+        runner.check_cpus(only, 0)
+
+
+def test_a_worker_runs_on_every_core_it_is_given(tmp_path):
+    cores = tuple(sorted(os.sched_getaffinity(0)))[:2]
+    with open(tmp_path / "log", "w") as log:
+        w = runner.Worker("none", cores, runner.Pool("none", log).env, log)
+        try:
+            assert set(os.sched_getaffinity(w.proc.pid)) == set(cores)
+        finally:
+            w.quit()
+    assert w.proc.returncode == 0
+
+
+def test_a_too_large_cpus_per_task_is_refused_before_anything_runs(tmp_path):
+    out = tmp_path / "run"
+    rc, said = ch6_run("--out", str(out), "--dry-run", "--experiments", "only",
+                       "--techniques", "alone", "--cpus-per-task", str(len(runner.CPUS) + 1),
+                       check=False)
+    # "alone": one task, task 0.
+    assert rc != 0 and "--cpus-per-task: task 0 with" in said and "(one for the runner)" in said
+    assert not (out / "schedule.json").exists()
+
+
 # Issue 32: repetitions, interleaving, resume, timing breakdown, stall
 # suspects, monitors and the comparison.
 
@@ -548,6 +590,34 @@ def test_the_monitor_reads_every_cpus_steal(tmp_path):
         len(monitor.read_stat()) >= 1
 
 
+def test_a_monitor_stopped_at_once_has_its_file_and_a_sample(tmp_path):
+    # A run shorter than the monitor's start (a dry run on a loaded
+    # machine) once left no cpu.csv: the stop killed it before it had one.
+    with open(tmp_path / "log", "w") as log:
+        m = runner.Monitors(str(tmp_path), {"steal"}, log)
+        m.stop()
+    with open(tmp_path / "cpu.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) >= len(monitor.read_stat()) >= 1
+    assert m.procs[0].returncode == 0
+
+
+def test_steal_is_counted_on_the_measured_tasks_cores_one_or_several(tmp_path):
+    fields = ",".join(monitor.FIELDS)
+    zeros = ",".join("0" for _ in monitor.FIELDS[:-1])    # steal is the last
+    with open(tmp_path / "cpu.csv", "w") as f:
+        f.write(f"t_s,cpu,{fields}\n")
+        for cpu, steal in ((1, 3), (2, 5), (3, 7)):
+            f.write(f"100.5,{cpu},{zeros},{steal}\n")
+    tasks = [dict(name="front", measured=True), dict(name="other", measured=False)]
+    for cores, mine in (({"front": 1, "other": 3}, 3),            # before --cpus-per-task
+                        ({"front": [1, 2], "other": [3]}, 8)):     # since
+        info = dict(start=100.0, duration=1.0, scenario=dict(tasks=tasks),
+                    cpus=dict(housekeeping=0, tasks=cores))
+        out = compare.run_monitors(str(tmp_path), info)
+        assert out["steal_jiffies"] == 15 and out["steal_jiffies_task_cpu"] == mine
+
+
 def test_stall_moments_are_shared_by_two_tasks():
     def job(task, t, ms):
         return dict(task=task, release_s=str(t), response_ms=ms)
@@ -660,8 +730,8 @@ def test_a_dry_run_interleaves_resumes_and_reports(tmp_path):
             assert len(list(csv.DictReader(f))) >= len(runner.CPUS)
         with open(os.path.join(out, "runs", str(n), "info.json")) as f:
             info = json.load(f)
-        assert info["cpus"]["housekeeping"] not in info["cpus"]["tasks"].values() or \
-            len(runner.CPUS) == 1
+        assert all(info["cpus"]["housekeeping"] not in cores
+                   for cores in info["cpus"]["tasks"].values()) or len(runner.CPUS) == 1
         assert info["duration"] == (0.35 if info["scenario"]["experiment"].startswith("camera")
                                     else 0.25)
     report.write_report(out)
