@@ -35,6 +35,22 @@ constexpr int kExitGpuslotRun = 125;
 	_exit(kExitGpuslotRun);
 }
 
+// A number 0 .. @max the launcher passed in @name, or @unset where it
+// passed none; anything else ends the program. A plain number, not an
+// optional: GCC 12 at -O2 takes an optional read far below its test for
+// maybe-uninitialized.
+unsigned long launcher_number(const char *name, unsigned long max, unsigned long unset)
+{
+	const char *text = std::getenv(name);
+	if (!text)
+		return unset;
+	const auto n = parse_number(text, max);
+	if (!n)
+		fail(std::string(name) + " \"" + text + "\" is not a number 0 .. " +
+		     std::to_string(max));
+	return *n;
+}
+
 // The layout generation the program's streams were made for (0: none on a
 // partition yet; set_partition_generation(), by the CUDA interposer).
 std::atomic<uint64_t> partition_generation{0};
@@ -247,7 +263,6 @@ __attribute__((constructor)) void load()
 	const char *domain_text = std::getenv(kEnvDomain);
 	const char *slots_text = std::getenv(kEnvSlots);
 	const char *policy_text = std::getenv(kEnvPolicy);
-	const char *inflight_text = std::getenv(kEnvInflight);
 	const char *preempt_text = std::getenv(kEnvPreempt);
 	const char *poll_text = std::getenv(kEnvPollUs);
 	if (!slots_text)
@@ -264,11 +279,8 @@ __attribute__((constructor)) void load()
 		state.policy = Policy::hold;
 	else if (policy != "per-sync")
 		fail(std::string(kEnvPolicy) + " \"" + policy + "\" is neither hold nor per-sync");
-	const auto inflight = inflight_text ? parse_number(inflight_text, kMaxInflight)
-					    : std::optional<unsigned long>(kDefaultInflight);
-	if (!inflight)
-		fail(std::string(kEnvInflight) + " \"" + inflight_text + "\" is not a number 0 .. " +
-		     std::to_string(kMaxInflight));
+	const unsigned inflight = unsigned(launcher_number(kEnvInflight, kMaxInflight,
+							   kDefaultInflight));
 	Throttle throttle;
 	if (poll_text) {
 		const auto poll = parse_number(poll_text, kMaxPollUs);
@@ -277,27 +289,14 @@ __attribute__((constructor)) void load()
 			     std::to_string(kMinPollUs) + " .. " + std::to_string(kMaxPollUs));
 		throttle.poll_us = unsigned(*poll);
 	}
-	// The launcher's count of the slot's priority levels; none where it
-	// did not count (then the interposer's own read stands). A plain
-	// number, not an optional: GCC 12 at -O2 takes an optional read
-	// this far below its test for maybe-uninitialized.
-	unsigned launcher_levels = UINT_MAX;
-	if (const char *levels_text = std::getenv(kEnvLevels)) {
-		const auto levels = parse_number(levels_text, GPUSLOT_MAX_SLOT_PRIORITY);
-		if (!levels)
-			fail(std::string(kEnvLevels) + " \"" + levels_text +
-			     "\" is not a number 0 .. " + std::to_string(GPUSLOT_MAX_SLOT_PRIORITY));
-		launcher_levels = unsigned(*levels);
-	}
-	const char *queues_text = std::getenv(kEnvQueues);
-	const auto queues = queues_text ? parse_number(queues_text, GPUSLOT_MAX_HQD)
-					: std::optional<unsigned long>(0);
-	if (!queues)
-		fail(std::string(kEnvQueues) + " \"" + queues_text + "\" is not a number 0 .. " +
-		     std::to_string(GPUSLOT_MAX_HQD));
+	// The launcher's count of the slot's priority levels; UINT_MAX where
+	// it did not count (then the interposer's own read stands).
+	const unsigned launcher_levels = unsigned(launcher_number(kEnvLevels,
+								  GPUSLOT_MAX_SLOT_PRIORITY, UINT_MAX));
+	const unsigned queues = unsigned(launcher_number(kEnvQueues, GPUSLOT_MAX_HQD, 0));
 	// runtime_queues is libgpuslot 1.6's; an older one would refuse the
 	// options as a nonzero reserved field.
-	if (*queues && gpuslot_lib_version() < GPUSLOT_VERSION_NUMBER(1, 6, 0))
+	if (queues && gpuslot_lib_version() < GPUSLOT_VERSION_NUMBER(1, 6, 0))
 		fail("the libgpuslot loaded is " + std::to_string(gpuslot_lib_version() >> 16) + "." +
 		     std::to_string(gpuslot_lib_version() >> 8 & 0xff) +
 		     ", older than 1.6: it cannot reserve the program's hardware queues; install "
@@ -317,7 +316,7 @@ __attribute__((constructor)) void load()
 	// AMD: the program's HIP makes its own queues; they are counted in the
 	// domain's hardware-queue budget from before its first GPU call until
 	// it exits (the client's file holds them).
-	o.runtime_queues = unsigned(queues.value_or(0));
+	o.runtime_queues = queues;
 	if (gpuslot_open(&o, &state.client) < 0)
 		fail(std::string("domain ") + std::to_string(*domain) + ": " + gpuslot_last_error());
 	// A stream's priority is fixed when it is made, and the program's
@@ -349,7 +348,7 @@ __attribute__((constructor)) void load()
 	state.lock = new LibgpuslotLock(state.client, *mask);
 	state.preempt = new LibgpuslotPreempt(state.client, state.lock);
 	throttle.suspend = preempt == "1";
-	throttle.inflight = outranked ? unsigned(*inflight) : 0u;
+	throttle.inflight = outranked ? inflight : 0u;
 	throttle.preempt = state.preempt;
 	throttle.markers = api_markers();
 	state.queue = new LaunchQueue(state.policy, state.lock, stream_finished, throttle);
