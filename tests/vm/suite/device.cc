@@ -573,6 +573,21 @@ pid_t spawn(const std::function<int()> &fn)
 	return pid;
 }
 
+bool signal_until_exited(pid_t pid, int sig, int timeout_ms)
+{
+	const auto end = std::chrono::steady_clock::now() +
+			 std::chrono::milliseconds(timeout_ms);
+	while (std::chrono::steady_clock::now() < end) {
+		siginfo_t si{};
+		if (waitid(P_PID, id_t(pid), &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+		    si.si_pid == pid)
+			return true;
+		kill(pid, sig);
+		usleep(20000);
+	}
+	return false;
+}
+
 int wait_child(pid_t pid)
 {
 	int status;

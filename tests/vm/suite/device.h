@@ -180,6 +180,12 @@ pid_t fork_one_thread();
 pid_t spawn(const std::function<int()> &fn);
 // The child's exit status, or 128 + the signal that killed it.
 int wait_child(pid_t pid);
+// Send @sig to child @pid every 20 ms until it has exited (left to be
+// reaped), for up to @timeout_ms: false if it did not. On the socket a wait
+// is the caller's recv(), and gpuslotd counts the waiter once its message
+// is in, so one signal may come before the caller is in recv() and
+// interrupt nothing.
+bool signal_until_exited(pid_t pid, int sig, int timeout_ms = 20000);
 
 // A pipe for small integers between processes; reads time out.
 class Pipe {

@@ -341,7 +341,7 @@ TEST_F(Lock, SignalInterruptsWaitAndLeavesNoTrace)
 			return 0;
 		});
 		ASSERT_TRUE(wait_waiters(1));
-		kill(w, SIGUSR1);
+		EXPECT_TRUE(signal_until_exited(w, SIGUSR1));
 		expect_child_ok(w);
 		EXPECT_EQ(d.info().nr_waiters, 0u);
 	}
