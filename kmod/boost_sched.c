@@ -1,20 +1,22 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The kernel side of the boost ledger (boost.c): the scheduler calls, the
- * module's one ledger and its lock, boosting and unboosting a file's hold,
- * and max_hold_ms.
+ * module's ledgers (one per member) and their locks, boosting and
+ * unboosting a file's hold, and max_hold_ms.
  *
  * Modules can only change a task's policy through the GPL export
  * sched_setattr_nocheck() (or, where it is not exported, the three calls
  * that kmod/compat.h maps it to); there is no export to read the attributes back,
  * so they are read from task_struct here. sched_setattr_nocheck() takes
  * sleeping locks (cpusets, PI), so every ledger call runs under a sleeping
- * lock, never under a domain's spinlock. Lock order: the ledger lock, then
- * a domain's lock.
+ * lock, never under a domain's spinlock. Lock order: a file's boost_lock,
+ * then a member's ledger lock, then a domain's lock (or a thread-index
+ * bucket's); never two of one kind at once.
  */
 #include <linux/capability.h>
 #include <linux/cpumask.h>
 #include <linux/cred.h>
+#include <linux/hash.h>
 #include <linux/hrtimer.h>
 #include <linux/ktime.h>
 #include <linux/kthread.h>
@@ -25,48 +27,92 @@
 #include <linux/sched.h>
 #include <linux/sched/task.h>
 #include <linux/slab.h>
+#include <linux/wait_bit.h>
 #include <uapi/linux/sched/types.h>
 
 #include "boost_sched.h"
 #include "compat.h"
 
 /*
- * The ledger's lock: one for every GPU, because a thread's record is
- * shared by its holds on every GPU. Ledger calls sleep, so it cannot be a
- * spinlock. It is taken on the handoff path, by the expiry thread (one
- * above the boost), and by SCHED_OTHER contexts too (close(), a granter that
- * was not boosted): a struct mutex has priority inheritance only on
- * PREEMPT_RT, so elsewhere a SCHED_OTHER owner preempted by real-time work
- * would hold up every boost and every restore on every GPU for as long as
- * that work runs. An rt_mutex lends its owner the priority of its highest
- * waiter on every kernel, and what it guards is bounded: one ledger call,
- * at most two sched_setattr_nocheck(), and no allocation (the records a
- * boost needs are made before it is taken: gpuslot_boost_lock_to_begin()).
+ * The ledgers: one per member (a uid: gpuslot_task_member()), holding
+ * its account and the records of its boosted threads, each with a lock of
+ * its own, so that no member's ledger call waits for another member's
+ * (issue 38: one global lock let a member, preempted inside a ledger call,
+ * hold up every boost and restore of every other member on every GPU).
+ * A member's records and account span GPUs, and every walk a ledger call
+ * makes is over one member's records (boost.h), so the member, not the GPU,
+ * is the unit a lock can serialise alone.
  *
- * The walks under it, all bounded by one member's limits: a call settles
- * the budget of one member, reading the CPU time of each of its boosted
- * threads once (gpuslot_sched_cputime()), and may tell each of its boosted
- * holds that the budget ends earlier (gpuslot_sched_rearm(): the hold's
- * domain lock and an hrtimer); it looks a thread and an account up in a
- * hash bucket, and walks the accounts that still owe (one per uid at
- * most). A uid has at most GPUSLOT_MAX_DOMAINS x
+ * The lock is an rt_mutex: ledger calls sleep (sched_setattr_nocheck()),
+ * so it cannot be a spinlock. It is taken on the handoff path, by the
+ * expiry thread (one above the boost), and by SCHED_OTHER contexts too
+ * (close(), a granter that was not boosted): a struct mutex has priority
+ * inheritance only on PREEMPT_RT, so elsewhere a SCHED_OTHER owner
+ * preempted by real-time work would hold up the member's boosts and
+ * restores for as long as that work runs. An rt_mutex lends its owner the
+ * priority of its highest waiter on every kernel, and what it guards is
+ * bounded: one ledger call, at most two sched_setattr_nocheck(), and no
+ * allocation (the records a boost needs are made before it is taken:
+ * gpuslot_boost_prepare()).
+ *
+ * The walks under it, bounded by the member's limits: a call settles the
+ * member's budget, reading the CPU time of each of its boosted threads
+ * once (gpuslot_sched_cputime()), and may tell each of its boosted holds
+ * that the budget ends earlier (gpuslot_sched_rearm(): the hold's domain
+ * lock and an hrtimer). A uid has at most GPUSLOT_MAX_DOMAINS x
  * (GPUSLOT_MAX_WAITERS_PER_USER waiters asleep boosted + GPUSLOT_MAX_SLOTS
- * holds) = 5120 records; no call walks another member's. Measured in user
- * space over the fake scheduler (tests/unit/boost_test.cc,
- * OneMembersWorstCaseIsBoundedWork): tens of microseconds for 5120; here
- * each record costs a read of its task_struct, of the order of a
- * millisecond in all if cold (not measured).
+ * holds) = 5120 records. Measured in user space over the fake scheduler
+ * (tests/unit/boost_test.cc, OneMembersWorstCaseIsBoundedWork): tens of
+ * microseconds for 5120; here each record costs a read of its
+ * task_struct, of the order of a millisecond in all if cold (not
+ * measured). That cost now falls on the member's own calls alone.
  *
- * Why one lock, not one per GPU: a member's account and a thread's record
- * span GPUs, and every walk is over one member's records on all of them.
- * Per-GPU locks would have to be taken together, in domain order, for
- * every call on a member that holds or waits on several GPUs: the same
- * serialisation, a lock order more, and no shorter walk; what they would
- * save is the contention between members on different GPUs, one such call
- * at a time.
+ * A ledger is made the first time its uid needs one and lives until the
+ * module goes: at most one per uid that ever held a slot (a member cannot
+ * make uids), which is what an account cost before, kept only until full.
+ * Ledgers are found by uid under RCU (gpuslot_ledgers[], added to under
+ * gpuslot_ledgers_lock), and a thread's record by its task_struct in the
+ * thread index (gpuslot_threads[], a spinlock per bucket), which names
+ * the ledger that has it: a thread whose uid changed while boosted keeps
+ * its record, and so its ledger, until its last hold ends, and is never
+ * recorded in two (gpuslot_ledger_owns()).
+ *
+ * A file's hold is changed only by calls on that file, serialised by the
+ * file's boost_lock, taken before any ledger's: a hold recorded in one
+ * member's ledger (an older hold of the file, of another thread and uid)
+ * is ended there before a new one begins in another
+ * (gpuslot_hold_lock()).
  */
-static DEFINE_RT_MUTEX(gpuslot_boost_lock);
-static struct gpuslot_boost_ledger gpuslot_ledger;
+struct gpuslot_sched_thread;
+
+struct gpuslot_member_ledger {
+	struct gpuslot_boost_ledger l;
+	struct rt_mutex lock;
+	u32 uid;
+	struct hlist_node node;		/* in gpuslot_ledgers[], RCU */
+	/*
+	 * One thread record and one member account made ready before @lock
+	 * is taken for a boost, so that no allocation (memcg charging,
+	 * reclaim) happens under it: a boost makes at most one of each.
+	 * Under @lock.
+	 */
+	struct gpuslot_sched_thread *spare_thread;
+	struct gpuslot_boost_member *spare_member;
+};
+
+#define GPUSLOT_INDEX_BITS	6
+static struct hlist_head gpuslot_ledgers[1 << GPUSLOT_INDEX_BITS];
+/* Adds to gpuslot_ledgers[]: once per uid; lookups take RCU only. */
+static DEFINE_SPINLOCK(gpuslot_ledgers_lock);
+
+struct gpuslot_thread_bucket {
+	spinlock_t lock;	/* @head; held for a walk of one bucket */
+	struct hlist_head head;		/* gpuslot_sched_thread.index */
+};
+
+static struct gpuslot_thread_bucket gpuslot_threads[1 << GPUSLOT_INDEX_BITS];
+/* Thread records in every ledger: none, and no hold needs a ledger call. */
+static atomic_t gpuslot_nr_records = ATOMIC_INIT(0);
 
 /*
  * The expiry of max_hold_ms must preempt the holder it demotes, on the
@@ -86,8 +132,9 @@ static struct gpuslot_boost_ledger gpuslot_ledger;
  * ledger boosts to it and no higher, and a thread that raised itself
  * above is not ours to end), so the worker
  * preempts every holder it may have to demote, and never more than that:
- * it takes the ledger's rt_mutex, and lends its owner its priority, so at
- * 99 it would run a ledger call above every real-time task of the host.
+ * it takes a file's and a member's rt_mutex, and lends their owner its
+ * priority, so at 99 it would run a ledger call above every real-time task
+ * of the host.
  * The priority only goes up: a holder boosted before boost_priority was
  * lowered may still run at the old one. It does little: one ledger call.
  *
@@ -101,9 +148,9 @@ static struct gpuslot_boost_ledger gpuslot_ledger;
 static_assert(GPUSLOT_MAX_BOOST_PRIORITY + 1 < MAX_RT_PRIO);
 static struct kthread_worker *gpuslot_expiry_worker;
 /*
- * An rt_mutex, as the ledger's: it is taken under the ledger's lock, whose
- * waiter (the expiry worker) must be able to lend its priority through it
- * to a SCHED_OTHER writer of boost_priority.
+ * An rt_mutex, as the ledgers': it is taken under a file's boost_lock,
+ * whose waiter (the expiry worker) must be able to lend its priority
+ * through it to a SCHED_OTHER writer of boost_priority.
  */
 static DEFINE_RT_MUTEX(gpuslot_expiry_prio_lock);
 static unsigned int gpuslot_expiry_prio;	/* under gpuslot_expiry_prio_lock */
@@ -123,13 +170,19 @@ int gpuslot_boost_ceiling(unsigned int boost_priority)
 {
 	int ret = 0;
 
+	/*
+	 * Every boost asks; the priority only rises, so a boost below it
+	 * takes no lock that every member's boost would take.
+	 */
+	if (boost_priority + 1 <= READ_ONCE(gpuslot_expiry_prio))
+		return 0;
 	rt_mutex_lock(&gpuslot_expiry_prio_lock);
 	if (boost_priority + 1 > gpuslot_expiry_prio) {
 		unsigned int above = gpuslot_sched_prio_above(boost_priority);
 
 		ret = gpuslot_expiry_set_prio(above);
 		if (!ret)
-			gpuslot_expiry_prio = above;
+			WRITE_ONCE(gpuslot_expiry_prio, above);
 	}
 	rt_mutex_unlock(&gpuslot_expiry_prio_lock);
 	return ret;
@@ -151,6 +204,8 @@ struct gpuslot_sched_thread {
 	struct gpuslot_boost_thread t;
 	const struct cred *cred;	/* its objective credentials then */
 	u64 exec_id;			/* its self_exec_id then */
+	struct gpuslot_member_ledger *ledger;	/* that has it */
+	struct hlist_node index;	/* in gpuslot_threads[] */
 };
 
 static bool gpuslot_policy_rt(unsigned int policy)
@@ -217,54 +272,202 @@ static bool gpuslot_sched_exiting(struct task_struct *p)
 	return READ_ONCE(p->flags) & PF_EXITING;
 }
 
-/*
- * One thread record and one member account made ready before the ledger
- * lock is taken for a boost (gpuslot_boost_lock_to_begin()), so that no
- * allocation (memcg charging, reclaim) happens under it: a boost makes at
- * most one of each. Under the ledger lock.
- */
-static struct gpuslot_sched_thread *gpuslot_spare_thread;
-static struct gpuslot_boost_member *gpuslot_spare_member;
-
-/* Take the ledger lock for gpuslot_boost_begin(), with the spares filled. */
-static void gpuslot_boost_lock_to_begin(void)
+static struct gpuslot_member_ledger *gpuslot_ledger_of(struct gpuslot_boost_ledger *l)
 {
-	struct gpuslot_sched_thread *st = NULL;
-	struct gpuslot_boost_member *m = NULL;
-	bool made = false;
-
-	for (;;) {
-		rt_mutex_lock(&gpuslot_boost_lock);
-		if (!gpuslot_spare_thread) {
-			gpuslot_spare_thread = st;
-			st = NULL;
-		}
-		if (!gpuslot_spare_member) {
-			gpuslot_spare_member = m;
-			m = NULL;
-		}
-		/* Filled (a spare stays empty only when out of memory). */
-		if (made || (gpuslot_spare_thread && gpuslot_spare_member))
-			break;
-		rt_mutex_unlock(&gpuslot_boost_lock);
-		/* Charged to the caller, as the module's other per-file memory. */
-		st = kzalloc(sizeof(*st), GFP_KERNEL_ACCOUNT);
-		m = kzalloc(sizeof(*m), GFP_KERNEL_ACCOUNT);
-		made = true;
-	}
-	/* Not needed: another caller filled that spare meanwhile. */
-	kfree(st);
-	kfree(m);
+	return container_of(l, struct gpuslot_member_ledger, l);
 }
 
-static struct gpuslot_boost_thread *gpuslot_sched_new_thread(struct task_struct *p)
+static struct gpuslot_thread_bucket *gpuslot_thread_bucket(const struct task_struct *p)
 {
-	struct gpuslot_sched_thread *st = gpuslot_spare_thread;
+	return &gpuslot_threads[hash_ptr(p, GPUSLOT_INDEX_BITS)];
+}
+
+static struct gpuslot_sched_thread *
+gpuslot_thread_find_locked(struct gpuslot_thread_bucket *b,
+			   const struct task_struct *p)
+{
+	struct gpuslot_sched_thread *st;
+
+	lockdep_assert_held(&b->lock);
+	hlist_for_each_entry(st, &b->head, index)
+		if (st->t.task == p)
+			return st;
+	return NULL;
+}
+
+/*
+ * The ledger that has @p's record, or NULL. Ledgers live until the module
+ * goes, so the answer stays a valid pointer; whether it still has the
+ * record is asked again under its lock (gpuslot_ledger_owns()).
+ */
+static struct gpuslot_member_ledger *gpuslot_thread_ledger(struct task_struct *p)
+{
+	struct gpuslot_thread_bucket *b = gpuslot_thread_bucket(p);
+	struct gpuslot_member_ledger *ml = NULL;
+	struct gpuslot_sched_thread *st;
+
+	spin_lock(&b->lock);
+	st = gpuslot_thread_find_locked(b, p);
+	if (st)
+		ml = st->ledger;
+	spin_unlock(&b->lock);
+	return ml;
+}
+
+static const struct gpuslot_boost_ops gpuslot_sched_ops;
+
+/*
+ * The ledger of member @uid; if it has none, one is made if @make (NULL if
+ * out of memory), else NULL.
+ */
+static struct gpuslot_member_ledger *gpuslot_member_ledger(u32 uid, bool make)
+{
+	struct hlist_head *head = &gpuslot_ledgers[hash_32(uid, GPUSLOT_INDEX_BITS)];
+	struct gpuslot_member_ledger *ml, *made;
+
+	rcu_read_lock();
+	hlist_for_each_entry_rcu(ml, head, node)
+		if (ml->uid == uid)
+			break;
+	rcu_read_unlock();
+	if (ml || !make)
+		return ml;
+	/* Charged to the caller, as the module's other per-file memory. */
+	made = kzalloc(sizeof(*made), GFP_KERNEL_ACCOUNT);
+	if (!made)
+		return NULL;
+	gpuslot_boost_ledger_init(&made->l, &gpuslot_sched_ops);
+	rt_mutex_init(&made->lock);
+	made->uid = uid;
+	spin_lock(&gpuslot_ledgers_lock);
+	hlist_for_each_entry(ml, head, node)
+		if (ml->uid == uid)
+			break;
+	if (!ml) {
+		hlist_add_head_rcu(&made->node, head);
+		ml = made;
+		made = NULL;
+	}
+	spin_unlock(&gpuslot_ledgers_lock);
+	kfree(made);	/* another caller made it meanwhile */
+	return ml;
+}
+
+static u32 gpuslot_task_member(struct task_struct *p);
+
+/*
+ * Under @ml's lock: whether a boost of @p belongs in @ml. It does if @p's
+ * record is there, or if @p has none and @ml is its member's: a thread is
+ * recorded in one ledger at most, and a member's account is only ever in
+ * its own.
+ */
+static bool gpuslot_ledger_owns(struct gpuslot_member_ledger *ml,
+				struct task_struct *p)
+{
+	struct gpuslot_member_ledger *has = gpuslot_thread_ledger(p);
+
+	return has ? has == ml : ml->uid == gpuslot_task_member(p);
+}
+
+/*
+ * What a ledger call may need for a boost of a thread, made before the
+ * file's or the member's lock is taken, so that no allocation (memcg
+ * charging, reclaim) happens under either: the expiry thread, which serves
+ * every member, may wait for both. A thread record and a member account
+ * (a boost makes at most one of each), and the ledger of the thread's
+ * member. What the ledger does not take is freed after the call.
+ */
+struct gpuslot_boost_prep {
+	struct gpuslot_sched_thread *thread;
+	struct gpuslot_boost_member *member;
+};
+
+/* @p: the thread to be boosted; NULL: none known yet (the spares only). */
+static void gpuslot_boost_prepare(struct gpuslot_boost_prep *prep,
+				  struct task_struct *p)
+{
+	/* Charged to the caller, as the module's other per-file memory. */
+	prep->thread = kzalloc(sizeof(*prep->thread), GFP_KERNEL_ACCOUNT);
+	prep->member = kzalloc(sizeof(*prep->member), GFP_KERNEL_ACCOUNT);
+	if (p)
+		gpuslot_member_ledger(gpuslot_task_member(p), true);
+}
+
+static void gpuslot_boost_unprepare(struct gpuslot_boost_prep *prep)
+{
+	kfree(prep->thread);
+	kfree(prep->member);
+}
+
+/*
+ * How often the ledger of @p is looked for again when it changed between
+ * the look-up and the lock (the thread's last hold ended and its uid had
+ * changed, say): a thread whose uid keeps changing gets no boost.
+ */
+#define GPUSLOT_LEDGER_TRIES	4
+
+/*
+ * Lock and return the ledger a boost of @p belongs in, its spares filled
+ * from @prep where empty (an empty one stays so only when out of memory:
+ * then the boost that needs it is not given); NULL if there is none (out
+ * of memory, or its uid changed since @prep, or the tries above spent):
+ * then no boost.
+ */
+static struct gpuslot_member_ledger *
+gpuslot_ledger_lock_for(struct task_struct *p, struct gpuslot_boost_prep *prep)
+{
+	struct gpuslot_member_ledger *ml;
+	unsigned int tries;
+
+	for (tries = 0; tries < GPUSLOT_LEDGER_TRIES; tries++) {
+		ml = gpuslot_thread_ledger(p);
+		if (!ml)
+			ml = gpuslot_member_ledger(gpuslot_task_member(p), false);
+		if (!ml)
+			return NULL;
+		rt_mutex_lock(&ml->lock);
+		if (gpuslot_ledger_owns(ml, p)) {
+			if (!ml->spare_thread) {
+				ml->spare_thread = prep->thread;
+				prep->thread = NULL;
+			}
+			if (!ml->spare_member) {
+				ml->spare_member = prep->member;
+				prep->member = NULL;
+			}
+			return ml;
+		}
+		rt_mutex_unlock(&ml->lock);
+	}
+	return NULL;
+}
+
+static struct gpuslot_boost_thread *
+gpuslot_sched_new_thread(struct gpuslot_boost_ledger *l, struct task_struct *p)
+{
+	struct gpuslot_member_ledger *ml = gpuslot_ledger_of(l);
+	struct gpuslot_thread_bucket *b = gpuslot_thread_bucket(p);
+	struct gpuslot_sched_thread *st = ml->spare_thread;
 
 	/* NULL only if the allocation before the lock failed: no boost. */
 	if (!st)
 		return NULL;
-	gpuslot_spare_thread = NULL;
+	spin_lock(&b->lock);
+	/*
+	 * Recorded in another ledger since gpuslot_ledger_owns() (a call on
+	 * another of its holds, after its uid changed): no second record,
+	 * whose restore would undo the first's. This hold goes unboosted.
+	 */
+	if (gpuslot_thread_find_locked(b, p)) {
+		spin_unlock(&b->lock);
+		return NULL;
+	}
+	ml->spare_thread = NULL;
+	st->t.task = p;
+	st->ledger = ml;
+	hlist_add_head(&st->index, &b->head);
+	spin_unlock(&b->lock);
+	atomic_inc(&gpuslot_nr_records);
 	get_task_struct(p);
 	st->cred = get_task_cred(p);
 	st->exec_id = READ_ONCE(p->self_exec_id);
@@ -275,7 +478,12 @@ static void gpuslot_sched_free_thread(struct gpuslot_boost_thread *t)
 {
 	struct gpuslot_sched_thread *st =
 		container_of(t, struct gpuslot_sched_thread, t);
+	struct gpuslot_thread_bucket *b = gpuslot_thread_bucket(t->task);
 
+	spin_lock(&b->lock);
+	hlist_del(&st->index);
+	spin_unlock(&b->lock);
+	atomic_dec(&gpuslot_nr_records);
 	put_cred(st->cred);
 	put_task_struct(t->task);
 	kfree(st);
@@ -288,7 +496,7 @@ static void gpuslot_sched_free_thread(struct gpuslot_boost_thread *t)
  * change its uid without privilege, while it may make new threads and
  * processes at will, or move them between cgroups it was delegated.
  */
-static u32 gpuslot_sched_member_id(struct task_struct *p)
+static u32 gpuslot_task_member(struct task_struct *p)
 {
 	kuid_t uid;
 
@@ -298,12 +506,25 @@ static u32 gpuslot_sched_member_id(struct task_struct *p)
 	return __kuid_val(uid);
 }
 
-/* One per uid that boosts, at most, as long as it owes budget. */
-static struct gpuslot_boost_member *gpuslot_sched_new_member(void)
+/*
+ * The member of a record of ledger @l: @l's, which gpuslot_ledger_owns()
+ * chose for @p's uid under @l's lock (read again now, a uid changed since
+ * would put a second account of it in @l).
+ */
+static u32 gpuslot_sched_member_id(struct gpuslot_boost_ledger *l,
+				   struct task_struct *p)
 {
-	struct gpuslot_boost_member *m = gpuslot_spare_member;
+	return gpuslot_ledger_of(l)->uid;
+}
 
-	gpuslot_spare_member = NULL;
+/* One per ledger (its uid's) at most, as long as it owes budget. */
+static struct gpuslot_boost_member *
+gpuslot_sched_new_member(struct gpuslot_boost_ledger *l)
+{
+	struct gpuslot_member_ledger *ml = gpuslot_ledger_of(l);
+	struct gpuslot_boost_member *m = ml->spare_member;
+
+	ml->spare_member = NULL;
 	return m;
 }
 
@@ -395,9 +616,14 @@ static const struct gpuslot_boost_ops gpuslot_sched_ops = {
 int gpuslot_boost_setup(void)
 {
 	struct kthread_worker *w;
+	unsigned int i;
 	int ret;
 
-	gpuslot_boost_ledger_init(&gpuslot_ledger, &gpuslot_sched_ops);
+	for (i = 0; i < ARRAY_SIZE(gpuslot_threads); i++) {
+		spin_lock_init(&gpuslot_threads[i].lock);
+		INIT_HLIST_HEAD(&gpuslot_threads[i].head);
+		INIT_HLIST_HEAD(&gpuslot_ledgers[i]);
+	}
 	w = kthread_create_worker(0, "gpuslot_expiry");
 	if (IS_ERR(w))
 		return PTR_ERR(w);
@@ -413,16 +639,23 @@ int gpuslot_boost_setup(void)
 
 void gpuslot_boost_teardown(void)
 {
+	struct gpuslot_member_ledger *ml;
+	struct hlist_node *tmp;
+	unsigned int i;
+
 	/* Every file is closed: no clock runs, no work is queued. */
 	kthread_destroy_worker(gpuslot_expiry_worker);
-	/* Threads kept for their budget only. */
-	rt_mutex_lock(&gpuslot_boost_lock);
-	gpuslot_boost_drain(&gpuslot_ledger);
-	kfree(gpuslot_spare_thread);
-	gpuslot_spare_thread = NULL;
-	kfree(gpuslot_spare_member);
-	gpuslot_spare_member = NULL;
-	rt_mutex_unlock(&gpuslot_boost_lock);
+	/* Nobody else looks: the accounts kept for their budget only. */
+	for (i = 0; i < ARRAY_SIZE(gpuslot_ledgers); i++) {
+		hlist_for_each_entry_safe(ml, tmp, &gpuslot_ledgers[i], node) {
+			WARN_ON_ONCE(ml->l.nr_threads);
+			gpuslot_boost_drain(&ml->l);
+			hlist_del(&ml->node);
+			kfree(ml->spare_thread);
+			kfree(ml->spare_member);
+			kfree(ml);
+		}
+	}
 }
 
 void gpuslot_expiry_queue(struct kthread_work *work)
@@ -446,8 +679,11 @@ static enum hrtimer_restart gpuslot_overrun_timer_fn(struct hrtimer *timer)
 
 static void gpuslot_overrun_work_fn(struct kthread_work *work);
 
-void gpuslot_file_overrun_init(struct gpuslot_file *f)
+void gpuslot_file_boost_init(struct gpuslot_file *f)
 {
+	rt_mutex_init(&f->boost_lock);
+	atomic_set(&f->boost_pins, 0);
+	INIT_LIST_HEAD(&f->boost.node);
 	gpuslot_hrtimer_setup(&f->overrun_timer, gpuslot_overrun_timer_fn,
 			      CLOCK_MONOTONIC, HRTIMER_MODE_REL_HARD);
 	kthread_init_work(&f->overrun_work, gpuslot_overrun_work_fn);
@@ -560,7 +796,7 @@ static void gpuslot_sched_rearm(struct gpuslot_boost_hold *h, u64 budget_end_ns)
  */
 static bool gpuslot_boost_wanted(unsigned int prio, struct task_struct *p)
 {
-	return READ_ONCE(gpuslot_ledger.nr_threads) ||
+	return atomic_read(&gpuslot_nr_records) ||
 	       gpuslot_boost_due(prio, p);
 }
 
@@ -644,12 +880,49 @@ static unsigned int gpuslot_hold_prio(unsigned int boost, unsigned int lent)
 			     GPUSLOT_BOOST_PRIORITY_LIMIT) : 0;
 }
 
+/* The ledger that has the record of @h's boost; @h has one. */
+static struct gpuslot_member_ledger *gpuslot_hold_ledger(struct gpuslot_boost_hold *h)
+{
+	return container_of(h->thread, struct gpuslot_sched_thread, t)->ledger;
+}
+
+/*
+ * For a ledger call on hold @seq of @f, for thread @p, with f->boost_lock
+ * held: lock and return the ledger it goes to. That is the one with the
+ * record of @f's boost when the call is about that hold (or is late, about
+ * an older one). Otherwise a boost an older hold of @f still has is ended
+ * in its own ledger first (gpuslot_boost_begin() would end it in the
+ * ledger it is given, another member's perhaps), and the ledger is the one
+ * a boost of @p belongs in (gpuslot_ledger_lock_for(), its spares from
+ * @prep). NULL: none could be had; @f then has no boost recorded, and the
+ * caller passes the hold by (gpuslot_boost_pass()).
+ */
+static struct gpuslot_member_ledger *
+gpuslot_hold_lock(struct gpuslot_file *f, u64 seq, struct task_struct *p,
+		  struct gpuslot_boost_prep *prep)
+{
+	struct gpuslot_boost_hold *h = &f->boost;
+	struct gpuslot_member_ledger *ml;
+
+	if (h->thread) {
+		ml = gpuslot_hold_ledger(h);
+		rt_mutex_lock(&ml->lock);
+		if (seq <= h->seq)
+			return ml;
+		gpuslot_boost_finish(&ml->l, h, h->seq);
+		rt_mutex_unlock(&ml->lock);
+	}
+	return gpuslot_ledger_lock_for(p, prep);
+}
+
 void gpuslot_file_boost(struct gpuslot_file *f, struct gpuslot_domain *d,
 			u64 seq, struct task_struct *p)
 {
 	unsigned int boost = READ_ONCE(d->boost_priority);
 	unsigned int share = READ_ONCE(d->max_boost_share);
 	enum gpuslot_boost_refusal refusal = GPUSLOT_BOOST_ALLOWED;
+	struct gpuslot_member_ledger *ml;
+	struct gpuslot_boost_prep prep;
 	unsigned int prio;
 	u64 budget_end;
 	bool live, boosted;
@@ -667,13 +940,14 @@ void gpuslot_file_boost(struct gpuslot_file *f, struct gpuslot_domain *d,
 	if (refusal)
 		gpuslot_boost_refused(d, f, seq, p, refusal);
 
-	gpuslot_boost_lock_to_begin();
+	gpuslot_boost_prepare(&prep, p);
+	rt_mutex_lock(&f->boost_lock);
 	/*
-	 * Under the ledger lock, a release of hold @seq cannot slip between
-	 * this check and the boost: its unboost waits for the lock. Nor can
-	 * gpuslot_domain_inherit() apply another inherited priority to it. A
-	 * refused hold still goes to the ledger, not live, to end an older
-	 * hold's boost and take its number.
+	 * Under the file's boost_lock, a release of hold @seq cannot slip
+	 * between this check and the boost: its unboost waits for the lock.
+	 * Nor can gpuslot_domain_inherit() apply another inherited priority
+	 * to it. A refused hold still goes to the ledger, not live, to end an
+	 * older hold's boost and take its number.
 	 */
 	spin_lock(&d->lock);
 	live = f->state == GPUSLOT_FILE_HOLDING && f->hold_seq == seq &&
@@ -688,16 +962,21 @@ void gpuslot_file_boost(struct gpuslot_file *f, struct gpuslot_domain *d,
 	 * expiry thread goes above it first, as it must preempt every boost
 	 * it may have to end.
 	 */
-	if (live) {
+	if (live)
 		prio = gpuslot_boost_below_expiry(prio);
-		boosted = gpuslot_boost_set_prio(&gpuslot_ledger, &f->boost, seq,
-						 p, prio, share, &budget_end);
+	ml = gpuslot_hold_lock(f, seq, p, &prep);
+	if (!ml) {
+		gpuslot_boost_pass(&f->boost, seq);
+		boosted = false;
+	} else if (live) {
+		boosted = gpuslot_boost_set_prio(&ml->l, &f->boost, seq, p,
+						 prio, share, &budget_end);
 	} else {
-		boosted = gpuslot_boost_begin(&gpuslot_ledger, &f->boost, seq,
-					      false, p, prio, share, NULL);
+		boosted = gpuslot_boost_begin(&ml->l, &f->boost, seq, false,
+					      p, prio, share, NULL);
 		/* One gpuslot_domain_inherit() began before the refusal. */
 		if (refusal)
-			gpuslot_boost_finish(&gpuslot_ledger, &f->boost, seq);
+			gpuslot_boost_finish(&ml->l, &f->boost, seq);
 	}
 	spin_lock(&d->lock);
 	if (f->state == GPUSLOT_FILE_HOLDING && f->hold_seq == seq) {
@@ -710,7 +989,10 @@ void gpuslot_file_boost(struct gpuslot_file *f, struct gpuslot_domain *d,
 		}
 	}
 	spin_unlock(&d->lock);
-	rt_mutex_unlock(&gpuslot_boost_lock);
+	if (ml)
+		rt_mutex_unlock(&ml->lock);
+	rt_mutex_unlock(&f->boost_lock);
+	gpuslot_boost_unprepare(&prep);
 }
 
 bool gpuslot_waiter_boost(struct gpuslot_domain *d, struct gpuslot_waiter *w)
@@ -719,6 +1001,8 @@ bool gpuslot_waiter_boost(struct gpuslot_domain *d, struct gpuslot_waiter *w)
 	unsigned int prio = READ_ONCE(d->boost_priority);
 	unsigned int share = READ_ONCE(d->max_boost_share);
 	struct gpuslot_file *f = w->file;
+	struct gpuslot_member_ledger *ml;
+	struct gpuslot_boost_prep prep;
 	bool live;
 	u64 seq;
 
@@ -729,7 +1013,7 @@ bool gpuslot_waiter_boost(struct gpuslot_domain *d, struct gpuslot_waiter *w)
 	 * The file is ACQUIRING from here: no other thread of it can acquire,
 	 * so its next hold, @seq, is this thread's, and nothing can end or
 	 * release it before it is granted. A record the ledger still keeps
-	 * for an older hold of the file ends in gpuslot_boost_begin().
+	 * for an older hold of the file ends in gpuslot_hold_lock().
 	 */
 	f->state = GPUSLOT_FILE_ACQUIRING;
 	seq = f->hold_seq + 1;
@@ -740,11 +1024,20 @@ bool gpuslot_waiter_boost(struct gpuslot_domain *d, struct gpuslot_waiter *w)
 	 */
 	live = !prio || !gpuslot_boost_refusal(f, current,
 					       gpuslot_boost_due(prio, current));
-	gpuslot_boost_lock_to_begin();
-	w->boosted = gpuslot_boost_begin(&gpuslot_ledger, &f->boost, seq,
-					 live, current, prio, share,
-					 &w->budget_end_ns);
-	rt_mutex_unlock(&gpuslot_boost_lock);
+	gpuslot_boost_prepare(&prep, current);
+	rt_mutex_lock(&f->boost_lock);
+	ml = gpuslot_hold_lock(f, seq, current, &prep);
+	if (ml) {
+		w->boosted = gpuslot_boost_begin(&ml->l, &f->boost, seq, live,
+						 current, prio, share,
+						 &w->budget_end_ns);
+		rt_mutex_unlock(&ml->lock);
+	} else {
+		gpuslot_boost_pass(&f->boost, seq);
+		w->boosted = false;
+	}
+	rt_mutex_unlock(&f->boost_lock);
+	gpuslot_boost_unprepare(&prep);
 	spin_lock(&d->lock);
 	if (w->boosted) {
 		w->boost_seq = seq;
@@ -760,29 +1053,102 @@ bool gpuslot_waiter_boost(struct gpuslot_domain *d, struct gpuslot_waiter *w)
 }
 
 /*
+ * Apply to @f, a holder in @d, the priority its waiters lend it, if that
+ * changed since; @p is the thread of its hold as the caller found it. The
+ * caller pinned @f (f->boost_pins) under d->lock: its memory stays until
+ * this returns (gpuslot_file_cleanup() waits), though its hold may end
+ * meanwhile, which the checks under d->lock see; a hold whose thread is no
+ * longer @p is left to the caller's next look. A thread the boost is
+ * refused to (the policy checks of gpuslot_boost_refusal()) inherits
+ * nothing either.
+ */
+static void gpuslot_hold_inherit(struct gpuslot_domain *d,
+				 struct gpuslot_file *f, struct task_struct *p,
+				 struct gpuslot_boost_prep *prep)
+{
+	unsigned int share = READ_ONCE(d->max_boost_share);
+	struct gpuslot_member_ledger *ml;
+	u64 seq, budget_end = U64_MAX;
+	bool boosted, lend = false;
+	unsigned int prio;
+
+	rt_mutex_lock(&f->boost_lock);
+	spin_lock(&d->lock);
+	/* Released meanwhile, or brought up to date by its own boost. */
+	if (READ_ONCE(f->domain) != d || f->state != GPUSLOT_FILE_HOLDING ||
+	    f->inherit_applied == f->inherit_prio) {
+		spin_unlock(&d->lock);
+		rt_mutex_unlock(&f->boost_lock);
+		return;
+	}
+	rcu_read_lock();
+	if (pid_task(f->holder_tid, PIDTYPE_PID) != p) {
+		/* Another hold now: its thread is found on the next look. */
+		rcu_read_unlock();
+		spin_unlock(&d->lock);
+		rt_mutex_unlock(&f->boost_lock);
+		return;
+	}
+	rcu_read_unlock();
+	f->inherit_applied = f->inherit_prio;
+	seq = f->hold_seq;
+	prio = gpuslot_hold_prio(READ_ONCE(d->boost_priority), f->inherit_prio);
+	/*
+	 * A hold whose boost ran out stays out, inherited or not, and one
+	 * past max_hold_ms begins none (its clock would end it at once,
+	 * after it ran boosted until the expiry thread came).
+	 */
+	if (p && f->hold_boost != GPUSLOT_HOLD_OVERRUN &&
+	    !(f->hold_max_ns && !gpuslot_boost_left(f, U64_MAX)))
+		lend = true;
+	spin_unlock(&d->lock);
+	if (lend && gpuslot_boost_refusal(f, p, gpuslot_boost_due(prio, p)))
+		lend = false;
+	if (!lend) {
+		rt_mutex_unlock(&f->boost_lock);
+		return;
+	}
+	prio = gpuslot_boost_below_expiry(prio);
+	ml = gpuslot_hold_lock(f, seq, p, prep);
+	if (ml) {
+		boosted = gpuslot_boost_set_prio(&ml->l, &f->boost, seq, p,
+						 prio, share, &budget_end);
+	} else {
+		gpuslot_boost_pass(&f->boost, seq);
+		boosted = false;
+	}
+	spin_lock(&d->lock);
+	if (READ_ONCE(f->domain) == d && f->state == GPUSLOT_FILE_HOLDING &&
+	    f->hold_seq == seq) {
+		if (boosted && f->hold_boost == GPUSLOT_HOLD_UNBOOSTED) {
+			gpuslot_hold_boosted_locked(d, f, budget_end);
+		} else if (!boosted && f->hold_boost == GPUSLOT_HOLD_BOOSTED) {
+			/* Lent nothing above the thread's own now. */
+			f->hold_boost = GPUSLOT_HOLD_UNBOOSTED;
+			gpuslot_overrun_cancel_locked(f);
+		}
+	}
+	spin_unlock(&d->lock);
+	if (ml)
+		rt_mutex_unlock(&ml->lock);
+	rt_mutex_unlock(&f->boost_lock);
+}
+
+/*
  * Apply the priorities the holders of @d inherit (lock.c) where they
- * changed: one holder at a time, d->lock dropped around each ledger call.
- * The file stays valid meanwhile: its hold's release ends in
- * gpuslot_file_unboost(), which waits for the ledger's lock we hold, and a
- * file is freed only after that. The ledger's lock is taken afresh for
- * each holder, with the records a boost may need made before it (no
- * allocation under it). A thread the boost is refused to (the policy
- * checks of gpuslot_boost_refusal()) inherits nothing either. The thread
- * of the hold is the one that acquired it, found again through its pid:
- * one that exited is skipped.
+ * changed: one holder at a time, d->lock dropped around each one's ledger
+ * call, which takes only that holder's file and member locks. The thread
+ * of a hold is the one that acquired it, found through its pid: one that
+ * exited inherits nothing.
  */
 void gpuslot_domain_inherit(struct gpuslot_domain *d)
 {
-	unsigned int share = READ_ONCE(d->max_boost_share);
-
 	for (;;) {
+		struct gpuslot_boost_prep prep;
 		struct gpuslot_file *f = NULL;
-		struct task_struct *p = NULL;
-		unsigned int s, prio;
-		u64 seq, budget_end = U64_MAX;
-		bool boosted;
+		struct task_struct *p;
+		unsigned int s;
 
-		gpuslot_boost_lock_to_begin();
 		spin_lock(&d->lock);
 		for (s = 0; s < GPUSLOT_MAX_SLOTS && !f; s++) {
 			f = d->holder[s];
@@ -793,71 +1159,56 @@ void gpuslot_domain_inherit(struct gpuslot_domain *d)
 		if (!f) {
 			d->inherit_dirty = false;
 			spin_unlock(&d->lock);
-			rt_mutex_unlock(&gpuslot_boost_lock);
 			break;
 		}
-		f->inherit_applied = f->inherit_prio;
-		seq = f->hold_seq;
-		prio = gpuslot_hold_prio(READ_ONCE(d->boost_priority),
-					 f->inherit_prio);
-		/*
-		 * A hold whose boost ran out stays out, inherited or not, and
-		 * one past max_hold_ms begins none (its clock would end it at
-		 * once, after it ran boosted until the expiry thread came).
-		 */
-		if (f->hold_boost != GPUSLOT_HOLD_OVERRUN &&
-		    !(f->hold_max_ns && !gpuslot_boost_left(f, U64_MAX)))
-			p = get_pid_task(f->holder_tid, PIDTYPE_PID);
+		atomic_inc(&f->boost_pins);
+		p = get_pid_task(f->holder_tid, PIDTYPE_PID);
 		spin_unlock(&d->lock);
-		if (p && gpuslot_boost_refusal(f, p,
-					       gpuslot_boost_due(prio, p))) {
+		gpuslot_boost_prepare(&prep, p);
+		gpuslot_hold_inherit(d, f, p, &prep);
+		gpuslot_boost_unprepare(&prep);
+		if (p)
 			put_task_struct(p);
-			p = NULL;
-		}
-		if (!p) {
-			rt_mutex_unlock(&gpuslot_boost_lock);
-			continue;
-		}
-		prio = gpuslot_boost_below_expiry(prio);
-		boosted = gpuslot_boost_set_prio(&gpuslot_ledger, &f->boost,
-						 seq, p, prio, share,
-						 &budget_end);
-		put_task_struct(p);
-		spin_lock(&d->lock);
-		if (f->state == GPUSLOT_FILE_HOLDING && f->hold_seq == seq) {
-			if (boosted && f->hold_boost == GPUSLOT_HOLD_UNBOOSTED) {
-				gpuslot_hold_boosted_locked(d, f, budget_end);
-			} else if (!boosted &&
-				   f->hold_boost == GPUSLOT_HOLD_BOOSTED) {
-				/* Lent nothing above the thread's own now. */
-				f->hold_boost = GPUSLOT_HOLD_UNBOOSTED;
-				gpuslot_overrun_cancel_locked(f);
-			}
-		}
-		spin_unlock(&d->lock);
-		rt_mutex_unlock(&gpuslot_boost_lock);
+		/* wake_up_var() only hashes the address: @f may be gone. */
+		if (atomic_dec_and_test(&f->boost_pins))
+			wake_up_var(&f->boost_pins);
 	}
 }
 
 void gpuslot_file_unboost(struct gpuslot_file *f, u64 seq)
 {
-	rt_mutex_lock(&gpuslot_boost_lock);
-	gpuslot_boost_finish(&gpuslot_ledger, &f->boost, seq);
-	rt_mutex_unlock(&gpuslot_boost_lock);
+	struct gpuslot_member_ledger *ml;
+
+	rt_mutex_lock(&f->boost_lock);
+	if (f->boost.thread) {
+		ml = gpuslot_hold_ledger(&f->boost);
+		rt_mutex_lock(&ml->lock);
+		gpuslot_boost_finish(&ml->l, &f->boost, seq);
+		rt_mutex_unlock(&ml->lock);
+	}
+	rt_mutex_unlock(&f->boost_lock);
+}
+
+void gpuslot_file_unpinned(struct gpuslot_file *f)
+{
+	wait_var_event(&f->boost_pins, !atomic_read(&f->boost_pins));
 }
 
 /*
  * On the expiry worker, above every boost: the hold outlived max_hold_ms,
- * or its thread's budget may be spent (the ledger says).
+ * or its thread's budget may be spent (the ledger says). The worker serves
+ * every file: it waits here for this file's and its member's locks, whose
+ * owner it lends its priority to for one ledger call at most.
  */
 static void gpuslot_overrun_work_fn(struct kthread_work *work)
 {
 	struct gpuslot_file *f = container_of(work, struct gpuslot_file,
 					      overrun_work);
 	struct gpuslot_domain *d = gpuslot_file_lock(f);
-	u64 max_ns = f->hold_max_ns, seq = f->hold_seq, budget_end;
+	u64 max_ns = f->hold_max_ns, seq = f->hold_seq, budget_end = U64_MAX;
+	struct gpuslot_member_ledger *ml = NULL;
 	unsigned int slot = f->slot;
-	bool spent;
+	bool spent = false;
 
 	if (f->state != GPUSLOT_FILE_HOLDING ||
 	    f->hold_boost != GPUSLOT_HOLD_BOOSTED) {
@@ -875,9 +1226,13 @@ static void gpuslot_overrun_work_fn(struct kthread_work *work)
 	}
 	spin_unlock(&d->lock);
 
-	rt_mutex_lock(&gpuslot_boost_lock);
-	spent = gpuslot_boost_expire(&gpuslot_ledger, &f->boost, seq,
-				     &budget_end);
+	rt_mutex_lock(&f->boost_lock);
+	if (f->boost.thread) {
+		ml = gpuslot_hold_ledger(&f->boost);
+		rt_mutex_lock(&ml->lock);
+		spent = gpuslot_boost_expire(&ml->l, &f->boost, seq,
+					     &budget_end);
+	}
 	/* The file may have moved to another domain meanwhile. */
 	d = gpuslot_file_lock(f);
 	if (f->state == GPUSLOT_FILE_HOLDING && f->hold_seq == seq &&
@@ -894,7 +1249,9 @@ static void gpuslot_overrun_work_fn(struct kthread_work *work)
 		}
 	}
 	spin_unlock(&d->lock);
-	rt_mutex_unlock(&gpuslot_boost_lock);
+	if (ml)
+		rt_mutex_unlock(&ml->lock);
+	rt_mutex_unlock(&f->boost_lock);
 	if (spent)
 		pr_info_ratelimited("gpuslot: gpu%u: the holder of slot %u spent its boost budget (max_boost_share): its boost ends\n",
 				    d->id, slot);

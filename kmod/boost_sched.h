@@ -23,7 +23,8 @@ void gpuslot_expiry_cancel(struct kthread_work *work);
  * moves above it first, if it is not already. May sleep.
  */
 int gpuslot_boost_ceiling(unsigned int boost_priority);
-void gpuslot_file_overrun_init(struct gpuslot_file *f);
+/* A new file's boost: its hold, its locks, the clock of max_hold_ms. */
+void gpuslot_file_boost_init(struct gpuslot_file *f);
 /* Stop the clock of @f's hold, under d->lock: the hold ends. */
 void gpuslot_overrun_cancel_locked(struct gpuslot_file *f);
 /* Wait until @f's clock and its work are done; @f is idle. May sleep. */
@@ -61,6 +62,11 @@ const char *gpuslot_boost_refusal_name(enum gpuslot_boost_refusal r);
 void gpuslot_domain_inherit(struct gpuslot_domain *d);
 /* End the boost of hold @seq of @f (or an older one). May sleep. */
 void gpuslot_file_unboost(struct gpuslot_file *f, u64 seq);
+/*
+ * Wait until gpuslot_domain_inherit() is done with @f, which is no holder
+ * any more: then it may be freed. May sleep.
+ */
+void gpuslot_file_unpinned(struct gpuslot_file *f);
 int gpuslot_domain_set_max_hold_ms(struct gpuslot_domain *d,
 				   unsigned int ms);
 unsigned int gpuslot_domain_max_hold_ms(struct gpuslot_domain *d);

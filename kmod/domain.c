@@ -148,8 +148,7 @@ void gpuslot_file_init(struct gpuslot_file *f)
 	f->domain = gpuslot_domains[0];
 	f->state = GPUSLOT_FILE_IDLE;
 	INIT_LIST_HEAD(&f->hqd_node);
-	INIT_LIST_HEAD(&f->boost.node);
-	gpuslot_file_overrun_init(f);
+	gpuslot_file_boost_init(f);
 	f->async.file = f;
 	INIT_LIST_HEAD(&f->async.core.node);
 	init_waitqueue_head(&f->async_wq);
@@ -190,6 +189,7 @@ void gpuslot_file_cleanup(struct gpuslot_file *f)
 
 	/* Idle now: the work cannot arm the clock again. */
 	gpuslot_overrun_sync(f);
+	gpuslot_file_unpinned(f);
 	gpuslot_file_unboost(f, U64_MAX);
 }
 

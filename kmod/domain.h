@@ -9,6 +9,7 @@
 #include <linux/device.h>
 #include <linux/kthread.h>
 #include <linux/mutex.h>
+#include <linux/rtmutex.h>
 #include <linux/sched.h>
 #include <linux/sched/clock.h>
 #include <linux/spinlock.h>
@@ -206,7 +207,7 @@ struct gpuslot_file {
 	/*
 	 * Priority inheritance, under d->lock: the highest lend_prio of the
 	 * queued waiters that accept this hold's slot, and the value the
-	 * ledger last applied (boost_sched.c, with the ledger's lock too).
+	 * ledger last applied (boost_sched.c, with @boost_lock too).
 	 */
 	unsigned int inherit_prio;
 	unsigned int inherit_applied;
@@ -235,7 +236,14 @@ struct gpuslot_file {
 	struct pid *hqd_tgid;
 	char hqd_comm[TASK_COMM_LEN];
 
-	/* Under the boost ledger's lock (boost_sched.c). */
+	/*
+	 * The boost of its hold: changed only by calls on this file, under
+	 * @boost_lock, and, while recorded, under its member's ledger lock
+	 * too (boost_sched.c). @boost_pins: gpuslot_domain_inherit() is
+	 * between finding this file a holder and taking @boost_lock.
+	 */
+	struct rt_mutex boost_lock;
+	atomic_t boost_pins;
 	struct gpuslot_boost_hold boost;
 };
 

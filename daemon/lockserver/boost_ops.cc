@@ -222,7 +222,8 @@ bool task_exiting(task_struct *p)
 	return syscall(SYS_pidfd_send_signal, p->pidfd, 0, nullptr, 0) != 0;
 }
 
-gpuslot_boost_thread *task_new_thread(task_struct *p)
+// One ledger, on gpuslotd's one thread: @l is it.
+gpuslot_boost_thread *task_new_thread(gpuslot_boost_ledger *, task_struct *p)
 {
 	if (!p->records)
 		p->owner = owner_of(p);
@@ -269,12 +270,12 @@ uint64_t task_cputime(task_struct *p)
 // The member a thread's boost is charged to: the uid of the connection it
 // was boosted through, as the kernel named it (SO_PEERCRED, or the
 // message's credentials).
-uint32_t task_member_id(task_struct *p)
+uint32_t task_member_id(gpuslot_boost_ledger *, task_struct *p)
 {
 	return p->uid;
 }
 
-gpuslot_boost_member *task_new_member()
+gpuslot_boost_member *task_new_member(gpuslot_boost_ledger *)
 {
 	return new gpuslot_boost_member{};
 }

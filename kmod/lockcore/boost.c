@@ -296,7 +296,7 @@ static struct gpuslot_boost_member *
 gpuslot_member_get(struct gpuslot_boost_ledger *l, struct task_struct *p,
 		   unsigned int share, u64 now)
 {
-	u32 id = l->ops->member_id(p);
+	u32 id = l->ops->member_id(l, p);
 	struct gpuslot_boost_member *m = gpuslot_member_find(l, id);
 
 	if (m) {
@@ -308,7 +308,7 @@ gpuslot_member_get(struct gpuslot_boost_ledger *l, struct task_struct *p,
 		}
 		return m;
 	}
-	m = l->ops->new_member();
+	m = l->ops->new_member(l);
 	if (!m)
 		return NULL;
 	m->id = id;
@@ -340,6 +340,12 @@ bool gpuslot_boost_forget(struct gpuslot_boost_ledger *l,
 			  struct task_struct *p)
 {
 	return !gpuslot_boost_find(l, p);
+}
+
+void gpuslot_boost_pass(struct gpuslot_boost_hold *h, u64 seq)
+{
+	if (seq > h->seq)
+		h->seq = seq;
 }
 
 void gpuslot_boost_drain(struct gpuslot_boost_ledger *l)
@@ -494,7 +500,7 @@ bool gpuslot_boost_begin(struct gpuslot_boost_ledger *l,
 			return false;
 		t = NULL;
 		if (!gpuslot_budget_spent(m, m->share < share ? m->share : share))
-			t = l->ops->new_thread(p);
+			t = l->ops->new_thread(l, p);
 		if (!t) {
 			if (list_empty(&m->threads))
 				gpuslot_member_idle(l, m);

@@ -13,10 +13,11 @@
  * be told from a current one. The boost budget is not the thread's but its
  * member's (a uid): one account, charged by all its threads (see below).
  *
- * Pure logic, like core.c: the caller serialises every call (the module
- * with one rt_mutex, see boost_sched.c) and supplies the scheduler through
- * gpuslot_boost_ops, whose calls may sleep. Compiled and fuzzed in
- * userspace (tests/).
+ * Pure logic, like core.c: the caller serialises every call on a ledger
+ * (the module keeps one ledger per member, each with its own rt_mutex, see
+ * boost_sched.c; gpuslotd one, on its one thread) and supplies the
+ * scheduler through gpuslot_boost_ops, whose calls may sleep. Compiled and
+ * fuzzed in userspace (tests/).
  */
 #ifndef GPUSLOT_BOOST_H
 #define GPUSLOT_BOOST_H
@@ -37,6 +38,7 @@ struct gpuslot_sched_attr {
 struct gpuslot_boost_thread;
 struct gpuslot_boost_member;
 struct gpuslot_boost_hold;
+struct gpuslot_boost_ledger;
 
 /*
  * The boost budget of a member (max_boost_share, in percent): one account
@@ -78,8 +80,12 @@ struct gpuslot_boost_ops {
 	int (*set_attr)(struct task_struct *p,
 			const struct gpuslot_sched_attr *a);
 	bool (*exiting)(struct task_struct *p);
-	/* A thread record, with a reference to @p; NULL if out of memory. */
-	struct gpuslot_boost_thread *(*new_thread)(struct task_struct *p);
+	/*
+	 * A thread record of ledger @l, with a reference to @p; NULL if out
+	 * of memory (or, in the module, if @p is recorded in another ledger).
+	 */
+	struct gpuslot_boost_thread *(*new_thread)(struct gpuslot_boost_ledger *l,
+						   struct task_struct *p);
 	/* Free a record made by new_thread(), dropping its reference. */
 	void (*free_thread)(struct gpuslot_boost_thread *t);
 	/*
@@ -92,10 +98,13 @@ struct gpuslot_boost_ops {
 	u64 (*now)(void);
 	/* The CPU time @p has used, in ns. NULL: charge real time. */
 	u64 (*cputime)(struct task_struct *p);
-	/* The member @p's boost is charged to: its real uid now. */
-	u32 (*member_id)(struct task_struct *p);
-	/* A zeroed member account; NULL if out of memory. */
-	struct gpuslot_boost_member *(*new_member)(void);
+	/*
+	 * The member @p's boost is charged to in ledger @l: its real uid
+	 * (in the module, the uid of @l, one ledger per member).
+	 */
+	u32 (*member_id)(struct gpuslot_boost_ledger *l, struct task_struct *p);
+	/* A zeroed member account of ledger @l; NULL if out of memory. */
+	struct gpuslot_boost_member *(*new_member)(struct gpuslot_boost_ledger *l);
 	void (*free_member)(struct gpuslot_boost_member *m);
 	/*
 	 * Boosted hold @h's budget now ends earlier, at @budget_end_ns
@@ -196,6 +205,14 @@ bool gpuslot_boost_expire(struct gpuslot_boost_ledger *l,
  */
 bool gpuslot_boost_forget(struct gpuslot_boost_ledger *l,
 			  struct task_struct *p);
+
+/*
+ * Hold @seq of @h gets no boost, and no ledger will see it (the module had
+ * none to give it: out of memory): its number is taken, as
+ * gpuslot_boost_begin() takes a hold's that is not live. @h has no boost
+ * recorded.
+ */
+void gpuslot_boost_pass(struct gpuslot_boost_hold *h, u64 seq);
 
 /* Free every member account without threads (the end of the ledger). */
 void gpuslot_boost_drain(struct gpuslot_boost_ledger *l);

@@ -69,7 +69,7 @@ struct thread : gpuslot_boost_thread {
 	unsigned int owner;
 };
 
-inline gpuslot_boost_thread *new_thread(task_struct *p)
+inline gpuslot_boost_thread *new_thread(gpuslot_boost_ledger *, task_struct *p)
 {
 	p->refs++;
 	auto *t = new thread{};
@@ -105,7 +105,7 @@ inline uint64_t cputime(task_struct *p)
 	return p->cpu_ns;
 }
 
-inline uint32_t member_id(task_struct *p)
+inline uint32_t member_id(gpuslot_boost_ledger *, task_struct *p)
 {
 	return p->uid;
 }
@@ -113,7 +113,7 @@ inline uint32_t member_id(task_struct *p)
 // Member accounts alive, to check that none leaks.
 inline int members = 0;
 
-inline gpuslot_boost_member *new_member()
+inline gpuslot_boost_member *new_member(gpuslot_boost_ledger *)
 {
 	members++;
 	return new gpuslot_boost_member{};

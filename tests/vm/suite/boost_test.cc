@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1373,6 +1374,144 @@ TEST_F(Boost, AThreadIsBoostedOnlyWhereItsOwnPolicyComesBackExactly)
 		EXPECT_EQ(stat_of("boosts_refused"), refused + (boosted ? 0 : 1));
 	}
 	EXPECT_TRUE(kernel_log_problems().empty());
+}
+
+
+// Full preemption while it lives, where the kernel can switch to it
+// (PREEMPT_DYNAMIC: debugfs sched/preempt) or has it (PREEMPT_RT): a thread
+// whose priority drops below a runnable one is preempted where it is, in a
+// system call too, not at its return.
+class FullPreemption {
+public:
+	FullPreemption()
+	{
+		const std::string now = read_file(kMode);
+		const auto open = now.find('('), close = now.find(')');
+		if (open != std::string::npos && close != std::string::npos) {
+			saved_ = now.substr(open + 1, close - open - 1);
+			ok_ = write_file(kMode, "full") == 0;
+			return;
+		}
+		utsname u{};
+		ok_ = uname(&u) == 0 && std::string(u.version).find("PREEMPT_RT") != std::string::npos;
+	}
+	~FullPreemption()
+	{
+		if (!saved_.empty()) {
+			EXPECT_EQ(write_file(kMode, saved_), 0);
+		}
+	}
+	FullPreemption(const FullPreemption &) = delete;
+	FullPreemption &operator=(const FullPreemption &) = delete;
+	bool ok() const { return ok_; }
+
+private:
+	static constexpr const char *kMode = "/sys/kernel/debug/sched/preempt";
+	std::string saved_;
+	bool ok_ = false;
+};
+
+struct MemberA {
+	std::atomic<bool> holding{false}, release_now{false}, released{false};
+};
+
+// Member A: hold a slot of GPU 0 boosted on CPU 1, asleep, until told to
+// release it.
+int hold_on_cpu1_until_told(MemberA *a)
+{
+	CHILD_REQUIRE(set_sched(SCHED_OTHER, 0, 0) == 0);
+	CHILD_REQUIRE(pin_to_cpu(1) == 0);
+	CHILD_REQUIRE(setresgid(4242, 4242, 4242) == 0);
+	CHILD_REQUIRE(setresuid(4242, 4242, 4242) == 0);
+	Dev d; // its own file: the boost is the opener's
+	CHILD_REQUIRE(d.acquire().err == 0);
+	CHILD_REQUIRE(get_sched().policy == SCHED_FIFO);
+	a->holding = true;
+	CHILD_REQUIRE(wait_until([a] { return a->release_now.load(); }, 20000));
+	const int err = d.release();
+	a->released = true;
+	CHILD_REQUIRE(err == 0);
+	CHILD_REQUIRE(get_sched().policy == SCHED_OTHER);
+	return 0;
+}
+
+// Issue 38, a ledger per member: no member's boost waits for another
+// member's ledger call. Member A (uid 4242) releases its boosted hold of GPU
+// 0 on CPU 1, where a FIFO-40 spinner waits below the boost: the restore to
+// SCHED_OTHER in A's ledger call lets the spinner preempt it there, before
+// the call ends. Member B (root) then takes and gives back a slot of GPU 1
+// from CPU 2, boosted, 20 times. With one ledger lock for every GPU and
+// member (up to af519ac), B's first boost waited for A's call, until the
+// spinner stopped (6 s); with a ledger per member B is done while A is still
+// held up.
+TEST_F(Boost, AMembersBoostWaitsForNoOtherMembersLedgerCall)
+{
+	SKIP_ON_SOCKET("gpuslotd makes every member's ledger call on its one thread");
+	SKIP_WHERE_BOOST_LIMITED("a member without CAP_SYS_NICE gets no boost here");
+	FullPreemption full;
+	if (!full.ok())
+		GTEST_SKIP() << "this kernel preempts no thread inside a system call: no member can be caught in a ledger call";
+	ASSERT_EQ(unload_module(), 0);
+	ASSERT_EQ(load_module("domains=2"), 0);
+	// A's hold lasts as long as the test needs, boosted (no budget).
+	ASSERT_EQ(write_attr(0, "max_hold_ms", "0"), 0);
+	ASSERT_EQ(write_attr(0, "max_boost_share", "100"), 0);
+	{
+		DeviceOpenToAll open;
+		expect_child_ok(spawn([] {
+			CHILD_REQUIRE(pin_to_cpu(3) == 0);
+			auto *a = shared_new<MemberA>();
+			const pid_t member_a = spawn([a] { return hold_on_cpu1_until_told(a); });
+			if (!wait_until([a] { return a->holding.load(); }, 10000)) {
+				kill(member_a, SIGKILL);
+				wait_child(member_a);
+				CHILD_REQUIRE(false);
+			}
+			Dev b;
+			CHILD_REQUIRE(b.attach(1) == 0);
+			std::atomic<bool> b_done{false};
+			int64_t slowest_ms = 0;
+			int b_errors = 0, b_unboosted = 0;
+			bool a_held_up = false, by_flag = false;
+			{
+				CpuHog hog(1, 40, b_done, 6000);
+				a->release_now = true;
+				// A wakes above the spinner and releases; once its
+				// restore runs, only the spinner's end lets it go on.
+				CHILD_REQUIRE(set_sched(SCHED_OTHER, 0, 0) == 0);
+				CHILD_REQUIRE(pin_to_cpu(2) == 0);
+				usleep(100000);
+				for (int i = 0; i < 20; i++) {
+					const auto t0 = std::chrono::steady_clock::now();
+					if (b.acquire().err) {
+						b_errors++;
+						continue;
+					}
+					b_unboosted += get_sched().policy != SCHED_FIFO;
+					b_errors += b.release() != 0;
+					slowest_ms = std::max(slowest_ms, ms_since(t0));
+				}
+				a_held_up = !a->released;
+				b_done = true;
+				by_flag = hog.join();
+			}
+			const int a_status = wait_child(member_a);
+			std::printf("ledgers: member B's slowest boosted acquire and release took %lld ms while member A was held up in its release\n",
+				    (long long)slowest_ms);
+			CHILD_REQUIRE(a_status == 0);
+			CHILD_REQUIRE(b_errors == 0);
+			CHILD_REQUIRE(b_unboosted == 0);
+			// B was done before the spinner's 6 s ran out...
+			CHILD_REQUIRE(slowest_ms < 3000);
+			CHILD_REQUIRE(by_flag);
+			// ...while the spinner still held A up.
+			CHILD_REQUIRE(a_held_up);
+			return 0;
+		}));
+	}
+	EXPECT_TRUE(kernel_log_problems().empty());
+	ASSERT_EQ(unload_module(), 0);
+	ASSERT_EQ(load_module(""), 0);
 }
 
 } // namespace
