@@ -915,6 +915,29 @@ gpuslot_hold_lock(struct gpuslot_file *f, u64 seq, struct task_struct *p,
 	return gpuslot_ledger_lock_for(p, prep);
 }
 
+/*
+ * After a ledger call on hold @seq of @f, in @d: the hold's state and clock
+ * follow what the ledger says of its boost, if it is still that hold. A
+ * boost begun starts the clock; one ended (lent nothing above the thread's
+ * own now, or spent) stops it.
+ */
+static void gpuslot_hold_follow_ledger(struct gpuslot_domain *d,
+				       struct gpuslot_file *f, u64 seq,
+				       bool boosted, u64 budget_end)
+{
+	spin_lock(&d->lock);
+	if (READ_ONCE(f->domain) == d && f->state == GPUSLOT_FILE_HOLDING &&
+	    f->hold_seq == seq) {
+		if (boosted && f->hold_boost == GPUSLOT_HOLD_UNBOOSTED) {
+			gpuslot_hold_boosted_locked(d, f, budget_end);
+		} else if (!boosted && f->hold_boost == GPUSLOT_HOLD_BOOSTED) {
+			f->hold_boost = GPUSLOT_HOLD_UNBOOSTED;
+			gpuslot_overrun_cancel_locked(f);
+		}
+	}
+	spin_unlock(&d->lock);
+}
+
 void gpuslot_file_boost(struct gpuslot_file *f, struct gpuslot_domain *d,
 			u64 seq, struct task_struct *p)
 {
@@ -924,7 +947,7 @@ void gpuslot_file_boost(struct gpuslot_file *f, struct gpuslot_domain *d,
 	struct gpuslot_member_ledger *ml;
 	struct gpuslot_boost_prep prep;
 	unsigned int prio;
-	u64 budget_end;
+	u64 budget_end = U64_MAX;
 	bool live, boosted;
 
 	/* A hint: what the hold inherits is read again under d->lock. */
@@ -978,17 +1001,7 @@ void gpuslot_file_boost(struct gpuslot_file *f, struct gpuslot_domain *d,
 		if (refusal)
 			gpuslot_boost_finish(&ml->l, &f->boost, seq);
 	}
-	spin_lock(&d->lock);
-	if (f->state == GPUSLOT_FILE_HOLDING && f->hold_seq == seq) {
-		if (boosted && f->hold_boost == GPUSLOT_HOLD_UNBOOSTED) {
-			gpuslot_hold_boosted_locked(d, f, budget_end);
-		} else if (!boosted && f->hold_boost == GPUSLOT_HOLD_BOOSTED) {
-			/* Ended: lent nothing above the thread's own now. */
-			f->hold_boost = GPUSLOT_HOLD_UNBOOSTED;
-			gpuslot_overrun_cancel_locked(f);
-		}
-	}
-	spin_unlock(&d->lock);
+	gpuslot_hold_follow_ledger(d, f, seq, boosted, budget_end);
 	if (ml)
 		rt_mutex_unlock(&ml->lock);
 	rt_mutex_unlock(&f->boost_lock);
@@ -1117,18 +1130,7 @@ static void gpuslot_hold_inherit(struct gpuslot_domain *d,
 		gpuslot_boost_pass(&f->boost, seq);
 		boosted = false;
 	}
-	spin_lock(&d->lock);
-	if (READ_ONCE(f->domain) == d && f->state == GPUSLOT_FILE_HOLDING &&
-	    f->hold_seq == seq) {
-		if (boosted && f->hold_boost == GPUSLOT_HOLD_UNBOOSTED) {
-			gpuslot_hold_boosted_locked(d, f, budget_end);
-		} else if (!boosted && f->hold_boost == GPUSLOT_HOLD_BOOSTED) {
-			/* Lent nothing above the thread's own now. */
-			f->hold_boost = GPUSLOT_HOLD_UNBOOSTED;
-			gpuslot_overrun_cancel_locked(f);
-		}
-	}
-	spin_unlock(&d->lock);
+	gpuslot_hold_follow_ledger(d, f, seq, boosted, budget_end);
 	if (ml)
 		rt_mutex_unlock(&ml->lock);
 	rt_mutex_unlock(&f->boost_lock);
