@@ -1378,7 +1378,8 @@ TEST_F(Boost, AThreadIsBoostedOnlyWhereItsOwnPolicyComesBackExactly)
 
 
 // Full preemption while it lives, where the kernel can switch to it
-// (PREEMPT_DYNAMIC: debugfs sched/preempt) or has it (PREEMPT_RT): a thread
+// (PREEMPT_DYNAMIC: debugfs sched/preempt) or has it (PREEMPT, PREEMPT_RT;
+// the debug kernel is PREEMPT): a thread
 // whose priority drops below a runnable one is preempted where it is, in a
 // system call too, not at its return.
 class FullPreemption {
@@ -1392,8 +1393,12 @@ public:
 			ok_ = write_file(kMode, "full") == 0;
 			return;
 		}
+		// Fixed at build time: "PREEMPT" or "PREEMPT_RT" in the version.
 		utsname u{};
-		ok_ = uname(&u) == 0 && std::string(u.version).find("PREEMPT_RT") != std::string::npos;
+		if (uname(&u) == 0) {
+			for (const std::string &word : split_words(u.version))
+				ok_ = ok_ || word == "PREEMPT" || word == "PREEMPT_RT";
+		}
 	}
 	~FullPreemption()
 	{
