@@ -13,8 +13,21 @@
 namespace gpuslot::test {
 namespace {
 
+// The budget is work_test.cc's: here preempt_share is 100 (no bound), so
+// that no read comes after the default budget's 250 ms ran out (a TCG
+// guest is slow enough for that), and back to the default after.
 class ClientWork : public DomainTest {
 protected:
+	void SetUp() override
+	{
+		DomainTest::SetUp();
+		ASSERT_EQ(write_attr(0, "preempt_share", "100"), 0);
+	}
+	void TearDown() override
+	{
+		EXPECT_EQ(write_attr(0, "preempt_share", "25"), 0);
+		DomainTest::TearDown();
+	}
 	Dev admin;
 };
 
