@@ -174,6 +174,9 @@ struct LockServer::Conn {
 	bool admin_at_connect = false;
 	Source source{Source::connection};
 	bool paused = false; // its uid's request budget is spent
+	// The work state's memfd went out on it (once a connection: a member
+	// that never reads its socket holds at most one in flight each).
+	bool work_state_sent = false;
 	enum State { idle, acquiring, holding, queued, granted } state = idle;
 	struct Waiter {
 		gpuslot_core_waiter core;

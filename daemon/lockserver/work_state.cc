@@ -166,6 +166,8 @@ void LockServer::send_work_state(Conn &c, const char *data, size_t size)
 		std::memcpy(&flags, data, sizeof(flags));
 	if (!err && flags)
 		err = EINVAL;
+	if (!err && c.work_state_sent)
+		err = EBUSY;
 	gpuslot_wire h{};
 	h.magic = GPUSLOT_WIRE_MAGIC;
 	h.cmd = GPUSLOT_WIRE_WORK_STATE;
@@ -186,7 +188,8 @@ void LockServer::send_work_state(Conn &c, const char *data, size_t size)
 		std::memcpy(CMSG_DATA(cm), &c.domain->work_fd, sizeof(int));
 	}
 	// A peer that cannot take it is gone or broken, as for any reply.
-	(void)!sendmsg(c.fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+	if (sendmsg(c.fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT) >= 0 && !h.error)
+		c.work_state_sent = true;
 	if (c.state == Conn::granted)
 		reply(c, 0, GPUSLOT_WIRE_GRANTED, 0, nullptr, 0);
 }

@@ -376,7 +376,9 @@ struct gpuslot_work_info {
  * first call maps it (the module's page, or gpuslotd's sealed memfd); after
  * that a call is a few loads, no system call, safe from any thread. On the
  * socket transport a server that is gone publishes nothing: the state
- * reads empty until the restarted server's is mapped (at the same address).
+ * reads empty until the restarted server's is mapped (at the same address);
+ * no call waits for that server (a later call takes its answer), only the
+ * first call waits for gpuslotd's, at most 5 s.
  * Errors: -EINVAL @out->size below GPUSLOT_WORK_INFO_SIZE_VER0; -EOPNOTSUPP
  * the module or gpuslotd predates it; -ECHILD. (1.4)
  */

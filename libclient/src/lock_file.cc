@@ -30,17 +30,6 @@
 namespace gpuslot {
 namespace {
 
-// The work state page of @fd, read-only, at @at if not null.
-int map_page(int fd, void *at, void **out)
-{
-	void *p = mmap(at, GPUSLOT_WORK_STATE_SIZE, PROT_READ, MAP_SHARED | (at ? MAP_FIXED : 0), fd,
-		       0);
-	if (p == MAP_FAILED)
-		return errno;
-	*out = p;
-	return 0;
-}
-
 class DeviceFile : public LockFile {
 public:
 	DeviceFile(int fd, unsigned int domain, std::string sysfs_root)
@@ -91,7 +80,7 @@ public:
 	int map_work_state(void *at, void **out) override
 	{
 		// A module before it has no mmap (ENODEV) or refuses this one.
-		const int err = map_page(fd_, at, out);
+		const int err = map_work_state_page(fd_, at, out);
 		return err == ENODEV || err == EINVAL || err == ENOTTY ? EOPNOTSUPP : err;
 	}
 
@@ -225,12 +214,7 @@ void host_deadline(unsigned long cmd, char *s, uint32_t size)
 class SocketFile : public LockFile {
 public:
 	explicit SocketFile(int fd) : fd_(fd) {}
-	~SocketFile() override
-	{
-		for (auto &[seq, f] : fds_)
-			::close(f);
-		::close(fd_);
-	}
+	~SocketFile() override { ::close(fd_); }
 	int fd() const override { return fd_; }
 
 	int call(unsigned long cmd, void *arg) override
@@ -342,24 +326,6 @@ public:
 		return h.error;
 	}
 
-	int map_work_state(void *at, void **out) override
-	{
-		std::vector<char> msg(sizeof(gpuslot_wire) + sizeof(uint32_t)), reply;
-		int memfd = -1;
-		if (int err = exchange(GPUSLOT_WIRE_WORK_STATE, &msg, &reply, this_thread_id(), &memfd))
-			return err;
-		gpuslot_wire h;
-		std::memcpy(&h, reply.data(), sizeof(h));
-		int err = h.error == ENOTTY ? EOPNOTSUPP : h.error;
-		if (!err && memfd < 0)
-			err = EPROTO;
-		if (!err)
-			err = map_page(memfd, at, out);
-		if (memfd >= 0)
-			::close(memfd);
-		return err;
-	}
-
 private:
 	int attr(uint32_t cmd, const std::string &payload, std::string *text)
 	{
@@ -379,10 +345,8 @@ private:
 	// Send @msg (its header is filled in here) as command @cmd and wait
 	// for its reply: 0 with *reply (header and data; the command's own
 	// error in the header), or the errno of the connection.
-	// A file descriptor that came with the reply (SCM_RIGHTS) goes to
-	// *@fd if asked for, and is closed otherwise.
 	int exchange(uint32_t cmd, std::vector<char> *msg, std::vector<char> *reply,
-		     int32_t tid = this_thread_id(), int *fd = nullptr)
+		     int32_t tid = this_thread_id())
 	{
 		std::unique_lock<std::mutex> guard(lock_);
 		if (broken_)
@@ -402,13 +366,6 @@ private:
 			if (auto it = replies_.find(seq); it != replies_.end()) {
 				*reply = std::move(it->second);
 				replies_.erase(it);
-				if (auto f = fds_.find(seq); f != fds_.end()) {
-					if (fd)
-						*fd = f->second;
-					else
-						::close(f->second);
-					fds_.erase(f);
-				}
 				return 0;
 			}
 			if (broken_)
@@ -421,10 +378,10 @@ private:
 			reading_ = true;
 			guard.unlock();
 			char *in = in_.get(); // the reader's alone
-			// A descriptor may come with a reply (the work state's
-			// memfd): received close-on-exec, kept for its caller.
-			// Room for the sender's credentials too, which come
-			// first (SO_PASSCRED is on), and a few descriptors.
+			// No request of this file asks for a descriptor (the
+			// work state's memfd comes over a connection of its
+			// own): any that comes is closed. Room for the sender's
+			// credentials too, which come first (SO_PASSCRED is on).
 			alignas(cmsghdr) char control[CMSG_SPACE(sizeof(ucred)) +
 						      CMSG_SPACE(4 * sizeof(int))];
 			iovec iov{in, kReceiveMax};
@@ -435,22 +392,8 @@ private:
 			mh.msg_controllen = sizeof(control);
 			ssize_t n = recvmsg(fd_, &mh, MSG_CMSG_CLOEXEC);
 			const int err = n < 0 ? errno : 0;
-			int passed = -1;
-			for (cmsghdr *cm = n > 0 ? CMSG_FIRSTHDR(&mh) : nullptr; cm;
-			     cm = CMSG_NXTHDR(&mh, cm))
-				if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
-				    cm->cmsg_len >= CMSG_LEN(sizeof(int))) {
-					// One per message; any more were not ours to keep.
-					const size_t nfds = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-					for (size_t i = 0; i < nfds; i++) {
-						int f;
-						std::memcpy(&f, CMSG_DATA(cm) + i * sizeof(int), sizeof(f));
-						if (passed < 0)
-							passed = f;
-						else
-							::close(f);
-					}
-				}
+			if (n > 0)
+				close_passed_fds(&mh);
 			guard.lock();
 			reading_ = false;
 			replied_.notify_all();
@@ -473,8 +416,6 @@ private:
 			    r.size != size_t(n) - sizeof(r)) {
 				// Gone (a restart), an older gpuslotd or not
 				// gpuslotd: every caller learns it.
-				if (passed >= 0)
-					::close(passed);
 				broken_ = true;
 				old_wire_ = n > 0 && size_t(n) >= sizeof(r) &&
 					    r.magic == GPUSLOT_WIRE_MAGIC_V1;
@@ -482,14 +423,9 @@ private:
 				return n <= 0 ? ECONNRESET : EPROTO;
 			}
 			// Grants are announced for poll(); cancels answer nobody.
-			if (r.cmd == GPUSLOT_WIRE_GRANTED || ignored_.erase(r.seq)) {
-				if (passed >= 0)
-					::close(passed);
+			if (r.cmd == GPUSLOT_WIRE_GRANTED || ignored_.erase(r.seq))
 				continue;
-			}
 			replies_[r.seq].assign(in, in + n);
-			if (passed >= 0)
-				fds_[r.seq] = passed;
 		}
 	}
 
@@ -533,7 +469,6 @@ private:
 	uint32_t seq_ = 0;
 	std::map<uint32_t, std::vector<char>> replies_; // by sequence number
 	std::set<uint32_t> ignored_;			 // our own cancels
-	std::map<uint32_t, int> fds_;			 // descriptors of replies_
 	// What the reader receives into, the largest message there is: a
 	// debug/ table. Not written until used, so the pages past the first
 	// cost nothing until such a table comes.
@@ -544,12 +479,36 @@ private:
 	std::unique_ptr<char[]> in_ = std::make_unique_for_overwrite<char[]>(kReceiveMax);
 };
 
+} // namespace
+
+void close_passed_fds(msghdr *mh)
+{
+	for (cmsghdr *cm = CMSG_FIRSTHDR(mh); cm; cm = CMSG_NXTHDR(mh, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		const size_t nfds = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < nfds; i++) {
+			int f;
+			std::memcpy(&f, CMSG_DATA(cm) + i * sizeof(int), sizeof(f));
+			::close(f);
+		}
+	}
+}
+
 std::string socket_path(const std::string &dir, unsigned int domain)
 {
 	return dir + "/gpu" + std::to_string(domain) + ".sock";
 }
 
-} // namespace
+int map_work_state_page(int fd, void *at, void **out)
+{
+	void *p = mmap(at, GPUSLOT_WORK_STATE_SIZE, PROT_READ, MAP_SHARED | (at ? MAP_FIXED : 0), fd,
+		       0);
+	if (p == MAP_FAILED)
+		return errno;
+	*out = p;
+	return 0;
+}
 
 int open_lock_file(Transport transport, const std::string &where, unsigned int domain,
 		   std::unique_ptr<LockFile> *out, std::string *error, const std::string &sysfs_root)

@@ -9,6 +9,8 @@
 #include <memory>
 #include <string>
 
+struct msghdr;
+
 namespace gpuslot {
 
 enum class Transport { device, socket };
@@ -40,13 +42,24 @@ public:
 	// reclaim its hold after gpuslotd restarts. The device needs none (a
 	// hold there is its open file's): 0. 0 or a positive errno.
 	virtual int set_client_token(uint64_t) { return 0; }
-	// The attached domain's work state (struct gpuslot_work_state), mapped
-	// PROT_READ, MAP_SHARED: the module's page of this file, or gpuslotd's
-	// memfd (GPUSLOT_WIRE_WORK_STATE). At @at with MAP_FIXED, replacing
-	// what is mapped there, if @at is not null. 0 with *@out, or a
-	// positive errno (EOPNOTSUPP: a module or gpuslotd before it).
-	virtual int map_work_state(void *at, void **out) = 0;
+	// The device: the attached domain's work state (struct
+	// gpuslot_work_state), the module's page of this file mapped PROT_READ,
+	// MAP_SHARED, at @at with MAP_FIXED if @at is not null. 0 with *@out,
+	// or a positive errno (EOPNOTSUPP: a module before it, or the socket,
+	// whose memfd comes over a connection of its own: work_state.cc).
+	virtual int map_work_state(void *, void **) { return EOPNOTSUPP; }
 };
+
+// Closes the descriptors that came with a received message (SCM_RIGHTS).
+void close_passed_fds(msghdr *mh);
+
+// Where gpuslotd serves @domain in the socket directory @dir.
+std::string socket_path(const std::string &dir, unsigned int domain);
+
+// The work state page of @fd (the device's file, or gpuslotd's memfd),
+// read-only, shared, at @at with MAP_FIXED if not null: 0 with *@out, or
+// a positive errno.
+int map_work_state_page(int fd, void *at, void **out);
 
 // A file of @domain: @where is the device (/dev/gpuslot) or the socket
 // directory (/run/gpuslot); the device's attributes are under

@@ -181,9 +181,12 @@ int ProcessDomain::open(const Config &config, const BackendFactory &make_backend
 		return err;
 	// Mapped at its first use, through a file of its own.
 	d->work_ = std::make_unique<WorkState>(
-		config.transport, [raw = d.get()](std::unique_ptr<LockFile> *f, std::string *e) {
+		config.transport,
+		[raw = d.get()](std::unique_ptr<LockFile> *f, std::string *e) {
 			return raw->open_file(f, e);
-		});
+		},
+		config.transport == Transport::socket ? socket_path(config.socket_dir, config.domain)
+						      : std::string());
 	*out = std::move(d);
 	return 0;
 }

@@ -1,9 +1,14 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 #include "work_state.hpp"
 
+#include <gpuslot_wire.h>
+#include <poll.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -46,10 +51,93 @@ bool read_once(const gpuslot_work_state *w, gpuslot_work_state *out)
 	return __atomic_load_n(&w->seq, __ATOMIC_RELAXED) == seq;
 }
 
+// A GPUSLOT_WIRE_WORK_STATE request on a connection of its own to @path,
+// nothing waited for: the connection, or -1 (no server there now). A Unix
+// socket connects at once or not at all (EAGAIN: its backlog is full).
+int send_request(const std::string &path)
+{
+	sockaddr_un addr{};
+	addr.sun_family = AF_UNIX;
+	if (path.size() >= sizeof(addr.sun_path))
+		return -1;
+	std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+	const int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -1;
+	struct {
+		gpuslot_wire h;
+		uint32_t flags;
+	} m{};
+	m.h.magic = GPUSLOT_WIRE_MAGIC;
+	m.h.cmd = GPUSLOT_WIRE_WORK_STATE;
+	m.h.size = sizeof(m.flags);
+	m.h.seq = 1;
+	if (connect(fd, reinterpret_cast<sockaddr *>(&addr), sizeof(addr)) ||
+	    send(fd, &m, sizeof(m), MSG_NOSIGNAL | MSG_DONTWAIT) != ssize_t(sizeof(m))) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+// The answer to send_request() on @fd, if it came: 0 with *@memfd, EAGAIN
+// (not yet), or a positive errno (EOPNOTSUPP: a gpuslotd before the work
+// state; ECONNRESET: it closed the connection, as a gsl1 one does).
+int take_answer(int fd, int *memfd)
+{
+	gpuslot_wire r{};
+	alignas(cmsghdr) char control[CMSG_SPACE(4 * sizeof(int))];
+	iovec iov{&r, sizeof(r)};
+	msghdr mh{};
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = control;
+	mh.msg_controllen = sizeof(control);
+	const ssize_t n = recvmsg(fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	if (n < 0)
+		return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? EAGAIN : errno;
+	// One descriptor, the memfd; any other number is none.
+	int passed = -1;
+	size_t nfds = 0;
+	for (cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		const size_t here = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		if (!nfds && here == 1)
+			std::memcpy(&passed, CMSG_DATA(cm), sizeof(passed));
+		nfds += here;
+	}
+	if (nfds > 1) {
+		close_passed_fds(&mh);
+		passed = -1;
+	}
+	int err = n == 0				  ? ECONNRESET
+		  : (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ? EPROTO
+		  : size_t(n) != sizeof(r) || r.magic != GPUSLOT_WIRE_MAGIC ||
+				  r.cmd != GPUSLOT_WIRE_WORK_STATE || r.size
+			  ? EPROTO
+		  : r.error == ENOTTY ? EOPNOTSUPP
+		  : r.error	      ? r.error
+		  : passed < 0	      ? EPROTO
+				      : 0;
+	if (err && passed >= 0)
+		close(passed);
+	if (!err)
+		*memfd = passed;
+	return err;
+}
+
+// Whether the peer of @fd closed it.
+bool hung_up(int fd)
+{
+	pollfd p{fd, POLLRDHUP, 0};
+	return poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR));
+}
+
 } // namespace
 
-WorkState::WorkState(Transport transport, Opener open)
-	: transport_(transport), open_(std::move(open))
+WorkState::WorkState(Transport transport, Opener open, std::string socket_path)
+	: transport_(transport), open_(std::move(open)), socket_path_(std::move(socket_path))
 {
 }
 
@@ -57,6 +145,9 @@ WorkState::~WorkState()
 {
 	if (const gpuslot_work_state *p = page_.load())
 		munmap(const_cast<gpuslot_work_state *>(p), GPUSLOT_WORK_STATE_SIZE);
+	for (int fd : {conn_, pending_})
+		if (fd >= 0)
+			close(fd);
 }
 
 int WorkState::map_first(std::string *error)
@@ -95,28 +186,58 @@ int WorkState::map_first(std::string *error)
 	}
 	stale_.store(true);
 	page_.store(static_cast<const gpuslot_work_state *>(p), std::memory_order_release);
-	return remap_locked(error);
+	if (int err = advance_locked(now, error))
+		return err;
+	// The answer, waited for this once (bounded: a gpuslotd that does not
+	// answer leaves the state empty, and a later read takes the answer).
+	const uint64_t until = now + uint64_t(kFirstWaitMs) * 1000000;
+	for (uint64_t t = now; pending_ >= 0 && t < until; t = monotonic_ns()) {
+		pollfd pf{pending_, POLLIN, 0};
+		if (poll(&pf, 1, int((until - t + 999999) / 1000000)) < 0 && errno != EINTR)
+			break;
+		if (int err = advance_locked(monotonic_ns(), error))
+			return err;
+	}
+	return 0;
 }
 
-int WorkState::remap_locked(std::string *error)
+int WorkState::advance_locked(uint64_t now, std::string *error)
 {
-	const uint64_t now = monotonic_ns();
-	retry_ns_ = now + kRetryNs;
-	std::unique_ptr<LockFile> f;
-	if (open_(&f, error))
-		return 0; // gone still: the state reads empty meanwhile
-	void *at = const_cast<gpuslot_work_state *>(page_.load()), *p;
-	if (int err = f->map_work_state(at, &p)) {
-		if (err == EOPNOTSUPP) {
-			unsupported_ = err;
+	if (pending_ < 0) {
+		if (now < retry_ns_)
+			return 0;
+		retry_ns_ = now + kRetryNs;
+		pending_ = send_request(socket_path_);
+		if (pending_ < 0)
+			return 0; // gone still: the state reads empty meanwhile
+	}
+	int memfd = -1;
+	const int err = take_answer(pending_, &memfd);
+	if (err == EAGAIN)
+		return 0; // taken at a later check
+	void *p = nullptr;
+	const int map_err =
+		err ? err
+		    : map_work_state_page(memfd,
+					  const_cast<gpuslot_work_state *>(page_.load()), &p);
+	if (memfd >= 0)
+		close(memfd);
+	if (map_err) {
+		close(pending_);
+		pending_ = -1;
+		if (map_err == EOPNOTSUPP) {
+			unsupported_ = map_err;
 			unsupported_until_ = now + 1000000000;
 			*error = "gpuslotd predates the work state (GPUSLOT_WIRE_WORK_STATE): upgrade it";
-			return -err;
+			return -map_err;
 		}
 		return 0; // gone again before it answered
 	}
+	if (conn_ >= 0)
+		close(conn_);
+	conn_ = pending_;
+	pending_ = -1;
 	unsupported_ = 0;
-	file_ = std::move(f);
 	checked_ns_.store(now, std::memory_order_relaxed);
 	// Readers that began before the new page retry; then it is valid.
 	epoch_.fetch_add(1, std::memory_order_release);
@@ -128,22 +249,23 @@ void WorkState::check_server(uint64_t now, bool force)
 {
 	if (transport_ != Transport::socket)
 		return;
-	if (!force && now - checked_ns_.load(std::memory_order_relaxed) < kCheckNs &&
-	    !stale_.load(std::memory_order_relaxed))
+	if (!force && now - checked_ns_.load(std::memory_order_relaxed) < kCheckNs)
 		return;
 	std::unique_lock<std::mutex> hold(lock_, std::try_to_lock);
 	if (!hold.owns_lock())
 		return;
 	checked_ns_.store(now, std::memory_order_relaxed);
-	if (!stale_.load() && (!file_ || file_->gone())) {
+	if (!stale_.load() && (conn_ < 0 || hung_up(conn_))) {
 		// From here the dead server's page holds no one back.
 		stale_.store(true, std::memory_order_release);
 		epoch_.fetch_add(1, std::memory_order_release);
-		file_.reset();
+		if (conn_ >= 0)
+			close(conn_);
+		conn_ = -1;
 	}
-	if (stale_.load() && now >= retry_ns_) {
+	if (stale_.load()) {
 		std::string ignored;
-		remap_locked(&ignored);
+		advance_locked(now, &ignored);
 	}
 }
 

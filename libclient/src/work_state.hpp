@@ -12,6 +12,13 @@
 // it is gone the state reads empty, and the new server's memfd is mapped
 // over the old one at the same address (MAP_FIXED), so that a caller
 // holding the address reads the new server's page.
+//
+// Readers are launching threads (gpuslot-run's launch queue asks before
+// each command), so after the first read nothing here waits for gpuslotd:
+// the new server is asked on a connection of its own, without blocking,
+// and its answer taken by a later check when it has come. Only the first
+// read waits for the answer, at most kFirstWaitMs (the caller's first word
+// with this gpuslotd: its state is not known before).
 #pragma once
 
 #include <linux/gpuslot.h>
@@ -29,14 +36,18 @@ namespace gpuslot {
 
 class WorkState {
 public:
-	// Opens a file of the domain (ProcessDomain::open_file()).
+	// Opens a file of the domain (ProcessDomain::open_file()): the device.
 	using Opener = std::function<int(std::unique_ptr<LockFile> *, std::string *)>;
-	// How often a reader asks whether gpuslotd's connection is gone.
+	// How often a reader asks whether gpuslotd's connection is gone, or
+	// whether a new one's answer came.
 	static constexpr uint64_t kCheckNs = 2000000;
 	// How often a gone gpuslotd is looked for again.
 	static constexpr uint64_t kRetryNs = 50000000;
+	// How long the first read waits for gpuslotd's answer.
+	static constexpr int kFirstWaitMs = 5000;
 
-	WorkState(Transport transport, Opener open);
+	// @socket_path: the domain's socket (socket transport only).
+	WorkState(Transport transport, Opener open, std::string socket_path);
 	~WorkState();
 	WorkState(const WorkState &) = delete;
 	WorkState &operator=(const WorkState &) = delete;
@@ -51,16 +62,22 @@ private:
 	// reserved at the address first, the server's mapped over it).
 	int map_first(std::string *error);
 	// Socket: whether the server's connection is gone (the state then
-	// reads empty) and, gone, the new server's memfd mapped over it.
+	// reads empty) and, gone, a step towards the new server's memfd.
 	// @force: whatever the time since the last check. Under lock_ only
 	// if it can be had at once: another thread checks meanwhile.
 	void check_server(uint64_t now, bool force);
-	int remap_locked(std::string *error);
+	// Socket, under lock_, never blocking: a request to the server sent
+	// (at most every kRetryNs), or its answer taken and the memfd mapped
+	// over the page. 0, or -EOPNOTSUPP with *error (a gpuslotd before the
+	// work state); anything else leaves the state empty until a later try.
+	int advance_locked(uint64_t now, std::string *error);
 
 	const Transport transport_;
 	const Opener open_;
+	const std::string socket_path_;
 	std::mutex lock_; // the slow paths
-	std::unique_ptr<LockFile> file_; // socket: the memfd's connection
+	int conn_ = -1;	   // socket: the mapped memfd's connection (under lock_)
+	int pending_ = -1; // socket: a request's connection, unanswered yet (under lock_)
 	std::atomic<const gpuslot_work_state *> page_{nullptr};
 	// Bumped as the page goes stale and again once it is mapped anew: a
 	// read across either is retried.

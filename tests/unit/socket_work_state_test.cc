@@ -14,6 +14,7 @@
 #include <linux/gpuslot.h>
 #include <gpuslot_wire.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/mman.h>
@@ -79,9 +80,8 @@ int wait_exit(pid_t pid)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-// The memfd a connection gets for GPUSLOT_WIRE_WORK_STATE, or -1 (with
-// *@error the reply's error).
-int request_memfd(const fs::path &dir, int *error = nullptr, uint32_t flags = 0)
+// A connection to @dir's domain 0, or -1.
+int connect_domain(const fs::path &dir)
 {
 	const int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	sockaddr_un a{};
@@ -91,6 +91,13 @@ int request_memfd(const fs::path &dir, int *error = nullptr, uint32_t flags = 0)
 		::close(s);
 		return -1;
 	}
+	return s;
+}
+
+// The memfd connection @s gets for GPUSLOT_WIRE_WORK_STATE, or -1 (with
+// *@error the reply's error).
+int ask_memfd(int s, int *error = nullptr, uint32_t flags = 0)
+{
 	struct {
 		gpuslot_wire h;
 		uint32_t flags;
@@ -118,6 +125,16 @@ int request_memfd(const fs::path &dir, int *error = nullptr, uint32_t flags = 0)
 					std::memcpy(&fd, CMSG_DATA(cm), sizeof(fd));
 		}
 	}
+	return fd;
+}
+
+// The memfd a new connection gets, as ask_memfd().
+int request_memfd(const fs::path &dir, int *error = nullptr, uint32_t flags = 0)
+{
+	const int s = connect_domain(dir);
+	if (s < 0)
+		return -1;
+	const int fd = ask_memfd(s, error, flags);
 	::close(s);
 	return fd;
 }
@@ -474,6 +491,32 @@ TEST_F(WorkState, AWorkStateRequestWithFlagsIsRefused)
 	EXPECT_EQ(error, EINVAL);
 }
 
+// Defect guarded against: each request sent the memfd once more, and a
+// member that never read its socket left any number in flight, charged to
+// gpuslotd's user. A connection gets it once; a second request is EBUSY,
+// with no descriptor. A refused request sent none and leaves the ask.
+TEST_F(WorkState, AConnectionGetsTheMemfdOnce)
+{
+	const int s = connect_domain(dir_);
+	ASSERT_GE(s, 0);
+	int error = -1;
+	EXPECT_EQ(ask_memfd(s, &error, 1), -1);
+	EXPECT_EQ(error, EINVAL);
+	const int fd = ask_memfd(s, &error);
+	EXPECT_GE(fd, 0);
+	EXPECT_EQ(error, 0);
+	EXPECT_EQ(ask_memfd(s, &error), -1);
+	EXPECT_EQ(error, EBUSY);
+	if (fd >= 0)
+		::close(fd);
+	::close(s);
+	// Another connection still gets it.
+	const int other = request_memfd(dir_, &error);
+	EXPECT_GE(other, 0);
+	if (other >= 0)
+		::close(other);
+}
+
 gpuslot_client *open_client(const fs::path &dir)
 {
 	setenv("GPUSLOT_TRANSPORT", "socket", 1);
@@ -550,6 +593,27 @@ std::vector<std::pair<std::string, std::string>> memfd_mappings()
 	return found;
 }
 
+// socket_server_helper serving @dir's domain 0 at kPriorities, with
+// preempt_share 100 (see below): its pid, or -1.
+pid_t serve_unbounded(const fs::path &dir)
+{
+	std::vector<std::string> args{dir.string()};
+	args.insert(args.end(), kPriorities.begin(), kPriorities.end());
+	// A killed server's socket stays: wait for the new one's.
+	fs::remove(gpuslot::domain_socket(dir, 0));
+	const pid_t p = spawn(GPUSLOT_SOCKET_SERVER_HELPER, args);
+	for (int i = 0; i < 5000 && !fs::exists(gpuslot::domain_socket(dir, 0)); i++)
+		usleep(1000);
+	std::unique_ptr<LockFile> admin;
+	std::string error;
+	EXPECT_EQ(gpuslot::open_lock_file(gpuslot::Transport::socket, dir, 0, &admin, &error), 0)
+		<< error;
+	if (admin) {
+		EXPECT_EQ(admin->write_attr("preempt_share", "100"), 0);
+	}
+	return p;
+}
+
 // Defect guarded against: a gpuslotd killed while a slot preempts left its
 // page saying so forever. Once libgpuslot sees the connection gone the
 // state reads empty; the restarted gpuslotd's memfd is mapped over the old
@@ -565,25 +629,7 @@ TEST(WorkStateRestart, AKilledServersPageHoldsNoOneBackAndTheNewOneIsMappedInIts
 	char tmpl[] = "/tmp/gpuslot-work-restart-XXXXXX";
 	ASSERT_NE(mkdtemp(tmpl), nullptr);
 	const fs::path dir = tmpl;
-	std::vector<std::string> args{dir.string()};
-	args.insert(args.end(), kPriorities.begin(), kPriorities.end());
-	auto serve = [&] {
-		// A killed server's socket stays: wait for the new one's.
-		fs::remove(gpuslot::domain_socket(dir, 0));
-		const pid_t p = spawn(GPUSLOT_SOCKET_SERVER_HELPER, args);
-		for (int i = 0; i < 5000 && !fs::exists(gpuslot::domain_socket(dir, 0)); i++)
-			usleep(1000);
-		std::unique_ptr<LockFile> admin;
-		std::string error;
-		EXPECT_EQ(gpuslot::open_lock_file(gpuslot::Transport::socket, dir, 0, &admin,
-						  &error),
-			  0)
-			<< error;
-		if (admin) {
-			EXPECT_EQ(admin->write_attr("preempt_share", "100"), 0);
-		}
-		return p;
-	};
+	auto serve = [&] { return serve_unbounded(dir); };
 	pid_t server = serve();
 	ASSERT_GT(server, 0);
 	gpuslot_client *c = open_client(dir);
@@ -620,6 +666,137 @@ TEST(WorkStateRestart, AKilledServersPageHoldsNoOneBackAndTheNewOneIsMappedInIts
 	gpuslot_close(c);
 	kill(server, SIGKILL);
 	wait_exit(server);
+	unsetenv("GPUSLOT_TRANSPORT");
+	unsetenv("GPUSLOT_SOCKET_DIR");
+	fs::remove_all(dir);
+}
+
+// Defect guarded against: after a gpuslotd restart libgpuslot mapped the
+// new memfd with a connect and a request on the reading thread (the
+// launching thread under gpuslot-run) and waited for the answer with no
+// bound. Here a "server" that takes the connection and never answers: every
+// read returns at once (empty) while the request waits; the answer, when
+// it comes, is taken by a later read and mapped in the old page's place.
+// A watchdog closes the fake after 20 s, which would free a blocked read
+// (the test then fails, never hangs).
+TEST(WorkStateRestart, NoReadWaitsForARestartedServersAnswer)
+{
+	char tmpl[] = "/tmp/gpuslot-work-silent-XXXXXX";
+	ASSERT_NE(mkdtemp(tmpl), nullptr);
+	const fs::path dir = tmpl;
+	pid_t server = serve_unbounded(dir);
+	ASSERT_GT(server, 0);
+	gpuslot_client *c = open_client(dir);
+	ASSERT_NE(c, nullptr);
+	gpuslot_slot high{};
+	high.size = sizeof(high);
+	ASSERT_EQ(gpuslot_acquire_slot(c, GPUSLOT_WAIT_FOREVER, 1, &high), 0) << gpuslot_last_error();
+	ASSERT_EQ(gpuslot_set_work(c, &high, 1), 0) << gpuslot_last_error();
+	ASSERT_EQ(gpuslot_work_preempts(c, 0), 1);
+	const auto before = memfd_mappings();
+	ASSERT_EQ(before.size(), 1u);
+	kill(server, SIGKILL);
+	EXPECT_EQ(wait_exit(server), 128 + SIGKILL);
+	int preempts = 1;
+	for (int i = 0; i < 5000 && (preempts = gpuslot_work_preempts(c, 0)) != 0; i++)
+		usleep(1000);
+	ASSERT_EQ(preempts, 0);
+
+	// The silent server: connections wait in its backlog, unaccepted.
+	const std::string path = gpuslot::domain_socket(dir, 0);
+	fs::remove(path);
+	std::atomic<int> listener{socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0)};
+	sockaddr_un a{};
+	a.sun_family = AF_UNIX;
+	strcpy(a.sun_path, path.c_str());
+	ASSERT_EQ(::bind(listener.load(), reinterpret_cast<sockaddr *>(&a), sizeof(a)), 0);
+	ASSERT_EQ(::listen(listener.load(), 8), 0);
+	std::atomic<bool> done{false}, rescued{false};
+	std::atomic<int> accepted{-1};
+	std::thread watchdog([&] {
+		for (int i = 0; i < 20000 && !done; i++)
+			usleep(1000);
+		if (!done) {
+			// Closing them resets the connections a read waits on.
+			rescued = true;
+			if (int fd = listener.exchange(-1); fd >= 0)
+				::close(fd);
+			if (int fd = accepted.exchange(-1); fd >= 0)
+				::close(fd);
+		}
+	});
+	// Reads until the request is in the backlog, each one returning.
+	pollfd pending{listener.load(), POLLIN, 0};
+	for (int i = 0; i < 5000 && poll(&pending, 1, 0) == 0; i++) {
+		EXPECT_EQ(gpuslot_work_preempts(c, 0), 0);
+		usleep(1000);
+	}
+	ASSERT_FALSE(rescued) << "a read waited for the silent server";
+	accepted = accept4(listener.load(), nullptr, nullptr, SOCK_CLOEXEC);
+	ASSERT_GE(accepted.load(), 0) << "no request came in 5 s";
+	struct {
+		gpuslot_wire h;
+		uint32_t flags;
+	} req{};
+	ASSERT_EQ(recv(accepted.load(), &req, sizeof(req), 0), ssize_t(sizeof(req)));
+	EXPECT_EQ(req.h.magic, GPUSLOT_WIRE_MAGIC);
+	EXPECT_EQ(req.h.cmd, uint32_t(GPUSLOT_WIRE_WORK_STATE));
+	// Unanswered: reads go on returning, empty.
+	for (int i = 0; i < 100; i++) {
+		EXPECT_EQ(gpuslot_work_preempts(c, 0), 0);
+		usleep(1000);
+	}
+	ASSERT_FALSE(rescued) << "a read waited for the silent server";
+
+	// Its answer: a page in which slot 0 (priority 1) preempts.
+	const int memfd = memfd_create("gpuslot-work-gpu0", MFD_CLOEXEC);
+	ASSERT_GE(memfd, 0);
+	ASSERT_EQ(ftruncate(memfd, GPUSLOT_WORK_STATE_SIZE), 0);
+	gpuslot_work_state st{};
+	st.seq = 2;
+	st.version = GPUSLOT_WORK_STATE_VERSION;
+	st.k = 2;
+	st.priority[0] = 1;
+	st.held_mask = st.work_mask = st.preempt_mask = 1;
+	st.preempt_level = 2;
+	st.updates = 1;
+	ASSERT_EQ(pwrite(memfd, &st, sizeof(st), 0), ssize_t(sizeof(st)));
+	gpuslot_wire r{};
+	r.magic = GPUSLOT_WIRE_MAGIC;
+	r.cmd = GPUSLOT_WIRE_WORK_STATE;
+	r.seq = req.h.seq;
+	iovec iov{&r, sizeof(r)};
+	alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+	msghdr m{};
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	m.msg_control = control;
+	m.msg_controllen = sizeof(control);
+	cmsghdr *cm = CMSG_FIRSTHDR(&m);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	std::memcpy(CMSG_DATA(cm), &memfd, sizeof(int));
+	ASSERT_EQ(sendmsg(accepted.load(), &m, MSG_NOSIGNAL), ssize_t(sizeof(r)));
+	for (int i = 0; i < 5000 && (preempts = gpuslot_work_preempts(c, 0)) != 1; i++)
+		usleep(1000);
+	EXPECT_EQ(preempts, 1) << "the answer was never taken";
+	const auto after = memfd_mappings();
+	ASSERT_EQ(after.size(), 1u);
+	EXPECT_EQ(after[0].first, before[0].first) << "mapped at another address";
+	EXPECT_NE(after[0].second, before[0].second) << "still the old server's memfd";
+	// The fake hangs up: its page holds no one back either.
+	if (int fd = accepted.exchange(-1); fd >= 0)
+		::close(fd);
+	for (int i = 0; i < 5000 && (preempts = gpuslot_work_preempts(c, 0)) != 0; i++)
+		usleep(1000);
+	EXPECT_EQ(preempts, 0);
+	done = true;
+	watchdog.join();
+	if (int fd = listener.exchange(-1); fd >= 0)
+		::close(fd);
+	::close(memfd);
+	gpuslot_close(c);
 	unsetenv("GPUSLOT_TRANSPORT");
 	unsetenv("GPUSLOT_SOCKET_DIR");
 	fs::remove_all(dir);
