@@ -7,9 +7,7 @@
  * drains at rate 1 while the slot preempts; over a long run a slot thus
  * preempts at most share % of the time, and a slot that never drains
  * preempts from a full bucket for capacity / (1 - share / 100) (window x
- * share / 100 plus what refilled meanwhile) and then stops. A bucket that
- * ran out starts a preemption again only from its resume level (preempt.h),
- * so that a slot over its share preempts in pieces of at least that much.
+ * share / 100 plus what refilled meanwhile) and then stops.
  */
 #include <asm/barrier.h>
 #include <linux/compiler.h>
@@ -34,11 +32,6 @@ static bool gpuslot_preempt_bounded(const struct gpuslot_preempt *p)
 	return p->share < 100;
 }
 
-static u64 gpuslot_preempt_resume_level(const struct gpuslot_preempt *p)
-{
-	return gpuslot_preempt_capacity(p) / GPUSLOT_PREEMPT_RESUME_DIV;
-}
-
 /*
  * Bring @s's bucket to @now_ns; stop its preemption if it ran out. A
  * preempting bucket is rewritten only when @commit (its preemption ends,
@@ -59,7 +52,6 @@ static void gpuslot_preempt_settle(struct gpuslot_preempt *p,
 	dt = now_ns - s->stamp_ns;
 	if (!gpuslot_preempt_bounded(p)) {
 		s->tokens_ns = cap;
-		s->exhausted = false;
 		s->stamp_ns = now_ns;
 		return;
 	}
@@ -70,7 +62,6 @@ static void gpuslot_preempt_settle(struct gpuslot_preempt *p,
 		if (cost >= s->tokens_ns) {
 			s->tokens_ns = 0;
 			s->preempting = false;
-			s->exhausted = true;
 			s->stamp_ns = now_ns;
 		} else if (commit) {
 			s->tokens_ns -= cost;
@@ -117,7 +108,6 @@ void gpuslot_preempt_init(struct gpuslot_preempt *p, unsigned int share,
 		p->priority[i] = 0;
 		p->slot[i].work = false;
 		p->slot[i].preempting = false;
-		p->slot[i].exhausted = false;
 		p->slot[i].tokens_ns = gpuslot_preempt_capacity(p);
 		p->slot[i].stamp_ns = now_ns;
 	}
@@ -137,12 +127,9 @@ int gpuslot_preempt_set_budget(struct gpuslot_preempt *p, unsigned int share,
 	p->share = share;
 	p->window_ns = window_ms * GPUSLOT_NSEC_PER_MSEC;
 	cap = gpuslot_preempt_capacity(p);
-	for (i = 0; i < GPUSLOT_MAX_SLOTS; i++) {
+	for (i = 0; i < GPUSLOT_MAX_SLOTS; i++)
 		if (p->slot[i].tokens_ns > cap || !gpuslot_preempt_bounded(p))
 			p->slot[i].tokens_ns = cap;
-		if (!gpuslot_preempt_bounded(p))
-			p->slot[i].exhausted = false;
-	}
 	return 0;
 }
 
@@ -191,10 +178,7 @@ void gpuslot_preempt_set_work(struct gpuslot_preempt *p, unsigned int slot,
 	if (s->work)
 		return;
 	s->work = true;
-	if (s->exhausted && s->tokens_ns >= gpuslot_preempt_resume_level(p))
-		s->exhausted = false;
-	s->preempting = !gpuslot_preempt_bounded(p) ||
-			(!s->exhausted && s->tokens_ns > 0);
+	s->preempting = !gpuslot_preempt_bounded(p) || s->tokens_ns > 0;
 }
 
 void gpuslot_preempt_hold_ended(struct gpuslot_preempt *p, unsigned int slot,

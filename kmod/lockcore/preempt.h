@@ -28,18 +28,9 @@
 #define GPUSLOT_DEFAULT_PREEMPT_WINDOW_MS	1000
 #define GPUSLOT_MAX_PREEMPT_WINDOW_MS		60000
 
-/*
- * A bucket that ran out preempts again only once it holds a
- * 1/GPUSLOT_PREEMPT_RESUME_DIV of its capacity: a holder that drains and
- * reports work again at once would otherwise preempt on the few ns that
- * refilled meanwhile, and the published state would flap at its pace.
- */
-#define GPUSLOT_PREEMPT_RESUME_DIV		8
-
 struct gpuslot_preempt_slot {
 	bool work;		/* the holder reported work pending */
 	bool preempting;	/* work, and the bucket was not empty */
-	bool exhausted;		/* ran out, not yet refilled to the resume level */
 	u64 tokens_ns;		/* bucket content at @stamp_ns */
 	u64 stamp_ns;		/* last settle */
 };

@@ -96,53 +96,6 @@ TEST_F(Preempt, AnEmptiedBucketPreemptsAgainAfterDrainingAndRefill)
 	EXPECT_EQ(p_.slot[0].tokens_ns, kCap);
 }
 
-// Defect guarded against: a holder over its share that drained and
-// reported work again at once preempted on the nanoseconds refilled
-// meanwhile, and the published state flapped at its pace. A bucket that
-// ran out preempts again only from an eighth of its capacity (1.25 ms
-// here, 12.5 ms of refill at 10 %); one that did not run out preempts on
-// whatever it holds.
-TEST_F(Preempt, AnEmptiedBucketPreemptsAgainOnlyFromItsResumeLevel)
-{
-	constexpr u64 kResume = kCap / GPUSLOT_PREEMPT_RESUME_DIV;
-	gpuslot_preempt_set_work(&p_, 0, true, 0);
-	gpuslot_preempt_tick(&p_, kFullRun);
-	ASSERT_EQ(preempting(), 0ULL);
-	gpuslot_preempt_set_work(&p_, 0, false, kFullRun);
-	// Every 1 ms a drain and a report: 0.1 ms more each time, no preemption.
-	u64 t = kFullRun;
-	for (u64 refilled = 0; refilled + kMs / 10 < kResume; refilled += kMs / 10) {
-		t += kMs;
-		gpuslot_preempt_set_work(&p_, 0, true, t);
-		ASSERT_EQ(preempting(), 0ULL) << "preempted on " << p_.slot[0].tokens_ns << " ns";
-		ASSERT_EQ(work(), 1ULL);
-		gpuslot_preempt_set_work(&p_, 0, false, t);
-	}
-	// At the resume level it preempts, for that much (/ 0.9).
-	t = kFullRun + kResume * 100 / kShare;
-	gpuslot_preempt_set_work(&p_, 0, true, t);
-	EXPECT_EQ(p_.slot[0].tokens_ns, kResume);
-	EXPECT_EQ(preempting(), 1ULL);
-	EXPECT_EQ(gpuslot_preempt_next_expiry(&p_), t + (kResume * 100 + 89) / 90);
-	// Drained before it ran out: the next job preempts on what is left,
-	// below the resume level.
-	gpuslot_preempt_set_work(&p_, 0, false, t + kMs);
-	ASSERT_LT(p_.slot[0].tokens_ns, kResume);
-	gpuslot_preempt_set_work(&p_, 0, true, t + kMs);
-	EXPECT_EQ(preempting(), 1ULL);
-	// Share 100 forgets the exhaustion with the bound.
-	gpuslot_preempt_tick(&p_, t + 2 * kMs);
-	gpuslot_preempt_set_work(&p_, 0, false, t + 2 * kMs);
-	gpuslot_preempt_set_work(&p_, 0, true, t + 2 * kMs);
-	gpuslot_preempt_tick(&p_, t + 3 * kMs);
-	ASSERT_EQ(preempting(), 0ULL);
-	gpuslot_preempt_set_work(&p_, 0, false, t + 3 * kMs);
-	ASSERT_EQ(gpuslot_preempt_set_budget(&p_, 100, kWindowMs, t + 3 * kMs), 0);
-	ASSERT_EQ(gpuslot_preempt_set_budget(&p_, kShare, kWindowMs, t + 3 * kMs), 0);
-	gpuslot_preempt_set_work(&p_, 0, true, t + 3 * kMs);
-	EXPECT_EQ(preempting(), 1ULL);
-}
-
 TEST_F(Preempt, LevelIsOnePlusTheHighestPreemptingPriority)
 {
 	EXPECT_EQ(gpuslot_preempt_level(&p_), 0U);
