@@ -26,6 +26,18 @@ def ioc_rw(nr, size):
     return (3 << 30) | (size << 16) | (0xC6 << 8) | nr
 
 
+def wire_request(cmd, body):
+    """One request of @cmd with @body to gpuslotd's domain 0, on a
+    connection of its own: the reply's error (0 or an errno)."""
+    path = os.path.join(os.environ["GPUSLOT_SOCKET_DIR"], "gpu0.sock")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+        s.connect(path)
+        s.send(WIRE.pack(WIRE_MAGIC, cmd, 0, len(body), os.getpid(), 1) + body)
+        reply = s.recv(65536)
+    return WIRE.unpack_from(reply)[2]
+
+
 def set_layout(lock, k, priorities, nr_units=60):
     """SET_LAYOUT as an admin: k whole-GPU partitions of the Radeon VII's
     CUs at @priorities; 0 or the errno."""
@@ -34,13 +46,7 @@ def set_layout(lock, k, priorities, nr_units=60):
     if lock.transport == "socket":
         body = LAYOUT.pack(LAYOUT.size, 0, k, UNIT_AMD_CU, 1, nr_units, 0, k, 0, 0, 0, 0, 0,
                            prio) + parts.raw
-        path = os.path.join(os.environ["GPUSLOT_SOCKET_DIR"], "gpu0.sock")
-        with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
-            s.connect(path)
-            s.send(WIRE.pack(WIRE_MAGIC, SET_LAYOUT, 0, len(body), os.getpid(), 1) + body)
-            reply = s.recv(65536)
-        return WIRE.unpack_from(reply)[2]
+        return wire_request(SET_LAYOUT, body)
     layout = ctypes.create_string_buffer(
         LAYOUT.pack(LAYOUT.size, 0, k, UNIT_AMD_CU, 1, nr_units, 0, k,
                     ctypes.addressof(parts), 0, 0, 0, 0, prio))

@@ -6,13 +6,12 @@ report, on either transport."""
 
 import errno
 import os
-import socket
 
 import pytest
 
 import gpuslot
 
-from test_priority import WIRE, WIRE_MAGIC, set_layout, whole_gpu  # noqa: F401 (a fixture)
+from test_priority import set_layout, whole_gpu, wire_request  # noqa: F401 (a fixture)
 
 ATTR_WRITE = 0xF1  # GPUSLOT_WIRE_ATTR_WRITE
 
@@ -20,14 +19,7 @@ ATTR_WRITE = 0xF1  # GPUSLOT_WIRE_ATTR_WRITE
 def write_attr(lock, name, text):
     """An admin's write of the domain's attribute @name: 0 or the errno."""
     if lock.transport == "socket":
-        body = name.encode() + b"\0" + text.encode()
-        path = os.path.join(os.environ["GPUSLOT_SOCKET_DIR"], "gpu0.sock")
-        with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
-            s.connect(path)
-            s.send(WIRE.pack(WIRE_MAGIC, ATTR_WRITE, 0, len(body), os.getpid(), 1) + body)
-            reply = s.recv(65536)
-        return WIRE.unpack_from(reply)[2]
+        return wire_request(ATTR_WRITE, name.encode() + b"\0" + text.encode())
     try:
         with open(f"/sys/class/gpuslot/gpu0/{name}", "w") as f:
             f.write(text)

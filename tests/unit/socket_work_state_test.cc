@@ -614,6 +614,41 @@ pid_t serve_unbounded(const fs::path &dir)
 	return p;
 }
 
+// A client of socket_server_helper in @dir holding slot 0 (priority 1)
+// with work pending, read as preempting (its page's one mapping in
+// *@mapped); then the server SIGKILLed and the state read empty. The
+// client, or null after a failure.
+gpuslot_client *preempting_client_of_a_killed_server(const fs::path &dir,
+						     std::vector<std::pair<std::string, std::string>> *mapped,
+						     gpuslot_slot *high)
+{
+	const pid_t server = serve_unbounded(dir);
+	EXPECT_GT(server, 0);
+	if (server <= 0)
+		return nullptr;
+	gpuslot_client *c = open_client(dir);
+	EXPECT_NE(c, nullptr);
+	high->size = sizeof(*high);
+	bool ok = c && gpuslot_acquire_slot(c, GPUSLOT_WAIT_FOREVER, 1, high) == 0 &&
+		  gpuslot_set_work(c, high, 1) == 0;
+	EXPECT_TRUE(ok) << gpuslot_last_error();
+	EXPECT_EQ(ok ? gpuslot_work_preempts(c, 0) : -1, 1);
+	*mapped = memfd_mappings();
+	EXPECT_EQ(mapped->size(), 1u);
+	kill(server, SIGKILL);
+	EXPECT_EQ(wait_exit(server), 128 + SIGKILL);
+	int preempts = 1;
+	for (int i = 0; ok && i < 5000 && (preempts = gpuslot_work_preempts(c, 0)) != 0; i++)
+		usleep(1000);
+	EXPECT_EQ(preempts, 0) << "a dead gpuslotd's page still held slot 1 back";
+	if (!ok || preempts != 0 || mapped->size() != 1) {
+		if (c)
+			gpuslot_close(c);
+		return nullptr;
+	}
+	return c;
+}
+
 // Defect guarded against: a gpuslotd killed while a slot preempts left its
 // page saying so forever. Once libgpuslot sees the connection gone the
 // state reads empty; the restarted gpuslotd's memfd is mapped over the old
@@ -629,29 +664,15 @@ TEST(WorkStateRestart, AKilledServersPageHoldsNoOneBackAndTheNewOneIsMappedInIts
 	char tmpl[] = "/tmp/gpuslot-work-restart-XXXXXX";
 	ASSERT_NE(mkdtemp(tmpl), nullptr);
 	const fs::path dir = tmpl;
-	auto serve = [&] { return serve_unbounded(dir); };
-	pid_t server = serve();
-	ASSERT_GT(server, 0);
-	gpuslot_client *c = open_client(dir);
-	ASSERT_NE(c, nullptr);
+	std::vector<std::pair<std::string, std::string>> before;
 	gpuslot_slot high{};
-	high.size = sizeof(high);
-	ASSERT_EQ(gpuslot_acquire_slot(c, GPUSLOT_WAIT_FOREVER, 1, &high), 0) << gpuslot_last_error();
-	ASSERT_EQ(gpuslot_set_work(c, &high, 1), 0) << gpuslot_last_error();
-	EXPECT_EQ(gpuslot_work_preempts(c, 0), 1);
-	const auto before = memfd_mappings();
-	ASSERT_EQ(before.size(), 1u);
-
-	kill(server, SIGKILL);
-	EXPECT_EQ(wait_exit(server), 128 + SIGKILL);
-	int preempts = 1;
-	for (int i = 0; i < 5000 && (preempts = gpuslot_work_preempts(c, 0)) != 0; i++)
-		usleep(1000);
-	EXPECT_EQ(preempts, 0) << "a dead gpuslotd's page still held slot 1 back";
+	gpuslot_client *c = preempting_client_of_a_killed_server(dir, &before, &high);
+	ASSERT_NE(c, nullptr);
 	EXPECT_EQ(info_of(c).work_mask, 0u);
 
-	server = serve();
+	const pid_t server = serve_unbounded(dir);
 	ASSERT_GT(server, 0);
+	int preempts = 0;
 	// The holder's report takes its hold back and reaches the new server.
 	ASSERT_EQ(gpuslot_set_work(c, &high, 1), 0) << gpuslot_last_error();
 	for (int i = 0; i < 5000 && (preempts = gpuslot_work_preempts(c, 0)) != 1; i++)
@@ -684,23 +705,11 @@ TEST(WorkStateRestart, NoReadWaitsForARestartedServersAnswer)
 	char tmpl[] = "/tmp/gpuslot-work-silent-XXXXXX";
 	ASSERT_NE(mkdtemp(tmpl), nullptr);
 	const fs::path dir = tmpl;
-	pid_t server = serve_unbounded(dir);
-	ASSERT_GT(server, 0);
-	gpuslot_client *c = open_client(dir);
-	ASSERT_NE(c, nullptr);
+	std::vector<std::pair<std::string, std::string>> before;
 	gpuslot_slot high{};
-	high.size = sizeof(high);
-	ASSERT_EQ(gpuslot_acquire_slot(c, GPUSLOT_WAIT_FOREVER, 1, &high), 0) << gpuslot_last_error();
-	ASSERT_EQ(gpuslot_set_work(c, &high, 1), 0) << gpuslot_last_error();
-	ASSERT_EQ(gpuslot_work_preempts(c, 0), 1);
-	const auto before = memfd_mappings();
-	ASSERT_EQ(before.size(), 1u);
-	kill(server, SIGKILL);
-	EXPECT_EQ(wait_exit(server), 128 + SIGKILL);
-	int preempts = 1;
-	for (int i = 0; i < 5000 && (preempts = gpuslot_work_preempts(c, 0)) != 0; i++)
-		usleep(1000);
-	ASSERT_EQ(preempts, 0);
+	gpuslot_client *c = preempting_client_of_a_killed_server(dir, &before, &high);
+	ASSERT_NE(c, nullptr);
+	int preempts = 0;
 
 	// The silent server: connections wait in its backlog, unaccepted.
 	const std::string path = gpuslot::domain_socket(dir, 0);
