@@ -187,9 +187,16 @@ void LockServer::send_work_state(Conn &c, const char *data, size_t size)
 		cm->cmsg_len = CMSG_LEN(sizeof(int));
 		std::memcpy(CMSG_DATA(cm), &c.domain->work_fd, sizeof(int));
 	}
-	// A peer that cannot take it is gone or broken, as for any reply.
-	if (sendmsg(c.fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT) >= 0 && !h.error)
-		c.work_state_sent = true;
+	if (sendmsg(c.fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT) >= 0) {
+		c.work_state_sent = !h.error;
+	} else if (c.state == Conn::idle) {
+		// Lost (a full buffer, too many descriptors in flight): a
+		// connection that holds nothing ends, so that its peer learns
+		// it and asks again; one that holds or waits keeps going, as
+		// for any reply it cannot take.
+		close_conn(c);
+		return;
+	}
 	if (c.state == Conn::granted)
 		reply(c, 0, GPUSLOT_WIRE_GRANTED, 0, nullptr, 0);
 }

@@ -374,11 +374,13 @@ struct gpuslot_work_info {
 /*
  * gpuslot_work_snapshot - a consistent copy of the domain's work state. The
  * first call maps it (the module's page, or gpuslotd's sealed memfd); after
- * that a call is a few loads, no system call, safe from any thread. On the
- * socket transport a server that is gone publishes nothing: the state
- * reads empty until the restarted server's is mapped (at the same address);
- * no call waits for that server (a later call takes its answer), only the
- * first call waits for gpuslotd's, at most 5 s.
+ * that a call is a few loads, safe from any thread, with no system call on
+ * the device; on the socket a poll() for the server's hang-up at most every
+ * 2 ms. A server that is gone publishes nothing: the state reads empty
+ * until the restarted server's is mapped (at the same address); no call
+ * waits for that server (a call sends the request, at most every 50 ms,
+ * and a later one takes the answer, never blocking). Only the first call
+ * waits for gpuslotd's answer, at most 5 s.
  * Errors: -EINVAL @out->size below GPUSLOT_WORK_INFO_SIZE_VER0; -EOPNOTSUPP
  * the module or gpuslotd predates it; -ECHILD. (1.4)
  */

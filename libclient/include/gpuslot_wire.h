@@ -88,10 +88,11 @@
  * GPUSLOT_WORK_STATE_SIZE bytes, opened read-only and sealed
  * (F_SEAL_SHRINK, F_SEAL_GROW, F_SEAL_FUTURE_WRITE, F_SEAL_SEAL), which
  * only gpuslotd writes; map it with mmap(PROT_READ, MAP_SHARED). Any
- * connection may ask, once: a second request on it is EBUSY (so that a
- * peer that never reads its socket holds at most one memfd in flight per
- * connection). Each gpuslotd has its own: after a restart, ask the new
- * one. A gpuslotd before it answers ENOTTY (the __u32 makes an old
+ * connection may ask; once it has been sent the memfd, a further request
+ * on it is EBUSY (so that a peer that never reads its socket holds at most
+ * one memfd in flight per connection). An answer gpuslotd cannot send ends
+ * a connection that holds and waits for nothing. Each gpuslotd has its
+ * own: after a restart, ask the new one. A gpuslotd before it answers ENOTTY (the __u32 makes an old
  * one read it as a command's struct).
  *
  * The holder's reports travel as the ioctl's: @cmd

@@ -5,7 +5,9 @@
 #include <poll.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -117,6 +119,7 @@ int take_answer(int fd, int *memfd)
 				  r.cmd != GPUSLOT_WIRE_WORK_STATE || r.size
 			  ? EPROTO
 		  : r.error == ENOTTY ? EOPNOTSUPP
+		  : r.error == EAGAIN ? EPROTO // not "not yet": this answer is read
 		  : r.error	      ? r.error
 		  : passed < 0	      ? EPROTO
 				      : 0;
@@ -125,6 +128,19 @@ int take_answer(int fd, int *memfd)
 	if (!err)
 		*memfd = passed;
 	return err;
+}
+
+// Whether @memfd is a page to map: at least GPUSLOT_WORK_STATE_SIZE bytes
+// and sealed against shrinking, so that no read of it can fault (SIGBUS on
+// a launching thread). 0 or EPROTO.
+int check_page(int memfd)
+{
+	struct stat st;
+	const int seals = fcntl(memfd, F_GET_SEALS);
+	return fstat(memfd, &st) == 0 && st.st_size >= off_t(GPUSLOT_WORK_STATE_SIZE) &&
+			       seals >= 0 && (seals & F_SEAL_SHRINK)
+		       ? 0
+		       : EPROTO;
 }
 
 // Whether the peer of @fd closed it.
@@ -203,10 +219,17 @@ int WorkState::map_first(std::string *error)
 
 int WorkState::advance_locked(uint64_t now, std::string *error)
 {
+	if (pending_ >= 0 && now - asked_ns_ >= kAnswerNs) {
+		// Unanswered (an answer the server could not send is lost):
+		// asked again.
+		close(pending_);
+		pending_ = -1;
+	}
 	if (pending_ < 0) {
 		if (now < retry_ns_)
 			return 0;
 		retry_ns_ = now + kRetryNs;
+		asked_ns_ = now;
 		pending_ = send_request(socket_path_);
 		if (pending_ < 0)
 			return 0; // gone still: the state reads empty meanwhile
@@ -216,10 +239,10 @@ int WorkState::advance_locked(uint64_t now, std::string *error)
 	if (err == EAGAIN)
 		return 0; // taken at a later check
 	void *p = nullptr;
-	const int map_err =
-		err ? err
-		    : map_work_state_page(memfd,
-					  const_cast<gpuslot_work_state *>(page_.load()), &p);
+	int map_err = err ? err : check_page(memfd);
+	if (!map_err)
+		map_err = map_work_state_page(memfd, const_cast<gpuslot_work_state *>(page_.load()),
+					      &p);
 	if (memfd >= 0)
 		close(memfd);
 	if (map_err) {

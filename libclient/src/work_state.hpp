@@ -16,7 +16,9 @@
 // Readers are launching threads (gpuslot-run's launch queue asks before
 // each command), so after the first read nothing here waits for gpuslotd:
 // the new server is asked on a connection of its own, without blocking,
-// and its answer taken by a later check when it has come. Only the first
+// and its answer taken by a later check when it has come (asked again if
+// none came in kAnswerNs; a memfd too short or not sealed against
+// shrinking is refused, as a read of it could fault). Only the first
 // read waits for the answer, at most kFirstWaitMs (the caller's first word
 // with this gpuslotd: its state is not known before).
 #pragma once
@@ -45,6 +47,8 @@ public:
 	static constexpr uint64_t kRetryNs = 50000000;
 	// How long the first read waits for gpuslotd's answer.
 	static constexpr int kFirstWaitMs = 5000;
+	// How long a request waits for its answer before it is made again.
+	static constexpr uint64_t kAnswerNs = 1000000000;
 
 	// @socket_path: the domain's socket (socket transport only).
 	WorkState(Transport transport, Opener open, std::string socket_path);
@@ -85,6 +89,7 @@ private:
 	std::atomic<bool> stale_{false};
 	std::atomic<uint64_t> checked_ns_{0};
 	uint64_t retry_ns_ = 0; // under lock_
+	uint64_t asked_ns_ = 0; // under lock_: when pending_ was sent
 	// A lock before the work state: its error, asked again at most every
 	// second on the socket (gpuslotd may be upgraded), never on the device.
 	std::atomic<int> unsupported_{0};

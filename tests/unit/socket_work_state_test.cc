@@ -91,6 +91,9 @@ int connect_domain(const fs::path &dir)
 		::close(s);
 		return -1;
 	}
+	// An answer that never comes fails the test, never hangs it.
+	const timeval bound{10, 0};
+	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &bound, sizeof(bound));
 	return s;
 }
 
@@ -695,11 +698,12 @@ TEST(WorkStateRestart, AKilledServersPageHoldsNoOneBackAndTheNewOneIsMappedInIts
 // Defect guarded against: after a gpuslotd restart libgpuslot mapped the
 // new memfd with a connect and a request on the reading thread (the
 // launching thread under gpuslot-run) and waited for the answer with no
-// bound. Here a "server" that takes the connection and never answers: every
-// read returns at once (empty) while the request waits; the answer, when
-// it comes, is taken by a later read and mapped in the old page's place.
-// A watchdog closes the fake after 20 s, which would free a blocked read
-// (the test then fails, never hangs).
+// bound. Here a fake server: every read returns (empty) while a request
+// waits; a request unanswered is made again; an answer whose memfd is not
+// sealed against shrinking (a read of it could fault) is refused; a good
+// answer is taken by a later read and mapped in the old page's place. A
+// watchdog closes the fake after 20 s, which would free a blocked read
+// (the test then fails, never hangs); the fake's own waits are bounded.
 TEST(WorkStateRestart, NoReadWaitsForARestartedServersAnswer)
 {
 	char tmpl[] = "/tmp/gpuslot-work-silent-XXXXXX";
@@ -711,7 +715,7 @@ TEST(WorkStateRestart, NoReadWaitsForARestartedServersAnswer)
 	ASSERT_NE(c, nullptr);
 	int preempts = 0;
 
-	// The silent server: connections wait in its backlog, unaccepted.
+	// The fake server: connections wait in its backlog until it takes them.
 	const std::string path = gpuslot::domain_socket(dir, 0);
 	fs::remove(path);
 	std::atomic<int> listener{socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0)};
@@ -721,72 +725,107 @@ TEST(WorkStateRestart, NoReadWaitsForARestartedServersAnswer)
 	ASSERT_EQ(::bind(listener.load(), reinterpret_cast<sockaddr *>(&a), sizeof(a)), 0);
 	ASSERT_EQ(::listen(listener.load(), 8), 0);
 	std::atomic<bool> done{false}, rescued{false};
-	std::atomic<int> accepted{-1};
 	std::thread watchdog([&] {
 		for (int i = 0; i < 20000 && !done; i++)
 			usleep(1000);
 		if (!done) {
-			// Closing them resets the connections a read waits on.
+			// Closing it resets the connections a read waits on.
 			rescued = true;
 			if (int fd = listener.exchange(-1); fd >= 0)
 				::close(fd);
-			if (int fd = accepted.exchange(-1); fd >= 0)
-				::close(fd);
 		}
 	});
-	// Reads until the request is in the backlog, each one returning.
-	pollfd pending{listener.load(), POLLIN, 0};
-	for (int i = 0; i < 5000 && poll(&pending, 1, 0) == 0; i++) {
-		EXPECT_EQ(gpuslot_work_preempts(c, 0), 0);
-		usleep(1000);
-	}
-	ASSERT_FALSE(rescued) << "a read waited for the silent server";
-	accepted = accept4(listener.load(), nullptr, nullptr, SOCK_CLOEXEC);
-	ASSERT_GE(accepted.load(), 0) << "no request came in 5 s";
-	struct {
-		gpuslot_wire h;
-		uint32_t flags;
-	} req{};
-	ASSERT_EQ(recv(accepted.load(), &req, sizeof(req), 0), ssize_t(sizeof(req)));
-	EXPECT_EQ(req.h.magic, GPUSLOT_WIRE_MAGIC);
-	EXPECT_EQ(req.h.cmd, uint32_t(GPUSLOT_WIRE_WORK_STATE));
-	// Unanswered: reads go on returning, empty.
-	for (int i = 0; i < 100; i++) {
-		EXPECT_EQ(gpuslot_work_preempts(c, 0), 0);
-		usleep(1000);
-	}
-	ASSERT_FALSE(rescued) << "a read waited for the silent server";
+	// Reads (each returning, empty) until a request is in the backlog
+	// (10 s at most); it is taken and read: its connection, or -1.
+	auto next_request = [&]() -> int {
+		pollfd pf{listener.load(), POLLIN, 0};
+		for (int i = 0; i < 10000 && poll(&pf, 1, 0) == 0; i++) {
+			EXPECT_EQ(gpuslot_work_preempts(c, 0), 0);
+			usleep(1000);
+		}
+		EXPECT_FALSE(rescued) << "a read waited for the fake server";
+		if (rescued || poll(&pf, 1, 0) != 1)
+			return -1;
+		const int fd = accept4(listener.load(), nullptr, nullptr, SOCK_CLOEXEC);
+		if (fd < 0)
+			return -1;
+		const timeval bound{10, 0};
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &bound, sizeof(bound));
+		struct {
+			gpuslot_wire h;
+			uint32_t flags;
+		} req{};
+		if (recv(fd, &req, sizeof(req), 0) != ssize_t(sizeof(req)) ||
+		    req.h.magic != GPUSLOT_WIRE_MAGIC || req.h.cmd != GPUSLOT_WIRE_WORK_STATE) {
+			::close(fd);
+			return -1;
+		}
+		return fd;
+	};
+	// A page in which slot 0 (priority 1) preempts, sealed against
+	// shrinking (as gpuslotd's) or not.
+	auto page = [](bool sealed) {
+		const int fd = memfd_create(sealed ? "gpuslot-work-gpu0" : "gpuslot-work-unsealed",
+					    MFD_CLOEXEC | MFD_ALLOW_SEALING);
+		gpuslot_work_state st{};
+		st.seq = 2;
+		st.version = GPUSLOT_WORK_STATE_VERSION;
+		st.k = 2;
+		st.priority[0] = 1;
+		st.held_mask = st.work_mask = st.preempt_mask = 1;
+		st.preempt_level = 2;
+		st.updates = 1;
+		if (fd < 0 || ftruncate(fd, GPUSLOT_WORK_STATE_SIZE) ||
+		    pwrite(fd, &st, sizeof(st), 0) != ssize_t(sizeof(st)) ||
+		    (sealed && fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW))) {
+			ADD_FAILURE() << "the fake's page: " << strerror(errno);
+			if (fd >= 0)
+				::close(fd);
+			return -1;
+		}
+		return fd;
+	};
+	// The answer: @memfd over SCM_RIGHTS.
+	auto answer = [](int fd, int memfd) {
+		gpuslot_wire r{};
+		r.magic = GPUSLOT_WIRE_MAGIC;
+		r.cmd = GPUSLOT_WIRE_WORK_STATE;
+		r.seq = 1;
+		iovec iov{&r, sizeof(r)};
+		alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+		msghdr m{};
+		m.msg_iov = &iov;
+		m.msg_iovlen = 1;
+		m.msg_control = control;
+		m.msg_controllen = sizeof(control);
+		cmsghdr *cm = CMSG_FIRSTHDR(&m);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		std::memcpy(CMSG_DATA(cm), &memfd, sizeof(int));
+		return sendmsg(fd, &m, MSG_NOSIGNAL) == ssize_t(sizeof(r));
+	};
 
-	// Its answer: a page in which slot 0 (priority 1) preempts.
-	const int memfd = memfd_create("gpuslot-work-gpu0", MFD_CLOEXEC);
+	// A request, not answered: reads return, and after a while the
+	// request is made again.
+	const int first = next_request();
+	ASSERT_GE(first, 0) << "no request came";
+	const int second = next_request();
+	::close(first);
+	ASSERT_GE(second, 0) << "an unanswered request was not made again";
+	// A memfd that could shrink under a reader is refused, and asked
+	// again (unless that answer came after the request's time was up:
+	// then it was never read, and the next request comes all the same).
+	const int unsealed = page(false);
+	ASSERT_GE(unsealed, 0);
+	EXPECT_TRUE(answer(second, unsealed));
+	::close(unsealed);
+	const int third = next_request();
+	::close(second);
+	ASSERT_GE(third, 0) << "no request after a refused answer";
+	const int memfd = page(true);
 	ASSERT_GE(memfd, 0);
-	ASSERT_EQ(ftruncate(memfd, GPUSLOT_WORK_STATE_SIZE), 0);
-	gpuslot_work_state st{};
-	st.seq = 2;
-	st.version = GPUSLOT_WORK_STATE_VERSION;
-	st.k = 2;
-	st.priority[0] = 1;
-	st.held_mask = st.work_mask = st.preempt_mask = 1;
-	st.preempt_level = 2;
-	st.updates = 1;
-	ASSERT_EQ(pwrite(memfd, &st, sizeof(st), 0), ssize_t(sizeof(st)));
-	gpuslot_wire r{};
-	r.magic = GPUSLOT_WIRE_MAGIC;
-	r.cmd = GPUSLOT_WIRE_WORK_STATE;
-	r.seq = req.h.seq;
-	iovec iov{&r, sizeof(r)};
-	alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-	msghdr m{};
-	m.msg_iov = &iov;
-	m.msg_iovlen = 1;
-	m.msg_control = control;
-	m.msg_controllen = sizeof(control);
-	cmsghdr *cm = CMSG_FIRSTHDR(&m);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	std::memcpy(CMSG_DATA(cm), &memfd, sizeof(int));
-	ASSERT_EQ(sendmsg(accepted.load(), &m, MSG_NOSIGNAL), ssize_t(sizeof(r)));
+	ASSERT_TRUE(answer(third, memfd));
 	for (int i = 0; i < 5000 && (preempts = gpuslot_work_preempts(c, 0)) != 1; i++)
 		usleep(1000);
 	EXPECT_EQ(preempts, 1) << "the answer was never taken";
@@ -795,8 +834,7 @@ TEST(WorkStateRestart, NoReadWaitsForARestartedServersAnswer)
 	EXPECT_EQ(after[0].first, before[0].first) << "mapped at another address";
 	EXPECT_NE(after[0].second, before[0].second) << "still the old server's memfd";
 	// The fake hangs up: its page holds no one back either.
-	if (int fd = accepted.exchange(-1); fd >= 0)
-		::close(fd);
+	::close(third);
 	for (int i = 0; i < 5000 && (preempts = gpuslot_work_preempts(c, 0)) != 0; i++)
 		usleep(1000);
 	EXPECT_EQ(preempts, 0);
