@@ -92,8 +92,8 @@
  * on it is EBUSY (so that a peer that never reads its socket holds at most
  * one memfd in flight per connection). An answer gpuslotd cannot send ends
  * a connection that holds and waits for nothing. Each gpuslotd has its
- * own: after a restart, ask the new one. A gpuslotd before it answers ENOTTY (the __u32 makes an old
- * one read it as a command's struct).
+ * own: after a restart, ask the new one. A gpuslotd before it answers
+ * ENOTTY (the __u32 makes an old one read it as a command's struct).
  *
  * The holder's reports travel as the ioctl's: @cmd
  * _IOC_NR(GPUSLOT_IOC_SET_WORK) with struct gpuslot_set_work, answered

@@ -229,10 +229,8 @@ public:
 			if (broken_)
 				return true;
 		}
-		// A peer that closed: hang-up (a grant's announcement is
-		// POLLIN only).
-		pollfd p{fd_, POLLRDHUP, 0};
-		return poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR));
+		// A grant's announcement is POLLIN only: no hang-up.
+		return peer_hung_up(fd_);
 	}
 
 	int call_for(int32_t tid, unsigned long cmd, void *arg) override
@@ -480,6 +478,12 @@ private:
 };
 
 } // namespace
+
+bool peer_hung_up(int fd)
+{
+	pollfd p{fd, POLLRDHUP, 0};
+	return poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR));
+}
 
 void close_passed_fds(msghdr *mh)
 {

@@ -50,6 +50,9 @@ public:
 	virtual int map_work_state(void *, void **) { return EOPNOTSUPP; }
 };
 
+// Whether the peer of the socket @fd closed it (a poll, no wait).
+bool peer_hung_up(int fd);
+
 // Closes the descriptors that came with a received message (SCM_RIGHTS).
 void close_passed_fds(msghdr *mh);
 

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 #include "work_state.hpp"
 
+#include <fcntl.h>
 #include <gpuslot_wire.h>
 #include <poll.h>
 #include <sched.h>
 #include <sys/mman.h>
-#include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -143,13 +143,6 @@ int check_page(int memfd)
 		       : EPROTO;
 }
 
-// Whether the peer of @fd closed it.
-bool hung_up(int fd)
-{
-	pollfd p{fd, POLLRDHUP, 0};
-	return poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR));
-}
-
 } // namespace
 
 WorkState::WorkState(Transport transport, Opener open, std::string socket_path)
@@ -278,7 +271,7 @@ void WorkState::check_server(uint64_t now, bool force)
 	if (!hold.owns_lock())
 		return;
 	checked_ns_.store(now, std::memory_order_relaxed);
-	if (!stale_.load() && (conn_ < 0 || hung_up(conn_))) {
+	if (!stale_.load() && (conn_ < 0 || peer_hung_up(conn_))) {
 		// From here the dead server's page holds no one back.
 		stale_.store(true, std::memory_order_release);
 		epoch_.fetch_add(1, std::memory_order_release);
