@@ -70,7 +70,7 @@ extern "C" {
 
 /* The version of this header; gpuslot_lib_version() gives the library's. */
 #define GPUSLOT_VERSION_MAJOR 1
-#define GPUSLOT_VERSION_MINOR 6
+#define GPUSLOT_VERSION_MINOR 7
 #define GPUSLOT_VERSION_PATCH 0
 #define GPUSLOT_VERSION_NUMBER(maj, min, patch) ((maj) << 16 | (min) << 8 | (patch))
 
@@ -343,8 +343,9 @@ GPUSLOT_API int gpuslot_slots_context(struct gpuslot_client *c, uint64_t slots, 
 /*
  * Preemptive slots (1.4; docs/preemption.md). While a slot of higher
  * priority has GPU work pending, within its preemption budget, the lower
- * slots of the domain hold their launches back (gpuslot-run's launch queue
- * does it; this library only reports and reads the state).
+ * slots of the domain hold their launches back: gpuslot-run's launch queue
+ * for a program's own streams, gpuslot_launch_begin() below for commands
+ * on a slot's stream.
  *
  * gpuslot_set_work - the hold @slot of @c has GPU work pending (@pending
  * nonzero: call it as the job's first command is submitted) or has drained
@@ -392,6 +393,48 @@ GPUSLOT_API int gpuslot_work_snapshot(struct gpuslot_client *c, struct gpuslot_w
  * for gpuslot_work_snapshot(). Cheap enough to ask before every launch.
  */
 GPUSLOT_API int gpuslot_work_preempts(struct gpuslot_client *c, uint32_t priority);
+
+/* gpuslot_launch_begin(): XSched's threshold on Hopper, gpuslot-run's default. */
+#define GPUSLOT_LAUNCH_INFLIGHT_DEFAULT 4
+
+/*
+ * gpuslot_launch_begin - call before each command (a kernel, a graph
+ * launch, an async copy or memset, an event wait) sent on the stream of
+ * @slot, a hold of @c; send it once this returns 0, then call
+ * gpuslot_launch_end(). gpuslot-run's launch queue for programs that launch
+ * on their slot's stream themselves (1.7):
+ *  - the hold's first command reports its work pending, as
+ *    gpuslot_set_work(c, slot, 1) would (again after a report of drained),
+ *    so that lower slots yield to it; the end of the hold clears it;
+ *  - while a slot of higher priority than @slot preempts, it waits (in the
+ *    calling thread, polling every 50 us) until the preemption ends;
+ *  - where a slot of the layout outranks @slot, at most @inflight of the
+ *    hold's commands are unfinished on the GPU at any time (marked by an
+ *    event after each); 0: no bound. One bound per hold.
+ * No command is held back longer than 1000 ms (the default preemption
+ * window): one whose GPU work waits for host progress stalls, never
+ * deadlocks (the first command's report is a request to the lock, as
+ * gpuslot_set_work() is, and the hold's first also maps the published
+ * state, waiting up to 5 s for gpuslotd). Threads may share a hold: an end
+ * counts the newest begin of its own thread. Commands captured into a graph
+ * report nothing and are neither held back nor marked. Errors (nothing is
+ * held back or reported, no bound fixed): -EINVAL @slot not held by @c, or
+ * another @inflight than this hold's first; -EOPNOTSUPP a client without
+ * streams (the none backend: gpuslot-run gates a program's own), a runtime
+ * without events, or a lock before preemptive slots; -ECONNRESET as for
+ * gpuslot_set_work(); -ECHILD.
+ */
+GPUSLOT_API int gpuslot_launch_begin(struct gpuslot_client *c, const struct gpuslot_slot *slot,
+				     uint32_t inflight);
+
+/*
+ * gpuslot_launch_end - the command that the calling thread's last
+ * gpuslot_launch_begin() on @slot admitted was sent on @slot's stream (or
+ * failed to be): where there is a bound it is counted as unfinished until
+ * the GPU reaches it. -EINVAL without such a begin in this hold; -ECHILD.
+ * (1.7)
+ */
+GPUSLOT_API int gpuslot_launch_end(struct gpuslot_client *c, const struct gpuslot_slot *slot);
 
 /*
  * gpuslot_domain_attr - the client's domain's attribute @name with the text

@@ -93,6 +93,24 @@ public:
 	}
 	bool held() const { return bool(c_); }
 
+	// One command sent on the slot's stream through the launch gate
+	// (gpuslot_launch_begin(), 1.7): @send(stream) runs once the gate
+	// admits it, and its result is returned; Error where the gate refuses
+	// (nothing is sent then). The gate's end is told however @send ends.
+	template <class Send>
+	auto launch(Send &&send, uint32_t inflight = GPUSLOT_LAUNCH_INFLIGHT_DEFAULT)
+		-> decltype(send(static_cast<void *>(nullptr)))
+	{
+		if (int err = gpuslot_launch_begin(c_.get(), &s_, inflight))
+			throw Error(err);
+		struct End {
+			gpuslot_client *c;
+			const gpuslot_slot *s;
+			~End() { gpuslot_launch_end(c, s); }
+		} end{c_.get(), &s_};
+		return send(s_.stream);
+	}
+
 	enum Sync { WaitForWork = 0, NoSync = GPUSLOT_RELEASE_NO_SYNC };
 	// Release early (the destructor then does nothing): 0, or the C
 	// API's -errno (-EIO: the stream reported an error; released anyway).

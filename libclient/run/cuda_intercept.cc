@@ -544,7 +544,7 @@ private:
 // keeps each with its context's unique ID (cuCtxGetId: a context made
 // again at a freed one's address has another) and gives it only to a
 // stream of that one.
-// Called with the queue's mutex held, so the pool needs no lock of its own;
+// Called with the throttle's mutex held, so the pool needs no lock of its own;
 // used only while a higher slot preempts.
 class CudaMarkers final : public Markers {
 public:

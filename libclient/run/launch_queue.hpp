@@ -19,7 +19,11 @@
 #include <mutex>
 #include <vector>
 
+#include "launch_throttle.hpp"
+
 namespace gpuslot::run {
+
+using gpuslot::LaunchThrottle;
 
 enum class Policy {
 	hold,	  // the slot is taken at load and kept to exit
@@ -38,74 +42,11 @@ public:
 	virtual void set_work(bool pending) = 0;
 };
 
-// Whether a slot of higher priority than the one held preempts now
-// (gpuslot_work_preempts()). Asked before every command: must be cheap.
-class PreemptView {
-public:
-	virtual ~PreemptView() = default;
-	virtual bool preempted() = 0;
-};
-
-// Completion markers: one recorded after a command on its stream has been
-// reached once the command finished (a CUDA event without timing). Called
-// with the queue's mutex held, from the submitting thread for record().
-class Markers {
-public:
-	virtual ~Markers() = default;
-	// Whether @stream is being captured into a graph: its commands do not
-	// run now, so they are neither held back nor marked.
-	virtual bool capturing(void *stream) = 0;
-	// A marker after the work queued on @stream so far, or nullptr where
-	// none could be made (the command is then not counted).
-	virtual void *record(void *stream) = 0;
-	// Whether the work before @marker has finished (an error: yes).
-	virtual bool reached(void *marker) = 0;
-	// @marker is not asked again (back to the pool).
-	virtual void recycle(void *marker) = 0;
-};
-
-// The throttle (issue 40), XSched's Level 1 in the submitting thread:
-//
-// @suspend: while a slot of higher priority preempts, the program sends no
-// command; each waits in the thread that sends it until the preemption
-// ends (gpuslot-run; false: --no-preempt, nothing is held back). What is
-// already in the GPU's queues still runs: no launch-side throttle can
-// recall it.
-//
-// @inflight bounds that: at most @inflight of the program's commands are
-// unfinished at any time (XSched's threshold, its "4 in flight" on
-// Hopper), so that a preemption finds at most that many ahead of the
-// higher slot's work, not the whole frame the program sent before it
-// began. Set where another slot of the domain outranks the program's
-// (gpuslot-run --inflight); 0: no bound. Only with @suspend.
-//
-// @max_wait_ms bounds how long one command waits: a program whose queued
-// GPU work waits for host progress that the waiting thread would make
-// later (a kernel spinning on a flag the host writes after its next
-// launch) would otherwise never go on. Past the limit the command goes,
-// past the bound too, and is counted (overdue()); where there is a bound it
-// is marked, so that the commands after it count it. The default is the
-// lock's default preemption window (preempt_window_ms, 1000 ms): a
-// preemption within its budget never lasts longer.
-struct Throttle {
-	bool suspend = false;
-	unsigned int inflight = 0;
-	PreemptView *preempt = nullptr;
-	Markers *markers = nullptr;
-	unsigned int max_wait_ms = 1000;
-	// How long a held-back command sleeps between two looks at its
-	// stream's oldest markers and at the preemption (launch_queue.cc).
-	unsigned int poll_us = 50;
-};
-
-// A stream as the queue keys it. The per-thread default stream is one
-// handle for every thread but a different stream in each: it carries the
-// thread that used it (0 for every other stream).
-struct StreamKey {
-	void *stream;
-	pid_t thread;
-	bool operator==(const StreamKey &o) const = default;
-};
+// The throttle is libgpuslot's too (../src/launch_throttle.hpp).
+using gpuslot::Markers;
+using gpuslot::PreemptView;
+using gpuslot::StreamKey;
+using gpuslot::Throttle;
 
 enum class SyncKind {
 	context, // cuCtxSynchronize: every stream of the context finished
@@ -133,7 +74,7 @@ public:
 	{
 		if (!admit(stream))
 			return refused;
-		const bool marked = throttle(stream);
+		const bool marked = !disabled_ && throttle_.before(stream);
 		auto result = command();
 		submitted(stream, marked);
 		return result;
@@ -157,21 +98,14 @@ public:
 	unsigned long long overdue() const;
 
 private:
-	struct Marker {
-		StreamKey stream;
-		void *marker;
-	};
-
 	bool admit(StreamKey stream);
-	bool throttle(StreamKey stream);
 	void submitted(StreamKey stream, bool marked);
-	void reap();
 	void drained();
 
 	const Policy policy_;
 	SlotLock *const lock_;
 	const std::function<bool(void *)> finished_;
-	const Throttle throttle_;
+	LaunchThrottle throttle_;
 	mutable std::mutex mutex_;
 	// Set in a forked child, where the mutex may be held by a thread
 	// that does not exist there: read without it.
@@ -190,15 +124,6 @@ private:
 	unsigned long long acquires_ = 0;
 	// The lock was told that the job has work pending.
 	bool work_ = false;
-	// The throttle: markers of the unfinished commands, oldest first;
-	// places taken by commands being sent; throttled commands in arrival
-	// order (tickets), which go in that order.
-	std::vector<Marker> markers_;
-	unsigned int reserved_ = 0;
-	std::vector<unsigned long long> waiting_;
-	unsigned long long next_ticket_ = 0;
-	unsigned long long throttled_ = 0;
-	unsigned long long overdue_ = 0;
 };
 
 } // namespace gpuslot::run

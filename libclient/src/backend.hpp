@@ -5,9 +5,12 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "launch_throttle.hpp"
 
 namespace gpuslot {
 
@@ -110,6 +113,20 @@ public:
 	virtual std::string notice() const { return ""; }
 	// The runtime's number of the GPU the streams are on; -1 none yet.
 	virtual int device_ordinal() const { return -1; }
+	// Completion markers for the commands sent on @stream, one of this
+	// backend's streams (events without timing, made for that stream),
+	// for gpuslot_launch_begin()'s bound; the caller serialises its calls
+	// and frees it before the stream is destroyed. nullptr where the
+	// backend has none: 0 with *markers null.
+	virtual int make_markers(void *stream, std::unique_ptr<Markers> *markers,
+				 std::string *error)
+	{
+		(void)stream;
+		markers->reset();
+		*error = std::string("the ") + name() +
+			 " backend has no streams to mark (gpuslot-run throttles a program's own)";
+		return -EOPNOTSUPP;
+	}
 
 	void destroy(StreamSet *set)
 	{
@@ -122,6 +139,24 @@ public:
 		set->unions.clear();
 	}
 };
+
+// A runtime's events as launch markers (make_event_markers()); int stands
+// for CUresult or hipError_t (0: success), void * for events and streams.
+struct EventOps {
+	// An event without timing that @stream can record.
+	std::function<int(void *stream, void **event)> create;
+	std::function<int(void *event, void *stream)> record;
+	// 0: the work before the event finished; not_ready: not yet.
+	std::function<int(void *event)> query;
+	std::function<int(void *event)> destroy;
+	// *capturing: @stream is being captured into a graph.
+	std::function<int(void *stream, bool *capturing)> capturing;
+	int not_ready = 600; // CUDA_ERROR_NOT_READY, hipErrorNotReady
+};
+
+// Markers for the commands sent on @stream, events made for it and pooled;
+// nullptr where @ops lacks an entry point.
+std::unique_ptr<Markers> make_event_markers(const EventOps &ops, void *stream);
 
 // The slots of @layout that @wanted (0: all) selects.
 uint64_t layout_slots(const SlotLayout &layout, uint64_t wanted);

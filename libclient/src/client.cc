@@ -524,6 +524,31 @@ extern "C" int gpuslot_work_preempts(struct gpuslot_client *c, uint32_t priority
 	return uint64_t(st.preempt_level) > uint64_t(priority) + 1 ? 1 : 0;
 }
 
+extern "C" int gpuslot_launch_begin(struct gpuslot_client *c, const struct gpuslot_slot *slot,
+				    uint32_t inflight)
+{
+	if (!c || !slot)
+		return fail(-EINVAL, "gpuslot_launch_begin() needs a client and a held slot");
+	if (forks() != c->forks)
+		return child_error(c);
+	const InCall in(c);
+	std::string error;
+	const int ret = c->domain->launch_begin(slot, inflight, &error);
+	return ret < 0 ? fail(ret, error) : 0;
+}
+
+extern "C" int gpuslot_launch_end(struct gpuslot_client *c, const struct gpuslot_slot *slot)
+{
+	if (!c || !slot)
+		return fail(-EINVAL, "gpuslot_launch_end() needs a client and a held slot");
+	if (forks() != c->forks)
+		return child_error(c);
+	const InCall in(c);
+	std::string error;
+	const int ret = c->domain->launch_end(slot, &error);
+	return ret < 0 ? fail(ret, error) : 0;
+}
+
 extern "C" int gpuslot_domain_attr(struct gpuslot_client *c, const char *name, char *buf,
 				   size_t len)
 {

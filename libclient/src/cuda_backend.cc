@@ -247,6 +247,22 @@ int CudaBackend::synchronize(void *stream, std::string *error)
 	return 0;
 }
 
+int CudaBackend::make_markers(void *stream, std::unique_ptr<Markers> *markers,
+			      std::string *error)
+{
+	if (api_.events_ready && !api_.events_ready())
+		markers->reset();
+	else
+		*markers = make_event_markers(api_.events, stream);
+	if (!*markers) {
+		*error = "the CUDA driver lacks an entry point of the launch markers (cuStreamGetCtx, "
+			 "cuEventCreate, cuEventRecord, cuEventQuery, cuEventDestroy, "
+			 "cuStreamIsCapturing, cuThreadExchangeStreamCaptureMode)";
+		return -EOPNOTSUPP;
+	}
+	return 0;
+}
+
 void CudaBackend::destroy_slot(StreamSet *set, unsigned int slot)
 {
 	api_.stream_synchronize(set->streams[slot]);

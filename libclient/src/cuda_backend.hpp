@@ -66,6 +66,14 @@ struct CudaApi {
 	const char *(*error_string)(int error);
 	// An MPS control daemon is running for this user.
 	bool (*mps_running)();
+	// Launch markers for gpuslot_launch_begin(): events without timing
+	// made in their stream's context (a green context's stream: the
+	// primary context's); each call in
+	// relaxed capture mode, so that another thread's global capture does
+	// not make it illegal. Usable where @events_ready (null: always)
+	// says the driver has every entry point they need.
+	EventOps events;
+	bool (*events_ready)() = nullptr;
 };
 
 // Loads libcuda.so.1; false with *error saying why.
@@ -89,6 +97,8 @@ public:
 
 	// The device the backend resolved, -1 before the first build.
 	int device_ordinal() const override { return ordinal_; }
+	int make_markers(void *stream, std::unique_ptr<Markers> *markers,
+			 std::string *error) override;
 
 private:
 	int resolve(std::string *error);

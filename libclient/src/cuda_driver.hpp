@@ -33,6 +33,15 @@ struct CudaDriver {
 	decltype(&cuStreamCreateWithPriority) stream_create_priority;
 	decltype(&cuStreamGetPriority) stream_get_priority;
 	decltype(&cuCtxGetStreamPriorityRange) priority_range;
+	// Launch markers (since libgpuslot 1.7); optional: without them
+	// CudaApi::events is empty and gpuslot_launch_begin() refused.
+	decltype(&cuStreamGetCtx_v2) stream_get_ctx;
+	decltype(&cuEventCreate) event_create;
+	decltype(&cuEventRecord) event_record;
+	decltype(&cuEventQuery) event_query;
+	decltype(&cuEventDestroy) event_destroy;
+	decltype(&cuStreamIsCapturing) stream_is_capturing;
+	decltype(&cuThreadExchangeStreamCaptureMode) exchange_capture_mode;
 };
 
 // A CudaApi over @driver, which must outlive every use of it. The process

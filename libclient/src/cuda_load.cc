@@ -201,6 +201,79 @@ int destroy(void *stream, void *green_ctx)
 	return r;
 }
 
+// The calling thread in relaxed stream-capture mode while it lives: a
+// marker's calls stay legal while another thread captures in global mode
+// (cuEventQuery is an unsafe call there, and would invalidate the capture).
+class RelaxedCapture {
+public:
+	RelaxedCapture()
+	{
+		if (driver()->exchange_capture_mode(&mode_) != CUDA_SUCCESS)
+			exchanged_ = false;
+	}
+	~RelaxedCapture()
+	{
+		if (exchanged_)
+			driver()->exchange_capture_mode(&mode_);
+	}
+	RelaxedCapture(const RelaxedCapture &) = delete;
+	RelaxedCapture &operator=(const RelaxedCapture &) = delete;
+
+private:
+	CUstreamCaptureMode mode_ = CU_STREAM_CAPTURE_MODE_RELAXED;
+	bool exchanged_ = true;
+};
+
+// An event of @stream's context, pushed for cuEventCreate and popped: for a
+// green context's stream the device's primary context, which
+// cuStreamGetCtx_v2 names beside the green context (an event of the primary
+// context records on a green context's stream: checked on an H200,
+// docs/preemption.md). Not the green context itself: that may be current
+// to one thread at a time only, perhaps a thread of the program's.
+int event_create(void *stream, void **event)
+{
+	const RelaxedCapture relaxed;
+	CUcontext ctx;
+	CUgreenCtx green;
+	if (CUresult r = driver()->stream_get_ctx(static_cast<CUstream>(stream), &ctx, &green))
+		return r;
+	if (CUresult r = driver()->push_current(ctx))
+		return r;
+	CUevent e;
+	const CUresult r = driver()->event_create(&e, CU_EVENT_DISABLE_TIMING);
+	CUcontext popped;
+	driver()->pop_current(&popped);
+	if (r == CUDA_SUCCESS)
+		*event = e;
+	return r;
+}
+
+int event_record(void *event, void *stream)
+{
+	const RelaxedCapture relaxed;
+	return driver()->event_record(static_cast<CUevent>(event), static_cast<CUstream>(stream));
+}
+
+int event_query(void *event)
+{
+	const RelaxedCapture relaxed;
+	return driver()->event_query(static_cast<CUevent>(event));
+}
+
+int event_destroy(void *event)
+{
+	return driver()->event_destroy(static_cast<CUevent>(event));
+}
+
+int stream_capturing(void *stream, bool *capturing)
+{
+	const RelaxedCapture relaxed;
+	CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+	const CUresult r = driver()->stream_is_capturing(static_cast<CUstream>(stream), &status);
+	*capturing = status != CU_STREAM_CAPTURE_STATUS_NONE;
+	return r;
+}
+
 const char *error_string(int error)
 {
 	const char *s = nullptr;
@@ -220,6 +293,48 @@ bool mps_running()
 
 } // namespace
 
+namespace {
+
+using GetProc = CUresult (*)(const char *, void **, int, cuuint64_t,
+			     CUdriverProcAddressQueryResult *);
+// libcuda.so.1's table (load_cuda()) and its cuGetProcAddress_v2.
+CudaDriver loaded;
+GetProc loaded_proc;
+std::once_flag loaded_events;
+
+// Whether the driver table has the launch markers' entry points: in
+// libcuda.so.1's, looked up once, at the first call (a test's table comes
+// with them or without).
+bool events_ready()
+{
+	if (driver() == &loaded) {
+		std::call_once(loaded_events, [] {
+			auto optional = [](const char *name, auto *fn, int version) {
+				void *p = nullptr;
+				CUdriverProcAddressQueryResult st;
+				if (loaded_proc(name, &p, version, CU_GET_PROC_ADDRESS_DEFAULT, &st))
+					p = nullptr;
+				*fn = reinterpret_cast<std::remove_pointer_t<decltype(fn)>>(p);
+			};
+			// The 12.5 ABI (cuStreamGetCtx_v2: the context, the
+			// green one).
+			optional("cuStreamGetCtx", &loaded.stream_get_ctx, 12050);
+			optional("cuEventCreate", &loaded.event_create, CUDA_VERSION);
+			optional("cuEventRecord", &loaded.event_record, CUDA_VERSION);
+			optional("cuEventQuery", &loaded.event_query, CUDA_VERSION);
+			optional("cuEventDestroy", &loaded.event_destroy, CUDA_VERSION);
+			optional("cuStreamIsCapturing", &loaded.stream_is_capturing, CUDA_VERSION);
+			optional("cuThreadExchangeStreamCaptureMode", &loaded.exchange_capture_mode,
+				 CUDA_VERSION);
+		});
+	}
+	const CudaDriver *t = driver();
+	return t->stream_get_ctx && t->event_create && t->event_record && t->event_query &&
+	       t->event_destroy && t->stream_is_capturing && t->exchange_capture_mode;
+}
+
+} // namespace
+
 CudaApi cuda_api_over(const CudaDriver &table)
 {
 	{
@@ -232,15 +347,23 @@ CudaApi cuda_api_over(const CudaDriver &table)
 			initialised = false;
 		}
 	}
-	return {device_count,	  device_by_pci_bus_id, open_device,	    split,
-		green_stream,	  plain_stream,		priority_range,	    stream_priority,
-		stream_synchronize, destroy,		error_string,	    mps_running};
+	CudaApi api{device_count,	   device_by_pci_bus_id, open_device,	    split,
+		    green_stream,	   plain_stream,	 priority_range,    stream_priority,
+		    stream_synchronize, destroy,		 error_string,	    mps_running,
+		    EventOps{}};
+	api.events_ready = events_ready;
+	api.events.create = event_create;
+	api.events.record = event_record;
+	api.events.query = event_query;
+	api.events.destroy = event_destroy;
+	api.events.capturing = stream_capturing;
+	api.events.not_ready = CUDA_ERROR_NOT_READY;
+	return api;
 }
 
 bool load_cuda(CudaApi *api, std::string *error)
 {
 	static std::mutex load_lock;
-	static CudaDriver loaded;
 	static bool ok;
 	std::lock_guard<std::mutex> hold(load_lock);
 	if (ok) {
@@ -252,8 +375,6 @@ bool load_cuda(CudaApi *api, std::string *error)
 		*error = std::string("cannot load the CUDA driver: ") + dlerror();
 		return false;
 	}
-	using GetProc = CUresult (*)(const char *, void **, int, cuuint64_t,
-				     CUdriverProcAddressQueryResult *);
 	auto get = reinterpret_cast<GetProc>(dlsym(lib, "cuGetProcAddress_v2"));
 	if (!get) {
 		*error = "libcuda.so.1 has no cuGetProcAddress_v2: a driver for CUDA 12 or "
@@ -296,6 +417,16 @@ bool load_cuda(CudaApi *api, std::string *error)
 	sym("cuGetErrorString", &d.error_string);
 	if (!all)
 		return false;
+	// The launch markers' entry points are looked up at their first
+	// use (events_ready()): a process that never gates resolves none.
+	d.stream_get_ctx = nullptr;
+	d.event_create = nullptr;
+	d.event_record = nullptr;
+	d.event_query = nullptr;
+	d.event_destroy = nullptr;
+	d.stream_is_capturing = nullptr;
+	d.exchange_capture_mode = nullptr;
+	loaded_proc = get;
 	loaded = d;
 	ok = true;
 	*api = cuda_api_over(loaded);

@@ -182,6 +182,35 @@ public:
 
 	int device_ordinal() const override { return device_; }
 
+	// Events made with the streams' device current (HIP makes an event
+	// on the current device), the caller's device back after.
+	int make_markers(void *stream, std::unique_ptr<Markers> *markers,
+			 std::string *error) override
+	{
+		EventOps ops = api_.events;
+		if (ops.create) {
+			ops.create = [create = ops.create, api = api_, device = device_](void *s,
+											 void **e) {
+				int before = -1;
+				const bool had = api.get_device(&before) == 0;
+				if (int err = api.set_device(device))
+					return err;
+				const int ret = create(s, e);
+				if (had && before != device)
+					api.set_device(before);
+				return ret;
+			};
+		}
+		*markers = make_event_markers(ops, stream);
+		if (!*markers) {
+			*error = rt_.soname + " lacks an entry point of the launch markers "
+					      "(hipEventCreateWithFlags, hipEventRecord, "
+					      "hipEventQuery, hipEventDestroy, hipStreamIsCapturing)";
+			return -EOPNOTSUPP;
+		}
+		return 0;
+	}
+
 private:
 	int resolve(std::string *error)
 	{

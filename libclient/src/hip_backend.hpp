@@ -35,6 +35,9 @@ struct HipApi {
 	int (*stream_synchronize)(void *stream);
 	int (*stream_destroy)(void *stream);
 	const char *(*error_string)(int error);
+	// Launch markers for gpuslot_launch_begin(): events without timing
+	// (hipEventDisableTiming); empty where HIP lacks one of them.
+	EventOps events;
 };
 
 // What the dynamic loader does, for hip_load.cc and its test double.

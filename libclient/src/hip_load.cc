@@ -158,6 +158,43 @@ bool load_hip(HipRuntime *rt, std::string *error)
 	api.error_string = [](int e) {
 		return error_string(static_cast<hipError_t>(e));
 	};
+	// The markers' entry points: without one, no launch gate.
+	using EventCreate = decltype(&hipEventCreateWithFlags);
+	using EventRecord = decltype(&hipEventRecord);
+	using EventQuery = decltype(&hipEventQuery);
+	using EventDestroy = decltype(&hipEventDestroy);
+	using IsCapturing = decltype(&hipStreamIsCapturing);
+	static EventCreate event_create;
+	static EventRecord event_record;
+	static EventQuery event_query;
+	static EventDestroy event_destroy;
+	static IsCapturing is_capturing;
+	event_create = reinterpret_cast<EventCreate>(dlsym(lib, "hipEventCreateWithFlags"));
+	event_record = reinterpret_cast<EventRecord>(dlsym(lib, "hipEventRecord"));
+	event_query = reinterpret_cast<EventQuery>(dlsym(lib, "hipEventQuery"));
+	event_destroy = reinterpret_cast<EventDestroy>(dlsym(lib, "hipEventDestroy"));
+	is_capturing = reinterpret_cast<IsCapturing>(dlsym(lib, "hipStreamIsCapturing"));
+	api.events = EventOps{};
+	if (event_create && event_record && event_query && event_destroy && is_capturing) {
+		api.events.create = [](void *, void **e) {
+			return int(event_create(reinterpret_cast<hipEvent_t *>(e),
+						hipEventDisableTiming));
+		};
+		api.events.record = [](void *e, void *s) {
+			return int(event_record(static_cast<hipEvent_t>(e), static_cast<hipStream_t>(s)));
+		};
+		api.events.query = [](void *e) { return int(event_query(static_cast<hipEvent_t>(e))); };
+		api.events.destroy = [](void *e) {
+			return int(event_destroy(static_cast<hipEvent_t>(e)));
+		};
+		api.events.capturing = [](void *s, bool *capturing) {
+			hipStreamCaptureStatus status = hipStreamCaptureStatusNone;
+			const int err = int(is_capturing(static_cast<hipStream_t>(s), &status));
+			*capturing = status != hipStreamCaptureStatusNone;
+			return err;
+		};
+		api.events.not_ready = int(hipErrorNotReady);
+	}
 	return true;
 #endif
 }

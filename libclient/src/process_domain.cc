@@ -197,6 +197,12 @@ ProcessDomain::~ProcessDomain()
 	// closes its descriptors and leaves the rest alone.
 	if (getpid() != owner_pid_) {
 		(void)sets_.release();
+		// The gates' events are the parent's too.
+		for (Lane &lane : lanes_)
+			if (lane.gate) {
+				lane.gate->throttle->disable();
+				(void)lane.gate->markers.release();
+			}
 	} else {
 		// Holds of clients that did not release end with their files.
 		sets_.reset();
@@ -260,6 +266,12 @@ void ProcessDomain::put_lane(Lane *lane)
 	lane->state = LaneState::idle;
 	lane->owner = nullptr;
 	lane->stream = nullptr;
+	// The hold's end cleared its work report; its gate's events go
+	// (after the release's synchronization, or with work still queued:
+	// an event destroyed while pending is freed once it completes).
+	lane->work_pending = false;
+	lane->held = false;
+	lane->gate.reset();
 	free_lanes_.push_back(lane->index);
 }
 
@@ -402,6 +414,12 @@ bool ProcessDomain::claim(Lane *l, unsigned int slot_index, uint64_t generation,
 	l->stream = h.stream;
 	l->slot_index = slot_index;
 	l->holder_tid = this_thread_id();
+	l->priority = h.priority;
+	l->held = true;
+	l->outranked = false;
+	if (const SlotLayout *layout = sets_->layout())
+		for (unsigned int j = 0; j < layout->k; j++)
+			l->outranked |= layout->priority(j) > h.priority;
 	slot->index = slot_index;
 	slot->units = h.units;
 	slot->priority = h.priority;
@@ -489,6 +507,10 @@ int ProcessDomain::keep_hold(Lane *lane, std::string *error)
 	}
 	// The lane holds on its new connection: its stream and generation are
 	// the hold's as before; an acquire renumbers or rebuilds the streams.
+	// The new gpuslotd knows no work of it: the gate's next command
+	// reports it again.
+	std::lock_guard<std::mutex> hold(lock_);
+	lane->work_pending = false;
 	return 0;
 }
 
@@ -547,6 +569,7 @@ int ProcessDomain::release(gpuslot_slot *slot, uint32_t flags, std::string *erro
 	Lane *lane;
 	if (int err = lane_of(slot, LaneState::holding, &lane, error))
 		return err;
+	end_launches(lane);
 	int ret = 0;
 	// The job's GPU work ends before the next holder's starts.
 	if (!(flags & GPUSLOT_RELEASE_NO_SYNC) && lane->stream) {
@@ -579,6 +602,8 @@ int ProcessDomain::release(gpuslot_slot *slot, uint32_t flags, std::string *erro
 	}
 	{
 		std::lock_guard<std::mutex> hold(lock_);
+		// The gate's events go before their generation may be retired.
+		lane->gate.reset();
 		sets_->hold_ended(lane->generation);
 	}
 	put_lane(lane);
@@ -774,7 +799,188 @@ int ProcessDomain::set_work(const gpuslot_slot *slot, bool pending, std::string 
 	}
 	std::lock_guard<std::mutex> hold(lock_);
 	lane->state = LaneState::holding;
+	if (!ret)
+		lane->work_pending = pending;
 	return ret;
+}
+
+ProcessDomain::Lane *ProcessDomain::held_lane(const gpuslot_slot *slot)
+{
+	const uint64_t h = slot->handle;
+	const unsigned int i = unsigned(h >> 32) - 1;
+	if (!h || i >= lanes_.size() || lanes_[i].serial != uint32_t(h) || !lanes_[i].held)
+		return nullptr;
+	return &lanes_[i];
+}
+
+namespace {
+
+// Whether a slot of priority above @priority preempts, from the published
+// state: what gpuslot_work_preempts() says, asked before every command.
+class WorkPreempts final : public PreemptView {
+public:
+	WorkPreempts(WorkState *work, unsigned int priority) : work_(work), priority_(priority) {}
+	bool preempted() override
+	{
+		gpuslot_work_state st;
+		std::string error;
+		// Unreadable (gpuslotd gone, not yet mapped again): nothing is
+		// published, so nothing holds the sender back.
+		if (work_->snapshot(&st, &error) < 0)
+			return false;
+		return uint64_t(st.preempt_level) > uint64_t(priority_) + 1;
+	}
+
+private:
+	WorkState *const work_;
+	const unsigned int priority_;
+};
+
+// Begins without their end per gate: a begin whose end never comes is
+// dropped after kMaxOpen.
+constexpr size_t kMaxOpen = 256;
+
+} // namespace
+
+void ProcessDomain::end_launches(Lane *lane)
+{
+	std::lock_guard<std::mutex> hold(lock_);
+	lane->held = false;
+	reported_.notify_all();
+}
+
+int ProcessDomain::launch_gate(Lane *lane, unsigned int inflight,
+			       std::shared_ptr<LaunchGate> *out, std::string *error)
+{
+	if (lane->gate) {
+		if (lane->gate->inflight != inflight) {
+			*error = "this hold's launch gate was opened with a bound of " +
+				 std::to_string(lane->gate->inflight) + " in flight, not " +
+				 std::to_string(inflight) + ": one bound per hold";
+			return -EINVAL;
+		}
+		*out = lane->gate;
+		return 0;
+	}
+	if (!lane->stream) {
+		*error = std::string("the ") + backend_->name() +
+			 " backend gave this slot no stream to gate (gpuslot-run throttles a "
+			 "program's own streams)";
+		return -EOPNOTSUPP;
+	}
+	auto gate = std::make_shared<LaunchGate>();
+	if (int err = backend_->make_markers(lane->stream, &gate->markers, error))
+		return err;
+	gate->preempt = std::make_unique<WorkPreempts>(work_.get(), lane->priority);
+	Throttle t;
+	t.suspend = true;
+	t.inflight = lane->outranked ? inflight : 0;
+	t.preempt = gate->preempt.get();
+	t.markers = gate->markers.get();
+	gate->throttle = std::make_unique<LaunchThrottle>(t);
+	gate->inflight = inflight;
+	gate->stream = lane->stream;
+	*out = std::move(gate);
+	return 0;
+}
+
+int ProcessDomain::launch_begin(const gpuslot_slot *slot, unsigned int inflight,
+				std::string *error)
+{
+	std::shared_ptr<LaunchGate> gate;
+	Lane *lane;
+	{
+		std::unique_lock<std::mutex> hold(lock_);
+		lane = held_lane(slot);
+		if (!lane) {
+			*error = "this slot is not held by this client (released already?)";
+			return -EINVAL;
+		}
+		if (int err = launch_gate(lane, inflight, &gate, error))
+			return err;
+	}
+	// A command captured into a graph does not run now: it reports no
+	// work, is not held back and takes no place (LaunchThrottle::before()).
+	const bool captured = gate->markers->capturing(gate->stream);
+	{
+		// The job's first command: its work edge, so that lower slots
+		// yield to it, told by one thread while the others wait for it.
+		std::unique_lock<std::mutex> hold(lock_);
+		reported_.wait(hold, [&] { return !lane->reporting || !lane->held; });
+		if (!lane->held) {
+			*error = "this slot was released while the command waited to be sent";
+			return -EINVAL;
+		}
+		if (!captured && !lane->work_pending) {
+			lane->reporting = true;
+			hold.unlock();
+			// The published state must be readable too: a lock that
+			// predates it fails here, not at every command.
+			gpuslot_work_state st;
+			int err = work_->snapshot(&st, error);
+			if (!err)
+				err = set_work(slot, true, error);
+			hold.lock();
+			lane->reporting = false;
+			reported_.notify_all();
+			if (err)
+				return err;
+		}
+		// The gate is the hold's once a begin succeeds (a failed first
+		// one leaves no bound fixed); another thread's first may have
+		// made it meanwhile.
+		if (!lane->gate)
+			lane->gate = gate;
+		if (lane->gate->inflight != inflight) {
+			*error = "this hold's launch gate was opened with a bound of " +
+				 std::to_string(lane->gate->inflight) + " in flight, not " +
+				 std::to_string(inflight) + ": one bound per hold";
+			return -EINVAL;
+		}
+		gate = lane->gate;
+	}
+	const bool marked = gate->throttle->before(StreamKey{gate->stream, 0});
+	std::lock_guard<std::mutex> open(gate->open_lock);
+	if (gate->open.size() >= kMaxOpen)
+		gate->open.erase(gate->open.begin());
+	gate->open.push_back({pthread_self(), marked});
+	return 0;
+}
+
+int ProcessDomain::launch_end(const gpuslot_slot *slot, std::string *error)
+{
+	std::shared_ptr<LaunchGate> gate;
+	{
+		std::lock_guard<std::mutex> hold(lock_);
+		Lane *lane = held_lane(slot);
+		if (!lane) {
+			*error = "this slot is not held by this client (released already?)";
+			return -EINVAL;
+		}
+		gate = lane->gate;
+	}
+	bool marked = false, found = false;
+	if (gate) {
+		// This thread's newest begin: the command that took a place in
+		// the bound is the one marked, whatever other threads do.
+		const pthread_t self = pthread_self();
+		std::lock_guard<std::mutex> open(gate->open_lock);
+		auto it = std::find_if(gate->open.rbegin(), gate->open.rend(),
+				       [&](const LaunchGate::Begin &b) {
+					       return pthread_equal(b.thread, self);
+				       });
+		if (it != gate->open.rend()) {
+			found = true;
+			marked = it->marked;
+			gate->open.erase(std::next(it).base());
+		}
+	}
+	if (!found) {
+		*error = "no gpuslot_launch_begin() of this thread in this hold to end";
+		return -EINVAL;
+	}
+	gate->throttle->after(StreamKey{gate->stream, 0}, marked);
+	return 0;
 }
 
 int ProcessDomain::slot_priority(unsigned int slot)
@@ -826,8 +1032,10 @@ void ProcessDomain::drop_owner(const void *owner)
 			lane->state = LaneState::busy;
 		}
 		if (state == LaneState::holding) {
+			end_launches(lane);
 			file_release(*lane->file);
 			std::lock_guard<std::mutex> hold(lock_);
+			lane->gate.reset();
 			sets_->hold_ended(lane->generation);
 		} else {
 			gpuslot_release r{};

@@ -11,6 +11,7 @@
 //    reused by the next acquire once its hold ends.
 #pragma once
 
+#include <pthread.h>
 #include <sys/types.h>
 
 #include <atomic>
@@ -85,6 +86,12 @@ public:
 	{
 		return work_->snapshot(out, error);
 	}
+	// The launch gate of a hold (gpuslot_launch_begin()/_end()): before a
+	// command on @slot's stream, wait as the throttle says (issue 40),
+	// the hold's work reported pending first; after it, mark it where
+	// there is a bound. 0 or -errno with *error.
+	int launch_begin(const gpuslot_slot *slot, unsigned int inflight, std::string *error);
+	int launch_end(const gpuslot_slot *slot, std::string *error);
 	// End the holds and acquires of a client that closes.
 	void drop_owner(const void *owner);
 
@@ -92,6 +99,24 @@ private:
 	// reclaiming: holding, its hold being taken back from a restarted
 	// gpuslotd by another thread (keep_holds()); lane_of() waits.
 	enum class LaneState { idle, pending, holding, busy, reclaiming };
+	// A hold's launch gate: made at its first gpuslot_launch_begin(),
+	// dropped when the hold ends. Shared with a begin or end running on
+	// another thread.
+	struct LaunchGate {
+		// Before the throttle, which gives its markers back at its end.
+		std::unique_ptr<Markers> markers;
+		std::unique_ptr<PreemptView> preempt;
+		std::unique_ptr<LaunchThrottle> throttle;
+		unsigned int inflight = 0; // as asked at the first begin
+		void *stream = nullptr;
+		// Begins without their end yet, oldest first.
+		struct Begin {
+			pthread_t thread;
+			bool marked; // it took a place in the bound
+		};
+		std::mutex open_lock;
+		std::vector<Begin> open;
+	};
 	struct Lane {
 		std::unique_ptr<LockFile> file;
 		unsigned int index = 0;
@@ -110,6 +135,18 @@ private:
 		// gpuslotd only this lane reclaims the hold it left, not
 		// another client of this process (GPUSLOT_WIRE_CLIENT_TOKEN).
 		uint64_t token = 0;
+		// The hold's slot priority, and whether a slot of the layout
+		// has a higher one (the launch gate's bound applies).
+		unsigned int priority = 0;
+		bool outranked = false;
+		// A slot is held on the lane (claimed, not yet released): what
+		// the launch gate's calls accept.
+		bool held = false;
+		// The hold reported work pending, and no drain since; a thread
+		// reports it now (the others wait on reported_).
+		bool work_pending = false;
+		bool reporting = false;
+		std::shared_ptr<LaunchGate> gate;
 	};
 
 	explicit ProcessDomain(const Config &config);
@@ -133,6 +170,15 @@ private:
 	// The lane @slot names, if in state @from; marked busy. -EINVAL
 	// otherwise.
 	int lane_of(const gpuslot_slot *slot, LaneState from, Lane **lane, std::string *error);
+	// Under lock_: the lane of @slot's hold (holding, or busy with
+	// another call of it), its state unchanged; nullptr if not held.
+	Lane *held_lane(const gpuslot_slot *slot);
+	// The hold of @lane ends (release, close): no launch_begin() from now.
+	void end_launches(Lane *lane);
+	// Under lock_: @lane's launch gate, or a new one for a bound of
+	// @inflight (the hold's once a begin succeeds): 0 or -errno with *error.
+	int launch_gate(Lane *lane, unsigned int inflight, std::shared_ptr<LaunchGate> *gate,
+			std::string *error);
 	// The allowed mask restricted to the slots with streams.
 	int effective_mask(uint64_t allowed, uint64_t *mask, std::string *error);
 	// What every acquire (sleeping or asynchronous) starts with: the
@@ -184,6 +230,8 @@ private:
 	std::vector<unsigned int> free_lanes_;
 	// A lane left state reclaiming.
 	std::condition_variable reclaimed_;
+	// A lane's work report (launch_begin()) was told, or its hold ended.
+	std::condition_variable reported_;
 	std::unique_ptr<StreamSets> sets_;
 	std::unique_ptr<WorkState> work_;
 };

@@ -22,7 +22,8 @@ nvcc -O2 -std=c++20 -arch=sm_90 -DGPUSLOT_HAVE_CUDA \
 	-I"$root/uapi" -I"$root/libclient/src" -I"$root/daemon/src" \
 	"$here/gpu_partitions.cu" "$root/libclient/src/cuda_backend.cc" \
 	"$root/libclient/src/cuda_load.cc" "$root/libclient/src/device_choice.cc" \
-	"$root/libclient/src/backend_none.cc" "$root/daemon/src/nvidia/nv_plan.cc" \
+	"$root/libclient/src/backend_none.cc" "$root/libclient/src/event_markers.cc" \
+	"$root/daemon/src/nvidia/nv_plan.cc" \
 	"$root/daemon/src/nvidia/nv_topology.cc" "$root/daemon/src/plan/sizes.cc" -ldl -lpthread -o $bin || exit 1
 
 status=0

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -163,12 +164,76 @@ CUresult error_string(CUresult, const char **s)
 	return CUDA_SUCCESS;
 }
 
+// The launch markers' entry points. A stream's context is the stream's
+// handle + 1 (for a green context's stream the primary context, as
+// cuStreamGetCtx_v2 gives beside the green context, the handle + 2); an
+// event remembers the context current where it was made. Each call
+// checks that it runs in relaxed capture mode, the mode the thread had back
+// after it (cuThreadExchangeStreamCaptureMode).
+thread_local CUstreamCaptureMode capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+std::atomic<int> not_relaxed{0}, wrong_context{0}, timed_events{0}, live_events{0};
+void check_relaxed()
+{
+	if (capture_mode != CU_STREAM_CAPTURE_MODE_RELAXED)
+		not_relaxed++;
+}
+CUresult exchange_mode(CUstreamCaptureMode *mode)
+{
+	std::swap(*mode, capture_mode);
+	return CUDA_SUCCESS;
+}
+CUresult stream_get_ctx(CUstream s, CUcontext *ctx, CUgreenCtx *green)
+{
+	*ctx = reinterpret_cast<CUcontext>(reinterpret_cast<uintptr_t>(s) + 1);
+	*green = reinterpret_cast<CUgreenCtx>(reinterpret_cast<uintptr_t>(s) + 2);
+	return CUDA_SUCCESS;
+}
+CUresult event_create(CUevent *e, unsigned int flags)
+{
+	check_relaxed();
+	if (flags != CU_EVENT_DISABLE_TIMING)
+		timed_events++;
+	if (current.empty())
+		return CUDA_ERROR_INVALID_CONTEXT;
+	*e = reinterpret_cast<CUevent>(new CUcontext(current.back()));
+	live_events++;
+	return CUDA_SUCCESS;
+}
+CUresult event_record(CUevent e, CUstream s)
+{
+	check_relaxed();
+	CUcontext ctx;
+	CUgreenCtx green;
+	stream_get_ctx(s, &ctx, &green);
+	if (*reinterpret_cast<CUcontext *>(e) != ctx)
+		wrong_context++;
+	return CUDA_SUCCESS;
+}
+CUresult event_query(CUevent)
+{
+	check_relaxed();
+	return CUDA_ERROR_NOT_READY;
+}
+CUresult event_destroy(CUevent e)
+{
+	delete reinterpret_cast<CUcontext *>(e);
+	live_events--;
+	return CUDA_SUCCESS;
+}
+CUresult is_capturing(CUstream, CUstreamCaptureStatus *status)
+{
+	check_relaxed();
+	*status = CU_STREAM_CAPTURE_STATUS_NONE;
+	return CUDA_SUCCESS;
+}
+
 const gpuslot::CudaDriver driver = {
 	init,	       device_count,  device_get,    by_bus_id,	   retain,
 	push,	       pop,	      device_resource, split,	   generate_desc,
 	green_create, green_stream, green_resource, green_destroy, stream_create,
 	stream_sync,  stream_destroy, error_string, stream_create_priority, stream_get_priority,
-	priority_range,
+	priority_range, stream_get_ctx, event_create, event_record, event_query, event_destroy,
+	is_capturing, exchange_mode,
 };
 
 TEST(CudaThreads, ManyThreadsOpenSplitAndBuildAtOnce)
@@ -224,6 +289,54 @@ TEST(CudaThreads, ManyThreadsOpenSplitAndBuildAtOnce)
 	EXPECT_EQ(live_streams.load(), 0);
 	EXPECT_EQ(live_greens.load(), 0);
 	EXPECT_STREQ(api.error_string(1), "test double error");
+}
+
+// The launch markers of gpuslot_launch_begin() (EventMarkers over
+// cuda_load.cc's events), from many threads, each with markers of its own
+// stream: an event is made in its stream's context (not the caller's, not a
+// green context), without timing, and every call runs in relaxed capture
+// mode and gives the thread its own mode back, with no context left current.
+TEST(CudaThreads, LaunchMarkersAreUntimedEventsOfTheStreamsContext)
+{
+	const gpuslot::CudaApi api = gpuslot::cuda_api_over(driver);
+	constexpr int kThreads = 8, kRounds = 200;
+	std::atomic<int> failures{0}, left_current{0}, mode_changed{0};
+	std::vector<std::thread> threads;
+	for (int t = 0; t < kThreads; t++)
+		threads.emplace_back([&, t] {
+			void *stream = reinterpret_cast<void *>(uintptr_t(0x10000 + 0x10 * t));
+			std::unique_ptr<gpuslot::Markers> m =
+				gpuslot::make_event_markers(api.events, stream);
+			if (!m) {
+				failures++;
+				return;
+			}
+			// The caller's own context stays where it is.
+			push(reinterpret_cast<CUcontext>(uintptr_t(0x777)));
+			for (int i = 0; i < kRounds; i++) {
+				void *e = m->record(stream);
+				if (!e || m->reached(e) || m->capturing(stream))
+					failures++;
+				if (e)
+					m->recycle(e);
+			}
+			CUcontext mine = nullptr;
+			pop(&mine);
+			if (mine != reinterpret_cast<CUcontext>(uintptr_t(0x777)))
+				failures++;
+			left_current += int(current.size());
+			if (capture_mode != CU_STREAM_CAPTURE_MODE_GLOBAL)
+				mode_changed++;
+		});
+	for (auto &t : threads)
+		t.join();
+	EXPECT_EQ(failures.load(), 0);
+	EXPECT_EQ(wrong_context.load(), 0) << "an event of another context was recorded";
+	EXPECT_EQ(timed_events.load(), 0);
+	EXPECT_EQ(not_relaxed.load(), 0) << "a marker call ran in the thread's global mode";
+	EXPECT_EQ(mode_changed.load(), 0) << "a thread's capture mode was not given back";
+	EXPECT_EQ(left_current.load(), 0) << "a call left a context current";
+	EXPECT_EQ(live_events.load(), 0) << "the markers' events were not destroyed";
 }
 
 } // namespace

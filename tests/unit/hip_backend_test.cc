@@ -135,6 +135,29 @@ struct HipDouble {
 			return e == 2 ? "hipErrorOutOfMemory" : e == 719 ? "hipErrorLaunchFailure"
 									   : "hipErrorUnknown";
 		};
+		// Launch markers: an event says the device current at its
+		// making; one query in two says hipErrorNotReady (600).
+		a.events.create = [](void *s, void **e) {
+			calls.push_back("event_create " + std::to_string(reinterpret_cast<uintptr_t>(s)) +
+					" on " + std::to_string(current));
+			*e = reinterpret_cast<void *>(uintptr_t(0x9000 + current));
+			return 0;
+		};
+		a.events.record = [](void *e, void *s) {
+			calls.push_back("event_record " + std::to_string(reinterpret_cast<uintptr_t>(e)) +
+					" " + std::to_string(reinterpret_cast<uintptr_t>(s)));
+			return 0;
+		};
+		a.events.query = [](void *) { return creates++ % 2 ? 0 : 600; };
+		a.events.destroy = [](void *e) {
+			calls.push_back("event_destroy " + std::to_string(reinterpret_cast<uintptr_t>(e)));
+			return 0;
+		};
+		a.events.capturing = [](void *, bool *c) {
+			*c = false;
+			return 0;
+		};
+		a.events.not_ready = 600;
 		return rt;
 	}
 };
@@ -186,6 +209,43 @@ TEST_F(HipBackend, OneMaskedStreamPerSlotOnTheDomainsGpu)
 	EXPECT_EQ(set.streams, (std::vector<void *>{reinterpret_cast<void *>(0x1000),
 						     reinterpret_cast<void *>(0x1001)}));
 	EXPECT_EQ(HipDouble::current, 0);
+}
+
+// gpuslot_launch_begin()'s markers on HIP: events made with the domain's
+// GPU current (HIP makes an event on the current device), the thread's
+// device back after, recorded on the slot's stream, reused, destroyed with
+// the markers; hipErrorNotReady is "not reached". Without HIP's event entry
+// points there are none, and the reason is given.
+TEST_F(HipBackend, LaunchMarkersAreEventsOfTheDomainsGpu)
+{
+	auto b = gpuslot::make_hip_backend(HipDouble::runtime(), at("0000:43:00.0"));
+	auto l = layout({{0x33333333, 0x3333333}, {0xcccccccc, 0xccccccc}});
+	ASSERT_EQ(b->build(l, 0x3, &set, &error), 0) << error;
+	HipDouble::calls.clear();
+	HipDouble::creates = 0;
+	std::unique_ptr<gpuslot::Markers> m;
+	ASSERT_EQ(b->make_markers(set.streams[1], &m, &error), 0) << error;
+	void *e = m->record(set.streams[1]);
+	ASSERT_NE(e, nullptr);
+	EXPECT_FALSE(m->reached(e));
+	EXPECT_TRUE(m->reached(e));
+	m->recycle(e);
+	EXPECT_EQ(m->record(set.streams[1]), e) << "a recycled event was not reused";
+	EXPECT_EQ(m->record(set.streams[0]), nullptr) << "a marker on another slot's stream";
+	m->recycle(e);
+	m.reset();
+	EXPECT_EQ(HipDouble::calls,
+		  (std::vector<std::string>{"set_device 1", "event_create 4097 on 1", "set_device 0",
+					    "event_record 36865 4097", "event_record 36865 4097",
+					    "event_destroy 36865"}));
+	EXPECT_EQ(HipDouble::current, 0);
+
+	gpuslot::HipRuntime bare = HipDouble::runtime();
+	bare.api.events = gpuslot::EventOps{};
+	auto old = gpuslot::make_hip_backend(bare, at("0000:43:00.0"));
+	EXPECT_EQ(old->make_markers(set.streams[1], &m, &error), -EOPNOTSUPP);
+	EXPECT_EQ(m, nullptr);
+	EXPECT_NE(error.find("hipEventCreateWithFlags"), std::string::npos) << error;
 }
 
 // Issue 32: HIP has no priority for a CU-masked stream; a masked slot of

@@ -5,7 +5,8 @@
 // work, a hold's end clears it before the slot's next grant, a k change
 // retires the work of slots past k, the budget's expiry ends a preemption,
 // the knobs are validated and an admin's; and libgpuslot's calls over it,
-// across a SIGKILL and restart of gpuslotd. gpuslotd's LockServer runs in a
+// across a SIGKILL and restart of gpuslotd; and libgpuslot's launch gate
+// over it (gpuslot_launch_begin()). gpuslotd's LockServer runs in a
 // thread of this process, or (to be killed) in socket_server_helper; other
 // clients that must die run in socket_client_helper (no fork here).
 #include <gtest/gtest.h>
@@ -24,16 +25,21 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "backend.hpp"
+#include "client_internal.hpp"
 #include "gpuslot.h"
 #include "lock_file.hpp"
 #include "lock_server.hpp"
@@ -847,6 +853,323 @@ TEST(WorkStateRestart, NoReadWaitsForARestartedServersAnswer)
 	unsetenv("GPUSLOT_TRANSPORT");
 	unsetenv("GPUSLOT_SOCKET_DIR");
 	fs::remove_all(dir);
+}
+
+
+// libgpuslot's own launch gate (gpuslot_launch_begin()/_end(), 1.7): the
+// throttle of gpuslot-run for commands sent on a slot's stream. The lock
+// and its published state are the real ones (the fixture's server); the
+// GPU is a double: a backend whose streams count the commands sent on them
+// and finish them when the test says, with markers over those counts.
+class TestGpu {
+public:
+	void sent(void *stream)
+	{
+		std::lock_guard g(m_);
+		sent_[stream]++;
+	}
+	// The oldest @n unfinished commands of @stream finish.
+	void finish(void *stream, unsigned int n)
+	{
+		std::lock_guard g(m_);
+		finished_[stream] = std::min(finished_[stream] + n, sent_[stream]);
+	}
+	unsigned int unfinished(void *stream)
+	{
+		std::lock_guard g(m_);
+		return unsigned(sent_[stream] - finished_[stream]);
+	}
+	uint64_t sent_count(void *stream)
+	{
+		std::lock_guard g(m_);
+		return sent_[stream];
+	}
+	bool reached(void *stream, uint64_t at)
+	{
+		std::lock_guard g(m_);
+		return finished_[stream] >= at;
+	}
+	std::atomic<bool> capturing{false};
+	std::atomic<int> markers_alive{0};
+	std::atomic<int> markers_recorded{0};
+
+private:
+	std::mutex m_;
+	std::map<void *, uint64_t> sent_, finished_;
+};
+
+class TestGpuMarkers final : public gpuslot::Markers {
+public:
+	TestGpuMarkers(TestGpu *gpu, void *stream) : gpu_(gpu), stream_(stream)
+	{
+		gpu_->markers_alive++;
+	}
+	~TestGpuMarkers() override { gpu_->markers_alive--; }
+	bool capturing(void *) override { return gpu_->capturing; }
+	void *record(void *stream) override
+	{
+		EXPECT_EQ(stream, stream_);
+		gpu_->markers_recorded++;
+		// A marker: the count of commands it follows, plus one (0 is
+		// no marker).
+		return reinterpret_cast<void *>(uintptr_t(gpu_->sent_count(stream_) + 1));
+	}
+	bool reached(void *marker) override
+	{
+		return gpu_->reached(stream_, uint64_t(reinterpret_cast<uintptr_t>(marker)) - 1);
+	}
+	void recycle(void *) override {}
+
+private:
+	TestGpu *const gpu_;
+	void *const stream_;
+};
+
+class TestGpuBackend final : public gpuslot::Backend {
+public:
+	explicit TestGpuBackend(TestGpu *gpu) : gpu_(gpu) {}
+	const char *name() const override { return "test"; }
+	unsigned int set_queues(const gpuslot::SlotLayout &, uint64_t) const override { return 0; }
+	int build(const gpuslot::SlotLayout &layout, uint64_t slots, gpuslot::StreamSet *set,
+		  std::string *) override
+	{
+		set->start(layout);
+		set->slots = slots;
+		for (unsigned int s = 0; s < layout.k; s++) {
+			set->streams[s] = reinterpret_cast<void *>(uintptr_t(0x1000 + s));
+			set->priorities[s] = layout.priority(s);
+		}
+		return 0;
+	}
+	int synchronize(void *stream, std::string *) override
+	{
+		gpu_->finish(stream, ~0u);
+		return 0;
+	}
+	void destroy_slot(gpuslot::StreamSet *set, unsigned int slot) override
+	{
+		set->slots &= ~(1ULL << slot);
+	}
+	int make_markers(void *stream, std::unique_ptr<gpuslot::Markers> *markers,
+			 std::string *) override
+	{
+		*markers = std::make_unique<TestGpuMarkers>(gpu_, stream);
+		return 0;
+	}
+
+private:
+	TestGpu *const gpu_;
+};
+
+class LaunchGate : public WorkState {
+protected:
+	void SetUp() override
+	{
+		WorkState::SetUp();
+		// No budget: a preemption lasts as long as its work (the
+		// default would end one 250 ms in).
+		std::unique_ptr<LockFile> admin = file();
+		ASSERT_TRUE(admin);
+		ASSERT_EQ(admin->write_attr("preempt_share", "100"), 0);
+		setenv("GPUSLOT_TRANSPORT", "socket", 1);
+		setenv("GPUSLOT_SOCKET_DIR", dir_.c_str(), 1);
+		gpuslot_options o{};
+		o.size = sizeof(o);
+		const gpuslot::BackendFactory backends = [this](const gpuslot::SlotLayout &,
+								 std::unique_ptr<gpuslot::Backend> *out,
+								 std::string *) {
+			*out = std::make_unique<TestGpuBackend>(&gpu_);
+			return 0;
+		};
+		ASSERT_EQ(gpuslot::open_client(&o, &backends, &c_), 0) << gpuslot_last_error();
+		high_.size = low_.size = sizeof(gpuslot_slot);
+		ASSERT_EQ(gpuslot_acquire_slot(c_, GPUSLOT_WAIT_FOREVER, 1, &high_), 0);
+		ASSERT_EQ(gpuslot_acquire_slot(c_, GPUSLOT_WAIT_FOREVER, 2, &low_), 0);
+		ASSERT_EQ(high_.priority, 1u);
+		ASSERT_EQ(low_.priority, 0u);
+	}
+	void TearDown() override
+	{
+		if (c_)
+			gpuslot_close(c_);
+		unsetenv("GPUSLOT_TRANSPORT");
+		unsetenv("GPUSLOT_SOCKET_DIR");
+		WorkState::TearDown();
+	}
+	// One command through the gate: begin, sent, end.
+	void send(gpuslot_slot *slot, uint32_t inflight = GPUSLOT_LAUNCH_INFLIGHT_DEFAULT)
+	{
+		ASSERT_EQ(gpuslot_launch_begin(c_, slot, inflight), 0) << gpuslot_last_error();
+		gpu_.sent(slot->stream);
+		ASSERT_EQ(gpuslot_launch_end(c_, slot), 0) << gpuslot_last_error();
+	}
+	// A command sent on another thread; *@began once its begin returned.
+	std::thread send_later(gpuslot_slot *slot, std::atomic<bool> *began,
+			       uint32_t inflight = GPUSLOT_LAUNCH_INFLIGHT_DEFAULT)
+	{
+		return std::thread([this, slot, began, inflight] {
+			EXPECT_EQ(gpuslot_launch_begin(c_, slot, inflight), 0) << gpuslot_last_error();
+			*began = true;
+			gpu_.sent(slot->stream);
+			EXPECT_EQ(gpuslot_launch_end(c_, slot), 0) << gpuslot_last_error();
+		});
+	}
+
+	TestGpu gpu_;
+	gpuslot_client *c_ = nullptr;
+	gpuslot_slot high_{}, low_{};
+};
+
+// Waits up to 5 s for @done; no speed is asserted.
+bool within_5s(const std::atomic<bool> &done)
+{
+	for (int i = 0; i < 5000 && !done; i++)
+		usleep(1000);
+	return done;
+}
+
+// The first command of a hold reports its work, as gpuslot_set_work(1): again
+// after a report of drained; the hold's end clears it.
+TEST_F(LaunchGate, TheFirstCommandReportsTheHoldsWork)
+{
+	EXPECT_EQ(now().work_mask, 0u);
+	send(&low_);
+	EXPECT_EQ(now().work_mask, 2u);
+	send(&low_);
+	ASSERT_EQ(gpuslot_set_work(c_, &low_, 0), 0);
+	EXPECT_EQ(now().work_mask, 0u);
+	send(&low_);
+	EXPECT_EQ(now().work_mask, 2u) << "a command after a drain did not report work again";
+	send(&high_);
+	EXPECT_EQ(now().work_mask, 3u);
+	EXPECT_EQ(now().preempt_level, 2u);
+	ASSERT_EQ(gpuslot_release_slot(c_, &high_, 0), 0);
+	EXPECT_EQ(now().work_mask, 2u);
+}
+
+// While the higher slot's work is pending, the lower slot's next command
+// waits in begin; it goes once that work drains. The higher slot's own
+// commands are not held back.
+TEST_F(LaunchGate, ALowerSlotsCommandWaitsWhileAHigherSlotPreempts)
+{
+	send(&high_);
+	ASSERT_EQ(now().preempt_level, 2u);
+	for (int i = 0; i < 10; i++)
+		send(&high_);
+	std::atomic<bool> began{false};
+	std::thread low = send_later(&low_, &began);
+	// Well under the 1000 ms after which a waiting command goes anyway.
+	usleep(200 * 1000);
+	EXPECT_FALSE(began) << "the lower slot's command went while the higher slot preempted";
+	ASSERT_EQ(gpuslot_set_work(c_, &high_, 0), 0);
+	EXPECT_TRUE(within_5s(began)) << "the lower slot's command still waits after the drain";
+	low.join();
+	EXPECT_EQ(gpu_.sent_count(low_.stream), 1u);
+}
+
+// Where a slot outranks the holder's, at most @inflight of its commands are
+// unfinished: the next waits until the GPU finishes one. The top slot has
+// no bound. A command captured into a graph is neither held back nor
+// counted.
+TEST_F(LaunchGate, AnOutrankedHoldKeepsItsBound)
+{
+	for (int i = 0; i < 3; i++)
+		send(&low_, 3);
+	EXPECT_EQ(gpu_.unfinished(low_.stream), 3u);
+	std::atomic<bool> began{false};
+	std::thread fourth = send_later(&low_, &began, 3);
+	usleep(200 * 1000);
+	EXPECT_FALSE(began) << "a fourth command went with 3 unfinished";
+	// Captured: neither held back (a held-back one would go only past
+	// the throttle's 1000 ms, and then marked) nor counted.
+	const int recorded = gpu_.markers_recorded;
+	gpu_.capturing = true;
+	send(&low_, 3);
+	gpu_.capturing = false;
+	EXPECT_EQ(gpu_.markers_recorded, recorded) << "a captured command was counted";
+	gpu_.finish(low_.stream, 1);
+	EXPECT_TRUE(within_5s(began)) << "the fourth command still waits with one finished";
+	fourth.join();
+	const int marked = gpu_.markers_recorded;
+	for (int i = 0; i < 20; i++)
+		send(&high_, 3); // nothing outranks slot 0
+	EXPECT_EQ(gpu_.unfinished(high_.stream), 20u);
+	EXPECT_EQ(gpu_.markers_recorded, marked) << "the top slot's commands were counted";
+}
+
+// Threads of one hold send at once: every begin succeeds (one reports the
+// work, the others wait for that report), each end marks its own thread's
+// command, and the bound holds for them together.
+TEST_F(LaunchGate, ThreadsOfOneHoldShareItsGate)
+{
+	constexpr int kThreads = 8, kSends = 50;
+	std::atomic<int> ready{0}, failures{0}, over{0};
+	std::atomic<bool> done{false};
+	// The GPU finishes what is sent, now and then: the bound lets
+	// everything through in the end.
+	std::thread gpu([&] {
+		while (!done) {
+			if (gpu_.unfinished(low_.stream) > 4)
+				over++;
+			gpu_.finish(low_.stream, 1);
+			usleep(100);
+		}
+	});
+	std::vector<std::thread> threads;
+	for (int t = 0; t < kThreads; t++)
+		threads.emplace_back([&] {
+			ready++;
+			while (ready < kThreads)
+				;
+			for (int i = 0; i < kSends; i++) {
+				if (gpuslot_launch_begin(c_, &low_, 4)) {
+					failures++;
+					continue;
+				}
+				gpu_.sent(low_.stream);
+				if (gpuslot_launch_end(c_, &low_))
+					failures++;
+			}
+		});
+	for (auto &t : threads)
+		t.join();
+	done = true;
+	gpu.join();
+	EXPECT_EQ(failures.load(), 0) << gpuslot_last_error();
+	EXPECT_EQ(gpu_.sent_count(low_.stream), uint64_t(kThreads * kSends));
+	EXPECT_EQ(now().work_mask, 2u);
+	// Past the bound only by a send between a begin and its end.
+	EXPECT_EQ(over.load(), 0) << "more than 4 commands were unfinished";
+}
+
+// Bad calls change nothing: another bound within a hold, an end without a
+// begin, a slot not held (released), a client without streams.
+TEST_F(LaunchGate, BadCallsAreRefused)
+{
+	EXPECT_EQ(gpuslot_launch_end(c_, &low_), -EINVAL);
+	EXPECT_EQ(now().work_mask, 0u);
+	EXPECT_EQ(gpuslot_launch_begin(nullptr, &low_, 4), -EINVAL);
+	EXPECT_EQ(gpuslot_launch_begin(c_, nullptr, 4), -EINVAL);
+	send(&low_, 4);
+	EXPECT_EQ(gpuslot_launch_end(c_, &low_), -EINVAL) << "an end without its begin";
+	EXPECT_EQ(gpuslot_launch_begin(c_, &low_, 2), -EINVAL) << "a second bound in one hold";
+	gpuslot_slot gone = low_;
+	ASSERT_EQ(gpuslot_release_slot(c_, &low_, 0), 0);
+	EXPECT_EQ(gpuslot_launch_begin(c_, &gone, 4), -EINVAL);
+	EXPECT_EQ(gpuslot_launch_end(c_, &gone), -EINVAL);
+	EXPECT_EQ(now().work_mask, 0u);
+	EXPECT_EQ(gpu_.markers_alive, 0) << "the released hold's markers were kept";
+
+	gpuslot_client *none = open_client(dir_);
+	ASSERT_NE(none, nullptr);
+	gpuslot_slot s{};
+	s.size = sizeof(s);
+	ASSERT_EQ(gpuslot_acquire_slot(none, GPUSLOT_WAIT_FOREVER, 2, &s), 0);
+	EXPECT_EQ(gpuslot_launch_begin(none, &s, 4), -EOPNOTSUPP);
+	EXPECT_NE(std::string(gpuslot_last_error()).find("no stream"), std::string::npos)
+		<< gpuslot_last_error();
+	EXPECT_EQ(now().work_mask, 0u) << "a refused begin reported work";
+	gpuslot_close(none);
 }
 
 } // namespace
