@@ -120,6 +120,11 @@ def _declare(lib):
         fn("gpuslot_set_work", ctypes.c_int, _client_p, ctypes.POINTER(SlotStruct), ctypes.c_int)
         fn("gpuslot_work_snapshot", ctypes.c_int, _client_p, ctypes.POINTER(WorkInfo))
         fn("gpuslot_work_preempts", ctypes.c_int, _client_p, ctypes.c_uint32)
+    # The launch gate (libgpuslot 1.7), likewise.
+    if hasattr(lib, "gpuslot_launch_begin"):
+        fn("gpuslot_launch_begin", ctypes.c_int, _client_p, ctypes.POINTER(SlotStruct),
+           ctypes.c_uint32)
+        fn("gpuslot_launch_end", ctypes.c_int, _client_p, ctypes.POINTER(SlotStruct))
     return lib
 
 

@@ -99,6 +99,10 @@ def _slots_of(mask):
     return frozenset(i for i in range(64) if mask >> i & 1)
 
 
+# gpuslot_launch_begin()'s bound by default (GPUSLOT_LAUNCH_INFLIGHT_DEFAULT).
+LAUNCH_INFLIGHT_DEFAULT = 4
+
+
 class Slot:
     """A slot held by the thread that acquired it, until released.
 
@@ -159,6 +163,36 @@ class Slot:
                                       f"gpuslot: slot {self.index} is not held: no work to report")
         self._client._set_work(self, bool(pending))
 
+    def launch(self, send, *args, inflight=LAUNCH_INFLIGHT_DEFAULT, **kwargs):
+        """Send one command on the slot's stream through libgpuslot's launch
+        gate (gpuslot_launch_begin(), docs/preemption.md): ``send(*args,
+        **kwargs)`` is called once the gate admits it, and its result
+        returned. The
+        hold's first command reports its work pending (as set_work(True));
+        while a slot of higher priority preempts it waits; where a slot of
+        the layout outranks this one, at most ``inflight`` of the hold's
+        commands are unfinished on the GPU (0: no bound; one bound per
+        hold). A command is a kernel, a graph launch, a copy: PyTorch's
+        eager operators launch their own and pass no gate outside
+        torch_gate(); a SlotGraph's replay(gated=True) does. GpuslotError
+        EOPNOTSUPP for the none backend (no stream), EINVAL for a slot not
+        held; nothing is sent then."""
+        if not self._held:
+            raise errors.GpuslotError(errno.EINVAL,
+                                      f"gpuslot: slot {self.index} is not held: nothing to launch")
+        if (not isinstance(inflight, int) or isinstance(inflight, bool)
+                or not 0 <= inflight < 2**32):
+            raise ValueError(f"gpuslot: inflight {inflight!r}: a count of commands, 0 or more")
+        self._client._launch_call(self, "gpuslot_launch_begin", inflight)
+        try:
+            result = send(*args, **kwargs)
+        except BaseException:
+            # send's own error is the one to see.
+            self._client._launch_call(self, "gpuslot_launch_end", check=False)
+            raise
+        self._client._launch_call(self, "gpuslot_launch_end")
+        return result
+
     def torch_stream(self):
         """The slot's stream as a ``torch.cuda.ExternalStream``: torch's
         kernels launched on it run on the slot's partition only."""
@@ -167,6 +201,15 @@ class Slot:
     def cupy_stream(self):
         """The slot's stream as a ``cupy.cuda.ExternalStream``."""
         return streams.cupy_stream(self._client, self)
+
+    def torch_gate(self, inflight=LAUNCH_INFLIGHT_DEFAULT):
+        """A context (a PyTorch dispatch mode) in which every operator on
+        CUDA tensors passes this slot's launch gate, as launch() does: use
+        it around eager work on the slot's stream (``with
+        torch.cuda.stream(slot.torch_stream()), slot.torch_gate(): ...``)
+        so that it reports the hold's work and yields to higher slots. It
+        costs a few microseconds of CPU per operator."""
+        return streams.torch_gate(self, inflight)
 
     def __enter__(self):
         return self
@@ -428,6 +471,16 @@ class Client:
     def _set_work(self, slot, pending):
         fn = self._work_call("gpuslot_set_work")
         errors.check(self._call(fn, ctypes.byref(slot._raw), int(pending)), "gpuslot_set_work")
+
+    def _launch_call(self, slot, name, *args, check=True):
+        fn = getattr(self._lib, name, None)
+        if fn is None:
+            raise errors.GpuslotError(errno.EOPNOTSUPP,
+                                      f"gpuslot: {name}: the loaded libgpuslot predates "
+                                      "its launch gate (1.7)")
+        ret = self._call(fn, ctypes.byref(slot._raw), *args)
+        if check:
+            errors.check(ret, name)
 
     def _work_call(self, name):
         fn = getattr(self._lib, name, None)

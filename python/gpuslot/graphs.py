@@ -19,7 +19,7 @@ generation needs a new capture (the slot's streams are new ones).
 
 import errno
 
-from . import errors
+from . import client, errors
 
 
 class SlotGraph:
@@ -46,10 +46,14 @@ class SlotGraph:
         self._client = slot._client
         self.index, self.generation = slot.index, slot.generation
 
-    def replay(self, slot):
-        """Launch the graph on ``slot``'s stream; ``output``. ``slot`` must be
-        a held slot of the client, index and generation it was captured on
-        (GpuslotError EINVAL otherwise, and nothing is launched)."""
+    def replay(self, slot, gated=False, inflight=client.LAUNCH_INFLIGHT_DEFAULT):
+        """Launch the graph on ``slot``'s stream; ``output``. With ``gated``,
+        through the slot's launch gate (Slot.launch with ``inflight``: the
+        replay reports the hold's work and waits while a higher slot
+        preempts; a hold kept across jobs then reports its drain with
+        set_work(False)). ``slot`` must be a held slot of the client, index
+        and generation it was captured on (GpuslotError EINVAL otherwise,
+        and nothing is launched)."""
         _check_held(slot, "replay a graph on")
         if (slot._client is not self._client or slot.index != self.index
                 or slot.generation != self.generation):
@@ -61,7 +65,10 @@ class SlotGraph:
                 f"{slot.generation}){'' if slot._client is self._client else ' of another client'};"
                 f" capture it again on that slot")
         with self._torch.cuda.stream(slot.torch_stream()):
-            self._graph.replay()
+            if gated:
+                slot.launch(self._graph.replay, inflight=inflight)
+            else:
+                self._graph.replay()
         return self.output
 
     def __repr__(self):

@@ -85,3 +85,25 @@ def test_only_a_held_slot_reports_work(lock, whole_gpu):
             c.preempted(-1)
         with pytest.raises(ValueError):
             c.preempted(True)
+
+
+def test_a_launch_passes_the_gate_or_sends_nothing(client):
+    """Slot.launch sends through libgpuslot's launch gate; a slot without a
+    stream (the none backend) has nothing to gate, so the command is not
+    sent and no work is reported; a bad bound or a released slot likewise.
+    The gate at work (a GPU stream) is tested in C (socket_work_state_test,
+    LaunchGate) and on the GPU (tests/gpu/launch_gate_probe.py)."""
+    sent = []
+    with client.acquire() as slot:
+        with pytest.raises(gpuslot.GpuslotError) as e:
+            slot.launch(sent.append, "kernel")
+        assert e.value.errno == errno.EOPNOTSUPP and "no stream" in e.value.strerror
+        with pytest.raises(ValueError):
+            slot.launch(sent.append, "kernel", inflight=-1)
+        with pytest.raises(ValueError):
+            slot.launch(sent.append, "kernel", inflight=True)
+        assert client.work_state().work == frozenset(), "a refused launch reported work"
+    with pytest.raises(gpuslot.GpuslotError) as e:
+        slot.launch(sent.append, "kernel")
+    assert e.value.errno == errno.EINVAL
+    assert sent == [], "a refused launch sent its command"

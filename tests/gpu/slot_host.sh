@@ -2,7 +2,8 @@
 # gpuslotd from a bundle (bundle.sh) serving it on the socket transport,
 # the environment the Python package needs to reach it, and its end.
 #
-#   slot_host_start BUNDLE OUT SIZES   SIZES as gpuslotd.conf's, e.g. 25%,75%
+#   slot_host_start BUNDLE OUT SIZES [LINE]   SIZES as gpuslotd.conf's, e.g.
+#                                             25%,75%; LINE another line of it
 #   slot_host_stop
 
 slot_host_start() {
@@ -16,7 +17,7 @@ slot_host_start() {
 	export GPUSLOT_LIBRARY=$b/libgpuslot.so.1
 	export PYTHONPATH=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../python" && pwd)
 	# k is the number of sizes.
-	printf '[default]\nsizes = %s\n' "$sizes" >"$work/gpuslotd.conf"
+	printf '[default]\nsizes = %s\n%s\n' "$sizes" "${4:-}" >"$work/gpuslotd.conf"
 	"$b/ld-linux-x86-64.so.2" --library-path "$b" "$b/gpuslotd" --transport socket \
 		--socket-dir "$work/run" --socket-group '' --config "$work/gpuslotd.conf" \
 		--state-dir "$work" >"$out/gpuslotd.log" 2>&1 &

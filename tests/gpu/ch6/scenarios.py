@@ -229,6 +229,10 @@ TECHNIQUES = {
                                "no CUDA event per command)",
     "gpuslot-preempt-nobudget": "gpuslot-preempt with preempt_share 100: no bound on "
                                 "what the priority task holds back",
+    "gpuslot-pkg-preempt": "gpuslot-preempt through the Python package instead of "
+                           "gpuslot-run: each task's commands pass libgpuslot's launch gate "
+                           "(a graph's replay, eager operators under Slot.torch_gate), the "
+                           "priority task holding slot 0 and reporting each job's drain",
 }
 # Issue 40's preemptive layouts: the competitors' commands in flight at any
 # time (XSched's threshold in its authors' setting).
@@ -351,6 +355,13 @@ def protection(experiment, front, competitors, techniques=tuple(TECHNIQUES),
             rest = tuple(dataclasses.replace(c, inflight=inflight,
                                              preempt=t != "gpuslot-run-held")
                          for c in competitors("run", frozenset({1, 2, 3}), 0, 0))
+            out.append(Scenario(experiment, t, layout, (first,) + rest, technique=t))
+        elif t == "gpuslot-pkg-preempt":
+            layout = Layout(4, ("all",) + ((100 - DEFAULT_RESERVE) // 3,) * 3,
+                            (HIGH_SLOT_PRIORITY, 0, 0, 0))
+            first = dataclasses.replace(front("lock", frozenset({0}), 0), hold=True, gate=True)
+            rest = tuple(dataclasses.replace(c, gate=True, inflight=PREEMPT_INFLIGHT)
+                         for c in competitors("lock", frozenset({1, 2, 3}), 0, 0))
             out.append(Scenario(experiment, t, layout, (first,) + rest, technique=t))
         elif t == "hybrid":
             out.append(Scenario(experiment, t, Layout(2),

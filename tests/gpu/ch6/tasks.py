@@ -81,6 +81,7 @@ class Task:
     xsched_priority: int = 0       # xsched: the XQueue's priority
     inflight: int = 0              # xsched: its threshold; run: gpuslot-run --inflight
     preempt: bool = True           # run: held back while a higher slot has work
+    gate: bool = False             # lock: every command through libgpuslot's launch gate
 
     def __post_init__(self):
         if self.technique not in TECHNIQUES:
@@ -92,6 +93,8 @@ class Task:
             raise ValueError(f"task {self.name}: only a task that locks can hold its slot")
         if self.technique == "run" and self.slots is not None and not self.slots:
             raise ValueError(f"task {self.name}: an empty set of slots")
+        if self.gate and self.technique != "lock":
+            raise ValueError(f"task {self.name}: only a task that locks passes the launch gate")
         if self.inflight < 0:
             raise ValueError(f"task {self.name}: inflight {self.inflight}: 0 or more")
         if self.technique == "mps" and not 0 < self.mps_percent <= 100:
@@ -114,6 +117,7 @@ class Task:
         d.setdefault("hold", False)
         d.setdefault("xsched_priority", 0)
         d.setdefault("inflight", 0)
+        d.setdefault("gate", False)
         # Schedules written before gpuslot-run held every command back
         # while preempted (--window): inflight 0 was --no-preempt then.
         if "preempt" not in d:

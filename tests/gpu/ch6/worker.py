@@ -184,10 +184,13 @@ class TorchJob:
         graph = self._graph(slot, stream) if self.task.graph else None
         with self.torch.cuda.stream(stream):
             self.start.record(stream)
-            if graph is None:
+            if graph is None and slot and self.task.gate:
+                with slot.torch_gate(inflight=self.task.inflight):
+                    self._forward()
+            elif graph is None:
                 self._forward()
             elif slot:
-                graph.replay(slot)
+                graph.replay(slot, gated=self.task.gate, inflight=self.task.inflight)
             else:
                 graph.replay()
             self.end.record(stream)
@@ -256,6 +259,9 @@ class FakeSlot:
 
     def torch_stream(self):
         return None
+
+    def set_work(self, pending):
+        """A flock publishes no work: nothing to report."""
 
 
 class FakeClient:
@@ -330,6 +336,11 @@ def one_job(task, job, client):
         job.launch(slot)
         t2, c2 = time.perf_counter(), time.thread_time()
         job.wait()
+        if slot is not None and task.gate and getattr(client, "holds", False):
+            # A hold kept across jobs: the job's drain, as gpuslot-run
+            # reports it at a synchronization (the next launch reports
+            # work again); a released hold's end clears it.
+            slot.set_work(False)
         t3, c3 = time.perf_counter(), time.thread_time()
     finally:
         if slot is not None and not getattr(client, "holds", False):

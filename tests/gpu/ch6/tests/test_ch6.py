@@ -825,6 +825,28 @@ def test_preemptive_layouts_and_xsched_scenarios():
         assert scenarios.Scenario.from_json(json.loads(json.dumps(s.to_json()))) == s
 
 
+def test_the_packages_preemptive_layout_gates_every_task():
+    """gpuslot-pkg-preempt: gpuslot-preempt's layout through the Python
+    package: every task locks and passes the launch gate, the priority task
+    holding slot 0, the competitors bounded; a gate outside a lock is
+    refused, and a schedule written before the gate reads as ungated."""
+    (pkg,) = scenarios.only(graph=True, techniques=("gpuslot-pkg-preempt",))
+    front, *rest = pkg.tasks
+    assert front.technique == "lock" and front.hold and front.gate and front.graph
+    assert front.slots == frozenset({0})
+    assert all(t.technique == "lock" and t.gate and not t.hold and
+               t.inflight == scenarios.PREEMPT_INFLIGHT and t.slots == frozenset({1, 2, 3})
+               for t in rest)
+    assert pkg.layout.percents == ("all", 25, 25, 25)
+    assert pkg.layout.priorities == (scenarios.HIGH_SLOT_PRIORITY, 0, 0, 0)
+    assert scenarios.Scenario.from_json(json.loads(json.dumps(pkg.to_json()))) == pkg
+    with pytest.raises(ValueError, match="launch gate"):
+        dataclasses.replace(front, technique="unmanaged", hold=False)
+    old = front.to_json()
+    del old["gate"]
+    assert not Task.from_json(old).gate
+
+
 def test_launchers_of_xsched_and_gpuslot_run(tmp_path, monkeypatch):
     os.makedirs(tmp_path / "bin")
     (tmp_path / "bin" / "xserver").write_text("")
