@@ -660,6 +660,30 @@ TEST_F(Socket, ACppSlotOutlivesItsClient)
 	unsetenv("GPUSLOT_SOCKET_DIR");
 }
 
+// The C++ launch gate (Slot::launch): a client without streams has none,
+// so the command is not sent and gpuslot::Error says why (the gate at work:
+// LaunchGate.* in socket_work_state_test, through the C API).
+TEST_F(Socket, ACppLaunchWithoutAStreamSendsNothing)
+{
+	setenv("GPUSLOT_TRANSPORT", "socket", 1);
+	setenv("GPUSLOT_SOCKET_DIR", dir_.c_str(), 1);
+	gpuslot::Options opts;
+	opts.backend = GPUSLOT_BACKEND_NONE;
+	gpuslot::Client client(opts);
+	gpuslot::Slot slot = client.acquire();
+	int sent = 0;
+	try {
+		slot.launch([&](void *) { return ++sent; });
+		ADD_FAILURE() << "a launch without a stream went";
+	} catch (const gpuslot::Error &e) {
+		EXPECT_EQ(e.code(), -EOPNOTSUPP);
+		EXPECT_NE(std::string(e.what()).find("no stream"), std::string::npos) << e.what();
+	}
+	EXPECT_EQ(sent, 0);
+	unsetenv("GPUSLOT_TRANSPORT");
+	unsetenv("GPUSLOT_SOCKET_DIR");
+}
+
 // A restart of gpuslotd ends the connections of the socket transport: the
 // release takes back the hold gpuslotd kept and releases it, the next
 // acquire reconnects, with the reservation made again, and a generation the
