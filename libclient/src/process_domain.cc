@@ -840,6 +840,17 @@ private:
 // dropped after kMaxOpen.
 constexpr size_t kMaxOpen = 256;
 
+// One bound per hold: 0, or -EINVAL where @inflight is not @gate's.
+template <class Gate> int same_bound(const Gate &gate, unsigned int inflight, std::string *error)
+{
+	if (gate.inflight == inflight)
+		return 0;
+	*error = "this hold's launch gate was opened with a bound of " +
+		 std::to_string(gate.inflight) + " in flight, not " + std::to_string(inflight) +
+		 ": one bound per hold";
+	return -EINVAL;
+}
+
 } // namespace
 
 void ProcessDomain::end_launches(Lane *lane)
@@ -853,12 +864,8 @@ int ProcessDomain::launch_gate(Lane *lane, unsigned int inflight,
 			       std::shared_ptr<LaunchGate> *out, std::string *error)
 {
 	if (lane->gate) {
-		if (lane->gate->inflight != inflight) {
-			*error = "this hold's launch gate was opened with a bound of " +
-				 std::to_string(lane->gate->inflight) + " in flight, not " +
-				 std::to_string(inflight) + ": one bound per hold";
-			return -EINVAL;
-		}
+		if (int err = same_bound(*lane->gate, inflight, error))
+			return err;
 		*out = lane->gate;
 		return 0;
 	}
@@ -899,9 +906,6 @@ int ProcessDomain::launch_begin(const gpuslot_slot *slot, unsigned int inflight,
 		if (int err = launch_gate(lane, inflight, &gate, error))
 			return err;
 	}
-	// A command captured into a graph does not run now: it reports no
-	// work, is not held back and takes no place (LaunchThrottle::before()).
-	const bool captured = gate->markers->capturing(gate->stream);
 	{
 		// The job's first command: its work edge, so that lower slots
 		// yield to it, told by one thread while the others wait for it.
@@ -911,15 +915,23 @@ int ProcessDomain::launch_begin(const gpuslot_slot *slot, unsigned int inflight,
 			*error = "this slot was released while the command waited to be sent";
 			return -EINVAL;
 		}
-		if (!captured && !lane->work_pending) {
+		if (!lane->work_pending) {
 			lane->reporting = true;
 			hold.unlock();
-			// The published state must be readable too: a lock that
-			// predates it fails here, not at every command.
-			gpuslot_work_state st;
-			int err = work_->snapshot(&st, error);
-			if (!err)
-				err = set_work(slot, true, error);
+			int err = 0;
+			// A command captured into a graph does not run now: it
+			// reports no work (nor is it held back or counted:
+			// LaunchThrottle::before()). Asked only here, not at
+			// every command.
+			if (!gate->markers->capturing(gate->stream)) {
+				// The published state must be readable too: a
+				// lock that predates it fails here, not at every
+				// command.
+				gpuslot_work_state st;
+				err = work_->snapshot(&st, error);
+				if (!err)
+					err = set_work(slot, true, error);
+			}
 			hold.lock();
 			lane->reporting = false;
 			reported_.notify_all();
@@ -931,12 +943,8 @@ int ProcessDomain::launch_begin(const gpuslot_slot *slot, unsigned int inflight,
 		// made it meanwhile.
 		if (!lane->gate)
 			lane->gate = gate;
-		if (lane->gate->inflight != inflight) {
-			*error = "this hold's launch gate was opened with a bound of " +
-				 std::to_string(lane->gate->inflight) + " in flight, not " +
-				 std::to_string(inflight) + ": one bound per hold";
-			return -EINVAL;
-		}
+		if (int err = same_bound(*lane->gate, inflight, error))
+			return err;
 		gate = lane->gate;
 	}
 	const bool marked = gate->throttle->before(StreamKey{gate->stream, 0});

@@ -1047,6 +1047,19 @@ TEST_F(LaunchGate, TheFirstCommandReportsTheHoldsWork)
 	EXPECT_EQ(now().work_mask, 2u);
 }
 
+// A command captured into a graph does not run now: a hold whose first
+// commands are captured reports no work; its first real one does.
+TEST_F(LaunchGate, ACapturedCommandReportsNoWork)
+{
+	gpu_.capturing = true;
+	send(&low_);
+	send(&low_);
+	gpu_.capturing = false;
+	EXPECT_EQ(now().work_mask, 0u) << "a captured command reported work";
+	send(&low_);
+	EXPECT_EQ(now().work_mask, 2u);
+}
+
 // While the higher slot's work is pending, the lower slot's next command
 // waits in begin; it goes once that work drains. The higher slot's own
 // commands are not held back.
