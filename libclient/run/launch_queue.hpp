@@ -74,7 +74,7 @@ public:
 	{
 		if (!admit(stream))
 			return refused;
-		const bool marked = !disabled_ && throttle_.before(stream);
+		const bool marked = throttle_.before(stream);
 		auto result = command();
 		submitted(stream, marked);
 		return result;

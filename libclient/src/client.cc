@@ -524,29 +524,38 @@ extern "C" int gpuslot_work_preempts(struct gpuslot_client *c, uint32_t priority
 	return uint64_t(st.preempt_level) > uint64_t(priority) + 1 ? 1 : 0;
 }
 
-extern "C" int gpuslot_launch_begin(struct gpuslot_client *c, const struct gpuslot_slot *slot,
-				    uint32_t inflight)
+namespace {
+
+// The launch gate's calls, one per command: the fork check without a system
+// call (as work_state()'s), no struct copied (the gate reads the handle).
+template <class Call>
+int launch_call(gpuslot_client *c, const gpuslot_slot *slot, const char *fn, Call call)
 {
 	if (!c || !slot)
-		return fail(-EINVAL, "gpuslot_launch_begin() needs a client and a held slot");
+		return fail(-EINVAL, std::string(fn) + "() needs a client and a held slot");
 	if (forks() != c->forks)
 		return child_error(c);
 	const InCall in(c);
 	std::string error;
-	const int ret = c->domain->launch_begin(slot, inflight, &error);
+	const int ret = call(&error);
 	return ret < 0 ? fail(ret, error) : 0;
+}
+
+} // namespace
+
+extern "C" int gpuslot_launch_begin(struct gpuslot_client *c, const struct gpuslot_slot *slot,
+				    uint32_t inflight)
+{
+	return launch_call(c, slot, "gpuslot_launch_begin", [&](std::string *error) {
+		return c->domain->launch_begin(slot, inflight, error);
+	});
 }
 
 extern "C" int gpuslot_launch_end(struct gpuslot_client *c, const struct gpuslot_slot *slot)
 {
-	if (!c || !slot)
-		return fail(-EINVAL, "gpuslot_launch_end() needs a client and a held slot");
-	if (forks() != c->forks)
-		return child_error(c);
-	const InCall in(c);
-	std::string error;
-	const int ret = c->domain->launch_end(slot, &error);
-	return ret < 0 ? fail(ret, error) : 0;
+	return launch_call(c, slot, "gpuslot_launch_end", [&](std::string *error) {
+		return c->domain->launch_end(slot, error);
+	});
 }
 
 extern "C" int gpuslot_domain_attr(struct gpuslot_client *c, const char *name, char *buf,

@@ -34,7 +34,8 @@ struct CudaDriver {
 	decltype(&cuStreamGetPriority) stream_get_priority;
 	decltype(&cuCtxGetStreamPriorityRange) priority_range;
 	// Launch markers (since libgpuslot 1.7); optional: without them
-	// CudaApi::events is empty and gpuslot_launch_begin() refused.
+	// CudaApi::events_ready() says no and gpuslot_launch_begin() is
+	// refused. libcuda.so.1's are looked up at their first use.
 	decltype(&cuStreamGetCtx_v2) stream_get_ctx;
 	decltype(&cuEventCreate) event_create;
 	decltype(&cuEventRecord) event_record;

@@ -291,10 +291,6 @@ bool mps_running()
 	return stat(control.c_str(), &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode));
 }
 
-} // namespace
-
-namespace {
-
 using GetProc = CUresult (*)(const char *, void **, int, cuuint64_t,
 			     CUdriverProcAddressQueryResult *);
 // libcuda.so.1's table (load_cuda()) and its cuGetProcAddress_v2.
@@ -393,7 +389,10 @@ bool load_cuda(CudaApi *api, std::string *error)
 		}
 		*fn = reinterpret_cast<std::remove_pointer_t<decltype(fn)>>(p);
 	};
-	CudaDriver d;
+	// The launch markers' entry points stay null here: looked up at
+	// their first use (events_ready()), a process that never gates
+	// resolves none.
+	CudaDriver d{};
 	sym("cuInit", &d.init);
 	sym("cuDeviceGetCount", &d.device_count);
 	sym("cuDeviceGet", &d.device_get);
@@ -417,15 +416,6 @@ bool load_cuda(CudaApi *api, std::string *error)
 	sym("cuGetErrorString", &d.error_string);
 	if (!all)
 		return false;
-	// The launch markers' entry points are looked up at their first
-	// use (events_ready()): a process that never gates resolves none.
-	d.stream_get_ctx = nullptr;
-	d.event_create = nullptr;
-	d.event_record = nullptr;
-	d.event_query = nullptr;
-	d.event_destroy = nullptr;
-	d.stream_is_capturing = nullptr;
-	d.exchange_capture_mode = nullptr;
 	loaded_proc = get;
 	loaded = d;
 	ok = true;

@@ -473,21 +473,17 @@ class Client:
         errors.check(self._call(fn, ctypes.byref(slot._raw), int(pending)), "gpuslot_set_work")
 
     def _launch_call(self, slot, name, *args, check=True):
-        fn = getattr(self._lib, name, None)
-        if fn is None:
-            raise errors.GpuslotError(errno.EOPNOTSUPP,
-                                      f"gpuslot: {name}: the loaded libgpuslot predates "
-                                      "its launch gate (1.7)")
+        fn = self._work_call(name, "its launch gate (1.7)")
         ret = self._call(fn, ctypes.byref(slot._raw), *args)
         if check:
             errors.check(ret, name)
 
-    def _work_call(self, name):
+    def _work_call(self, name, feature="preemptive slots (1.4)"):
         fn = getattr(self._lib, name, None)
         if fn is None:
             raise errors.GpuslotError(errno.EOPNOTSUPP,
                                       f"gpuslot: {name}: the loaded libgpuslot predates "
-                                      "preemptive slots (1.4)")
+                                      f"{feature}")
         return fn
 
     def work_state(self):
